@@ -1,0 +1,25 @@
+"""attnlib: high-dimensional theory of single-head tied attention.
+
+Importing attnlib switches JAX to float64 (``jax_enable_x64``): every theory
+computation in the library is done in double precision. Training routines
+take an explicit ``dtype`` when single precision is wanted for speed.
+
+Modules (one idea each):
+
+- :mod:`attnlib.tasks`      the attention-indexed model: tasks, noise, sampling
+- :mod:`attnlib.targets`    target matrices S0 and their limiting spectra
+- :mod:`attnlib.train`      ERM solvers on data (Adam on W, direct S, proximal S)
+- :mod:`attnlib.rmt`        free convolution with the semicircle, outliers
+- :mod:`attnlib.channels`   output channels: proximal maps and their derivatives
+- :mod:`attnlib.amp`        GAMP on a finite data set
+- :mod:`attnlib.se`         state evolution and learning curves
+- :mod:`attnlib.thresholds` perfect recovery, interpolation, minimal width
+- :mod:`attnlib.spectrum`   predicted spectra of the learned weights
+- :mod:`attnlib.scaling`    power-law targets and scaling laws
+"""
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+__version__ = "0.1.0"

@@ -1,0 +1,282 @@
+r"""Target matrices ``S0`` of the attention-indexed model and their limiting spectra.
+
+Every target is a frozen dataclass that can
+
+- :meth:`Target.sample` a symmetric ``d x d`` matrix ``S0`` from an explicit PRNG key,
+- describe the large-``d`` limit of its eigenvalue distribution as a
+  :class:`SpectralMeasure` (atoms and weights) through :meth:`Target.measure`,
+  plus a tuple of isolated eigenvalues :meth:`Target.outliers` that carry no mass
+  in the limit (spiked targets),
+- report ``Q0 = lim Tr(S0^2) / d`` and its rank fraction ``kappa0``.
+
+Random-matrix routines (:mod:`attnlib.rmt`) work with any target through
+:meth:`Target.measure`; the Wishart family also has a closed-form Stieltjes
+transform used to test them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib import _checks
+
+
+class SpectralMeasure(NamedTuple):
+    """A probability measure on the real line given by atoms and weights (sum 1)."""
+
+    atoms: np.ndarray
+    weights: np.ndarray
+
+    def moment(self, k: int) -> float:
+        """``int x^k d mu``."""
+        return float(np.sum(self.weights * self.atoms**k))
+
+    def stieltjes(self, z):
+        """``G(z) = int mu(dt) / (z - t)`` for complex ``z`` (array or scalar)."""
+        z = np.asarray(z, dtype=complex)
+        return np.sum(self.weights / (z[..., None] - self.atoms), axis=-1)
+
+
+def haar_orthogonal(key: jax.Array, d: int) -> jax.Array:
+    """A Haar-distributed ``d x d`` orthogonal matrix (QR with sign correction)."""
+    g = jax.random.normal(key, (d, d), dtype=jnp.float64)
+    q, r = jnp.linalg.qr(g)
+    return q * jnp.sign(jnp.diagonal(r))[None, :]
+
+
+def quantile_atoms(quantile, n_atoms: int) -> np.ndarray:
+    """Atoms at the mid-point quantiles ``(k - 1/2) / n_atoms`` of a law given by its quantile function."""
+    u = (np.arange(n_atoms) + 0.5) / n_atoms
+    return np.asarray(quantile(u), dtype=float)
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """Base class: subclasses implement :meth:`sample` and :meth:`measure`."""
+
+    def sample(self, key: jax.Array, d: int) -> jax.Array:
+        raise NotImplementedError
+
+    def measure(self, n_atoms: int = 4000) -> SpectralMeasure:
+        """Limiting eigenvalue distribution of ``S0`` (outliers excluded)."""
+        raise NotImplementedError
+
+    def outliers(self) -> tuple[float, ...]:
+        """Isolated eigenvalues that survive the large-``d`` limit with zero mass."""
+        return ()
+
+    def stieltjes(self, z):
+        """Stieltjes transform of :meth:`measure` (closed form where a subclass has one)."""
+        return self.measure().stieltjes(z)
+
+    @property
+    def Q0(self) -> float:
+        """``lim Tr(S0^2) / d``."""
+        return self.measure().moment(2)
+
+    @property
+    def kappa0(self) -> float:
+        """Fraction of non-zero eigenvalues in the limit (rank / d)."""
+        mu = self.measure()
+        return float(np.sum(mu.weights[np.abs(mu.atoms) > 0]))
+
+    def eigenvalues(self, d: int) -> np.ndarray:
+        """Deterministic ``d`` eigenvalues: the quantiles of :meth:`measure`, ascending."""
+        d = _checks.integer("d", d, 1)
+        mu = self.measure()
+        order = np.argsort(mu.atoms)
+        cdf = np.cumsum(mu.weights[order])
+        u = (np.arange(d) + 0.5) / d
+        idx = np.minimum(np.searchsorted(cdf, u), len(cdf) - 1)
+        return mu.atoms[order][idx]
+
+
+def _from_eigen(key: jax.Array, eigenvalues) -> jax.Array:
+    """``O diag(eigenvalues) O^T`` with ``O`` Haar orthogonal."""
+    lam = jnp.asarray(eigenvalues, dtype=jnp.float64)
+    O = haar_orthogonal(key, lam.shape[0])
+    S = (O * lam[None, :]) @ O.T
+    return (S + S.T) / 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Wishart(Target):
+    r"""``S0 = W0 W0^T / sqrt(p0 d)`` with ``W0`` a ``d x p0`` standard Gaussian, ``p0 = kappa0 d``.
+
+    Limit: an atom ``1 - kappa0`` at 0 and mass ``kappa0`` on a Marchenko-Pastur
+    law of ratio ``kappa0`` scaled by ``1 / sqrt(kappa0)``:
+    ``Tr(S0)/d -> sqrt(kappa0)``, ``Q0 = 1 + kappa0``.
+    """
+
+    kappa0: float = 0.5
+
+    def __post_init__(self):
+        _checks.in_interval("kappa0", self.kappa0, 0.0, 1.0)
+
+    def width(self, d: int) -> int:
+        """``p0 = max(1, round(kappa0 d))``."""
+        return max(1, int(round(self.kappa0 * _checks.integer("d", d, 1))))
+
+    def sample(self, key, d):
+        p0 = self.width(d)
+        W0 = jax.random.normal(key, (d, p0), dtype=jnp.float64)
+        S = W0 @ W0.T / jnp.sqrt(p0 * d)
+        return (S + S.T) / 2
+
+    def _mp_quantile(self, u):
+        # Marchenko-Pastur law of ratio c = kappa0 (unit variance), by inverting its CDF numerically.
+        c = self.kappa0
+        lo, hi = (1 - np.sqrt(c)) ** 2, (1 + np.sqrt(c)) ** 2
+        x = np.linspace(lo, hi, 20001)
+        dens = np.sqrt(np.clip((hi - x) * (x - lo), 0, None)) / (2 * np.pi * c * x)
+        cdf = np.concatenate([[0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(x))])
+        cdf /= cdf[-1]
+        return np.interp(u, cdf, x)
+
+    def measure(self, n_atoms: int = 4000):
+        c = self.kappa0
+        n_bulk = n_atoms if c == 1.0 else max(1, int(round(c * n_atoms)))
+        bulk = quantile_atoms(self._mp_quantile, n_bulk) / np.sqrt(c)
+        if c == 1.0:
+            return SpectralMeasure(bulk, np.full(n_bulk, 1.0 / n_bulk))
+        atoms = np.concatenate([[0.0], bulk])
+        weights = np.concatenate([[1 - c], np.full(n_bulk, c / n_bulk)])
+        return SpectralMeasure(atoms, weights)
+
+    def stieltjes(self, z):
+        """Closed form: ``(1 - kappa0)/z + kappa0^{3/2} G_MP(sqrt(kappa0) z)``."""
+        c = self.kappa0
+        z = np.asarray(z, dtype=complex)
+        w = np.sqrt(c) * z
+        # G_MP(w) = (w + c - 1 - sqrt((w - 1 - c)^2 - 4c)) / (2 c w) with ratio c on the
+        # p0 non-zero eigenvalues: here the law of W0^T W0 / d, ratio c = p0 / d.
+        disc = np.sqrt((w - 1 - c) ** 2 - 4 * c + 0j)
+        # choose the branch with G ~ 1/w at infinity (Im G < 0 for Im w > 0)
+        g1 = (w - 1 + c - disc) / (2 * c * w)
+        g2 = (w - 1 + c + disc) / (2 * c * w)
+        g_mp = np.where(np.imag(g1) * np.imag(w) <= 0, g1, g2)
+        return (1 - c) / z + c * np.sqrt(c) * g_mp
+
+    @property
+    def Q0(self) -> float:
+        return 1.0 + self.kappa0
+
+
+@dataclasses.dataclass(frozen=True)
+class PowerLaw(Target):
+    r"""Power-law spectrum with Haar eigenvectors.
+
+    A fraction ``kappa0`` of the eigenvalues is non-zero; the one at relative
+    rank ``u = k / p0`` (``k = 1..p0``, ``p0 = kappa0 d``) is ``c u^{-gamma}``,
+    so the ``k``-th largest eigenvalue is proportional to ``k^{-gamma}``. The
+    constant ``c`` makes ``Q0 = 1`` in the limit, which exists for
+    ``0 <= gamma < 1/2``: ``c = sqrt((1 - 2 gamma) / kappa0)``.
+    """
+
+    gamma: float = 0.25
+    kappa0: float = 1.0
+
+    def __post_init__(self):
+        _checks.in_interval("gamma", self.gamma, 0.0, 0.5, low_open=False, high_open=True)
+        _checks.in_interval("kappa0", self.kappa0, 0.0, 1.0)
+
+    @property
+    def scale(self) -> float:
+        return float(np.sqrt((1 - 2 * self.gamma) / self.kappa0))
+
+    def rank_eigenvalues(self, p0: int) -> np.ndarray:
+        """The ``p0`` non-zero eigenvalues, largest first: ``c ((k - 1/2) / p0)^{-gamma}``."""
+        u = (np.arange(1, p0 + 1) - 0.5) / p0
+        return self.scale * u ** (-self.gamma)
+
+    def sample(self, key, d):
+        d = _checks.integer("d", d, 1)
+        p0 = max(1, int(round(self.kappa0 * d)))
+        lam = np.zeros(d)
+        lam[:p0] = self.rank_eigenvalues(p0)
+        return _from_eigen(key, lam)
+
+    def measure(self, n_atoms: int = 4000):
+        n_nz = max(1, int(round(self.kappa0 * n_atoms)))
+        nz = self.rank_eigenvalues(n_nz)
+        if self.kappa0 == 1.0:
+            return SpectralMeasure(nz, np.full(n_nz, 1.0 / n_nz))
+        return SpectralMeasure(
+            np.concatenate([[0.0], nz]),
+            np.concatenate([[1 - self.kappa0], np.full(n_nz, self.kappa0 / n_nz)]),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Explicit(Target):
+    """A user-given list of eigenvalues with Haar eigenvectors.
+
+    At size ``d`` equal to the list length the eigenvalues are used as given;
+    at another ``d`` they are read as a distribution and its ``d`` mid-point
+    quantiles are used. The limiting measure puts equal mass on each value.
+    """
+
+    values: tuple[float, ...] = (1.0,)
+
+    def __post_init__(self):
+        v = np.asarray(self.values, dtype=float)
+        if v.ndim != 1 or v.size == 0:
+            raise ValueError(f"values must be a non-empty 1-d list of eigenvalues, got shape {v.shape}")
+        _checks.finite_array("values", v)
+        object.__setattr__(self, "values", tuple(float(x) for x in v))
+
+    def sample(self, key, d):
+        d = _checks.integer("d", d, 1)
+        lam = np.asarray(self.values) if len(self.values) == d else self.eigenvalues(d)
+        return _from_eigen(key, lam)
+
+    def measure(self, n_atoms: int = 4000):
+        v = np.asarray(self.values)
+        return SpectralMeasure(v, np.full(v.size, 1.0 / v.size))
+
+
+@dataclasses.dataclass(frozen=True)
+class Spiked(Target):
+    """Isolated eigenvalues ``spikes`` added along Haar directions to a bulk target.
+
+    ``S0 = B + sum_k theta_k u_k u_k^T`` with ``u_k`` orthonormal and uniformly
+    random. ``bulk=None`` means a zero bulk (a pure low-rank target). In the
+    limit the spikes carry no mass: :meth:`measure` is the bulk's and
+    :meth:`outliers` lists the spikes.
+    """
+
+    spikes: tuple[float, ...] = (3.0,)
+    bulk: Target | None = None
+
+    def __post_init__(self):
+        s = np.asarray(self.spikes, dtype=float)
+        if s.ndim != 1 or s.size == 0:
+            raise ValueError(f"spikes must be a non-empty 1-d list, got shape {s.shape}")
+        _checks.finite_array("spikes", s)
+        object.__setattr__(self, "spikes", tuple(float(x) for x in s))
+
+    def sample(self, key, d):
+        d = _checks.integer("d", d, len(self.spikes))
+        k_b, k_u = jax.random.split(key)
+        B = jnp.zeros((d, d)) if self.bulk is None else self.bulk.sample(k_b, d)
+        U = haar_orthogonal(k_u, d)[:, : len(self.spikes)]
+        S = B + (U * jnp.asarray(self.spikes)[None, :]) @ U.T
+        return (S + S.T) / 2
+
+    def spike_directions(self, key, d) -> jax.Array:
+        """The ``(d, k)`` spike directions used by :meth:`sample` with the same key."""
+        _, k_u = jax.random.split(key)
+        return haar_orthogonal(k_u, d)[:, : len(self.spikes)]
+
+    def measure(self, n_atoms: int = 4000):
+        if self.bulk is None:
+            return SpectralMeasure(np.zeros(1), np.ones(1))
+        return self.bulk.measure(n_atoms)
+
+    def outliers(self):
+        return self.spikes

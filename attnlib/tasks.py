@@ -1,0 +1,318 @@
+r"""The attention-indexed model (AIM): sequences, tasks, labels.
+
+Conventions (THEORY.md section 1):
+
+- A sequence is ``X`` of shape ``(T, d)`` whose tokens are i.i.d. ``N(0, I_d)``;
+  a data set stacks ``n`` of them, shape ``(n, T, d)``.
+- For a symmetric ``d x d`` matrix ``S`` the pre-activations are the symmetric
+  ``T x T`` matrix ``h_ab(S) = (x_a^T S x_b - delta_ab Tr S) / sqrt(d)``.
+  The ``K = T (T + 1) / 2`` entries with ``a <= b`` are the *pairs*, ordered
+  row by row: ``(0,0), (0,1), ..., (0,T-1), (1,1), ...``. For fixed ``S`` the
+  pairs are independent centred Gaussians with variance ``sigma_ab^2 Q(S)``,
+  ``sigma_ab^2 = 1 + delta_ab`` and ``Q(S) = Tr(S^2) / d``.
+- A task is an output function ``g`` of ``h``; the per-sequence loss is the
+  square loss ``||Y - g(h)||^2`` summed over every output entry.
+- Label noise of variance ``Delta = noise`` sits either on the logits,
+  ``Y = g(h + sqrt(Delta) xi)`` with ``xi`` symmetric and i.i.d. ``N(0, 1)``
+  on each pair, or on the outputs, ``Y = g(h) + sqrt(Delta) xi`` with ``xi``
+  i.i.d. ``N(0, 1)`` on every output entry. For :class:`Linear` the outputs are
+  the symmetric ``h`` itself and both placements add the same symmetric noise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib import _checks
+
+NOISE_PLACEMENTS = ("logits", "outputs")
+
+
+# ----------------------------------------------------------------------------
+# Pair bookkeeping
+# ----------------------------------------------------------------------------
+
+
+def n_pairs(T: int) -> int:
+    """Number ``K = T (T + 1) / 2`` of independent pre-activations per sequence."""
+    T = _checks.integer("T", T, 1)
+    return T * (T + 1) // 2
+
+
+def pair_indices(T: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices ``(a, b)``, ``a <= b``, of the ``K`` pairs in order."""
+    ia, ib = np.triu_indices(_checks.integer("T", T, 1))
+    return ia, ib
+
+
+def pair_variances(T: int) -> np.ndarray:
+    """``sigma_ab^2 = 1 + delta_ab`` for the ``K`` pairs, shape ``(K,)``."""
+    ia, ib = pair_indices(T)
+    return np.where(ia == ib, 2.0, 1.0)
+
+
+def to_pairs(h: jax.Array) -> jax.Array:
+    """Symmetric ``(..., T, T)`` matrices to their ``(..., K)`` upper-triangular pairs."""
+    ia, ib = pair_indices(h.shape[-1])
+    return h[..., ia, ib]
+
+
+def to_matrix(pairs: jax.Array, T: int) -> jax.Array:
+    """``(..., K)`` pairs to the symmetric ``(..., T, T)`` matrices they describe."""
+    ia, ib = pair_indices(T)
+    if pairs.shape[-1] != len(ia):
+        raise ValueError(f"pairs must have last axis K = {len(ia)} for T = {T}, got {pairs.shape}")
+    h = jnp.zeros(pairs.shape[:-1] + (T, T), dtype=pairs.dtype)
+    h = h.at[..., ia, ib].set(pairs)
+    return h.at[..., ib, ia].set(pairs)
+
+
+# ----------------------------------------------------------------------------
+# Sequences and pre-activations
+# ----------------------------------------------------------------------------
+
+
+def sample_sequences(key: jax.Array, n: int, T: int, d: int, dtype=jnp.float64) -> jax.Array:
+    """``n`` sequences of ``T`` i.i.d. ``N(0, I_d)`` tokens, shape ``(n, T, d)``."""
+    n = _checks.integer("n", n, 1)
+    T = _checks.integer("T", T, 1)
+    d = _checks.integer("d", d, 1)
+    return jax.random.normal(key, (n, T, d), dtype=dtype)
+
+
+@jax.jit
+def preactivations(X: jax.Array, S: jax.Array) -> jax.Array:
+    r"""``h_ab = (x_a^T S x_b - delta_ab Tr S) / sqrt(d)``, shape ``(n, T, T)``.
+
+    ``X`` has shape ``(n, T, d)`` (or ``(T, d)``), ``S`` is symmetric ``(d, d)``.
+    """
+    d = X.shape[-1]
+    XS = X @ S
+    h = jnp.einsum("...ai,...bi->...ab", XS, X)
+    eye = jnp.eye(X.shape[-2], dtype=h.dtype)
+    return (h - eye * jnp.trace(S)) / jnp.sqrt(d)
+
+
+def n_samples(alpha: float, d: int) -> int:
+    """Number of sequences ``n = round(alpha d^2)`` (at least 1)."""
+    alpha = _checks.positive("alpha", alpha)
+    d = _checks.integer("d", d, 1)
+    return max(1, int(round(alpha * d * d)))
+
+
+# ----------------------------------------------------------------------------
+# Tasks
+# ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """Base class of the AIM tasks. Subclasses define :meth:`output`.
+
+    Attributes:
+      T: sequence length (number of tokens).
+      noise: label-noise variance ``Delta >= 0``.
+      noise_on: ``"logits"`` or ``"outputs"`` (see the module docstring).
+    """
+
+    T: int = 2
+    noise: float = 0.0
+    noise_on: str = "logits"
+
+    name = "task"
+
+    def __post_init__(self):
+        _checks.integer("T", self.T, self._min_T)
+        _checks.nonnegative("noise", self.noise)
+        _checks.choice("noise_on", self.noise_on, NOISE_PLACEMENTS)
+
+    _min_T = 1
+
+    @property
+    def n_pairs(self) -> int:
+        """``K = T (T + 1) / 2``."""
+        return n_pairs(self.T)
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        """Shape of one label."""
+        return tuple(jax.eval_shape(self.output, jnp.zeros((self.T, self.T))).shape)
+
+    @property
+    def m_eff(self) -> int:
+        """Independent linear constraints one sequence puts on ``S`` when fitted exactly.
+
+        Generic definition: rank of the Jacobian of ``g`` with respect to the
+        ``K`` pairs at a generic point (computed numerically here; built-in
+        tasks override it with the exact value).
+        """
+        return effective_constraints(self)
+
+    def output(self, h: jax.Array) -> jax.Array:
+        """The output function ``g``: symmetric ``(..., T, T)`` ``h`` to labels."""
+        raise NotImplementedError
+
+    def loss(self, Y: jax.Array, h: jax.Array) -> jax.Array:
+        """Per-sequence square loss ``||Y - g(h)||^2`` summed over output entries."""
+        r = Y - self.output(h)
+        return jnp.sum(r.reshape(r.shape[: r.ndim - len(self.out_shape)] + (-1,)) ** 2, axis=-1)
+
+    def labels(self, key: jax.Array, h0: jax.Array) -> jax.Array:
+        """Noisy labels from the target pre-activations ``h0`` of shape ``(..., T, T)``."""
+        if self.noise == 0.0:
+            return self.output(h0)
+        sd = jnp.sqrt(self.noise)
+        if self.noise_on == "logits" or isinstance(self, Linear):
+            xi = to_matrix(jax.random.normal(key, h0.shape[:-2] + (self.n_pairs,), h0.dtype), self.T)
+            return self.output(h0 + sd * xi)
+        clean = self.output(h0)
+        return clean + sd * jax.random.normal(key, clean.shape, clean.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class Seq2Seq(Task):
+    """Sequence-to-sequence: ``Y = softmax_rows(beta h)``, a ``T x T`` attention matrix.
+
+    Softmax loses only a global shift of ``h`` (rows shifted alike keep ``h``
+    symmetric only if every row moves by the same constant), so ``m_eff = K - 1``.
+    """
+
+    T: int = 2
+    beta: float = 1.0
+    noise: float = 0.0
+    noise_on: str = "logits"
+
+    name = "seq2seq"
+    _min_T = 2
+
+    def __post_init__(self):
+        super().__post_init__()
+        _checks.positive("beta", self.beta)
+
+    @property
+    def m_eff(self) -> int:
+        return self.n_pairs - 1
+
+    def output(self, h):
+        return jax.nn.softmax(self.beta * h, axis=-1)
+
+
+def mean_self_attention(A: jax.Array) -> jax.Array:
+    """Default seq2lab readout: ``(1/T) sum_a A_aa`` of a ``(..., T, T)`` attention matrix."""
+    return jnp.mean(jnp.diagonal(A, axis1=-2, axis2=-1), axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Seq2Lab(Task):
+    """Sequence-to-label: a scalar read off the attention matrix ``softmax_rows(beta h)``.
+
+    ``readout`` maps ``(..., T, T)`` attention matrices to ``(...)`` labels; the
+    default is the mean self-attention weight :func:`mean_self_attention`.
+    """
+
+    T: int = 2
+    beta: float = 1.0
+    noise: float = 0.0
+    noise_on: str = "logits"
+    readout: Callable[[jax.Array], jax.Array] = mean_self_attention
+
+    name = "seq2lab"
+    _min_T = 2
+
+    def __post_init__(self):
+        super().__post_init__()
+        _checks.positive("beta", self.beta)
+
+    def output(self, h):
+        return self.readout(jax.nn.softmax(self.beta * h, axis=-1))
+
+
+@dataclasses.dataclass(frozen=True)
+class Linear(Task):
+    """Linear sanity case: ``Y = h`` (symmetric ``T x T``); ``T = 1`` is the quadratic network.
+
+    The square loss over the ``T x T`` output counts each off-diagonal pair twice.
+    """
+
+    T: int = 1
+    noise: float = 0.0
+    noise_on: str = "logits"
+
+    name = "linear"
+
+    @property
+    def m_eff(self) -> int:
+        return self.n_pairs
+
+    def output(self, h):
+        return h
+
+
+@dataclasses.dataclass(frozen=True)
+class Custom(Task):
+    """A user-supplied differentiable output function ``g`` of the symmetric ``h``.
+
+    ``g`` maps ``(T, T)`` to any label shape and must broadcast over leading axes
+    (write it with ``...`` indexing or wrap it with ``jnp.vectorize``).
+    """
+
+    T: int = 2
+    g: Callable[[jax.Array], jax.Array] | None = None
+    noise: float = 0.0
+    noise_on: str = "logits"
+
+    name = "custom"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not callable(self.g):
+            raise ValueError(f"g must be a callable mapping (T, T) arrays to labels, got {self.g!r}")
+
+    def output(self, h):
+        return self.g(h)
+
+
+def effective_constraints(task: Task, key: jax.Array | None = None, tol: float = 1e-8) -> int:
+    """Numerical rank of ``d g / d pairs`` at a random point: the generic ``m_eff``."""
+    key = jax.random.PRNGKey(0) if key is None else key
+    hv = jax.random.normal(key, (task.n_pairs,), dtype=jnp.float64)
+    jac = jax.jacfwd(lambda p: task.output(to_matrix(p, task.T)).reshape(-1))(hv)
+    s = np.linalg.svd(np.asarray(jac), compute_uv=False)
+    return int(np.sum(s > tol * max(1.0, s.max() if s.size else 0.0)))
+
+
+# ----------------------------------------------------------------------------
+# Data sets
+# ----------------------------------------------------------------------------
+
+
+class Dataset(NamedTuple):
+    """A labelled data set.
+
+    Attributes:
+      X: sequences, ``(n, T, d)``.
+      Y: labels, ``(n, *task.out_shape)``.
+      h0: target pre-activations ``h(S0)``, ``(n, T, T)`` (noise-free).
+    """
+
+    X: jax.Array
+    Y: jax.Array
+    h0: jax.Array
+
+
+def make_dataset(key: jax.Array, task: Task, S0: jax.Array, n: int, dtype=jnp.float64) -> Dataset:
+    """Sample ``n`` sequences and label them with the teacher ``S0`` (shape ``(d, d)``)."""
+    S0 = jnp.asarray(S0, dtype=dtype)
+    if S0.ndim != 2 or S0.shape[0] != S0.shape[1]:
+        raise ValueError(f"S0 must be a square (d, d) matrix, got shape {S0.shape}")
+    _checks.finite_array("S0", S0)
+    k_x, k_y = jax.random.split(key)
+    X = sample_sequences(k_x, n, task.T, S0.shape[0], dtype=dtype)
+    h0 = preactivations(X, S0)
+    return Dataset(X=X, Y=task.labels(k_y, h0), h0=h0)
