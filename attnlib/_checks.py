@@ -70,7 +70,7 @@ def finite_array(name: str, array, ndim: int | None = None, shape=None):
     if ndim is not None and a.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {a.shape}")
     if shape is not None:
-        for i, (got, want) in enumerate(zip(a.shape, shape)):
+        for i, (got, want) in enumerate(zip(a.shape, shape, strict=False)):
             if want is not None and got != want:
                 raise ValueError(f"{name} has shape {a.shape}, expected {tuple(shape)} (axis {i})")
     if not np.all(np.isfinite(a)):

@@ -50,7 +50,7 @@ def haar_orthogonal(key: jax.Array, d: int) -> jax.Array:
 
 
 def quantile_atoms(quantile, n_atoms: int) -> np.ndarray:
-    """Atoms at the mid-point quantiles ``(k - 1/2) / n_atoms`` of a law given by its quantile function."""
+    """Atoms at the mid-point quantiles ``(k - 1/2) / n_atoms`` of a law (given its quantile)."""
     u = (np.arange(n_atoms) + 0.5) / n_atoms
     return np.asarray(quantile(u), dtype=float)
 
@@ -99,8 +99,8 @@ class Target:
 def _from_eigen(key: jax.Array, eigenvalues) -> jax.Array:
     """``O diag(eigenvalues) O^T`` with ``O`` Haar orthogonal."""
     lam = jnp.asarray(eigenvalues, dtype=jnp.float64)
-    O = haar_orthogonal(key, lam.shape[0])
-    S = (O * lam[None, :]) @ O.T
+    basis = haar_orthogonal(key, lam.shape[0])
+    S = (basis * lam[None, :]) @ basis.T
     return (S + S.T) / 2
 
 
@@ -129,7 +129,7 @@ class Wishart(Target):
         return (S + S.T) / 2
 
     def _mp_quantile(self, u):
-        # Marchenko-Pastur law of ratio c = kappa0 (unit variance), by inverting its CDF numerically.
+        # Marchenko-Pastur law of ratio c = kappa0 (unit variance): invert its CDF numerically.
         c = self.kappa0
         lo, hi = (1 - np.sqrt(c)) ** 2, (1 + np.sqrt(c)) ** 2
         x = np.linspace(lo, hi, 20001)
@@ -226,7 +226,9 @@ class Explicit(Target):
     def __post_init__(self):
         v = np.asarray(self.values, dtype=float)
         if v.ndim != 1 or v.size == 0:
-            raise ValueError(f"values must be a non-empty 1-d list of eigenvalues, got shape {v.shape}")
+            raise ValueError(
+                f"values must be a non-empty 1-d list of eigenvalues, got shape {v.shape}"
+            )
         _checks.finite_array("values", v)
         object.__setattr__(self, "values", tuple(float(x) for x in v))
 

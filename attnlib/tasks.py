@@ -169,7 +169,9 @@ class Task:
             return self.output(h0)
         sd = jnp.sqrt(self.noise)
         if self.noise_on == "logits" or isinstance(self, Linear):
-            xi = to_matrix(jax.random.normal(key, h0.shape[:-2] + (self.n_pairs,), h0.dtype), self.T)
+            xi = to_matrix(
+                jax.random.normal(key, h0.shape[:-2] + (self.n_pairs,), h0.dtype), self.T
+            )
             return self.output(h0 + sd * xi)
         clean = self.output(h0)
         return clean + sd * jax.random.normal(key, clean.shape, clean.dtype)
@@ -272,7 +274,9 @@ class Custom(Task):
     def __post_init__(self):
         super().__post_init__()
         if not callable(self.g):
-            raise ValueError(f"g must be a callable mapping (T, T) arrays to labels, got {self.g!r}")
+            raise ValueError(
+                f"g must be a callable mapping (T, T) arrays to labels, got {self.g!r}"
+            )
 
     def output(self, h):
         return self.g(h)
