@@ -1,0 +1,290 @@
+r"""GAMP for the ERM of the attention-indexed model on a finite data set (matrix form).
+
+The ERM (THEORY.md section 2) on ``n`` sequences ``X_mu`` of shape ``(T, d)``:
+
+    nuclear:   min_{S PSD}  sum_mu ||Y_mu - g(h_mu(S))||^2 + d lam Tr S,
+    frobenius: min_S        sum_mu ||Y_mu - g(h_mu(S))||^2 + d (lam/2) ||S||_F^2.
+
+It is a generalised linear model in the ``D = d (d + 1) / 2`` orthonormal
+coordinates of symmetric matrices: ``h_ab(S) = <S, Z_ab>_F`` with
+
+    Z_aa = (x_a x_a^T - I) / sqrt(d),   Z_ab = (x_a x_b^T + x_b x_a^T) / (2 sqrt(d))  (a < b),
+
+whose coordinates are nearly i.i.d. with variance ``sigma_ab^2 / d``,
+``sigma_ab^2 = 1 + delta_ab``. GAMP with one scalar variance ``v`` (THEORY.md
+section 4) iterates, with ``alpha = n / d^2``:
+
+1. output step (:func:`attnlib.channels.output_step`), for every sequence and pair:
+   ``V_ab = sigma_ab^2 v``, ``omega = h(S_hat) - V g_old`` (Onsager term),
+   ``h* = argmin_h loss(Y, h) + sum_ab (h_ab - omega_ab)^2 / (2 V_ab)``,
+   ``g = (h* - omega) / V`` and ``dg = diag dg/domega``;
+2. ``a_hat = alpha sum_ab sigma_ab^2 mean_mu(-dg_ab)``;
+3. ``B = S_hat + (1 / (d a_hat)) sum_mu sum_ab g_ab Z_ab``. Without forming the
+   ``Z``: with the symmetric ``T x T`` matrix ``G_mu`` with ``G_aa = g_aa`` and
+   ``G_ab = G_ba = g_ab / 2`` (``a < b``),
+   ``sum_ab g_ab Z_ab = (X_mu^T G_mu X_mu - Tr(G_mu) I) / sqrt(d)``, because
+   ``X^T G X = sum_a g_aa x_a x_a^T + sum_{a<b} (g_ab / 2)(x_a x_b^T + x_b x_a^T)``;
+   the sum over ``mu`` is one ``(d, n T) @ (n T, d)`` product;
+4. ``S_hat = F(B)``, the spectral proximal map of the penalty with threshold
+   ``tau = lam / a_hat``: eigenvalues ``x -> max(x - tau, 0)`` (nuclear + PSD) or
+   ``x -> x / (1 + tau)`` (Frobenius);
+5. ``v = div F(B) / (d^2 a_hat)`` with the divergence over the ``D`` orthonormal
+   coordinates ``div F = sum_i f'(x_i) + sum_{i<j} (f(x_i) - f(x_j)) / (x_i - x_j)``.
+
+Constants: ``1 / (d a_hat)`` is the GAMP input variance
+``1 / sum_mu sum_ab ||Z_ab||^2_coord (-dg_ab)`` (``||Z_ab||^2 ~ sigma_ab^2 D / d``,
+``n = alpha d^2``, ``D ~ d^2/2`` cancels against the per-coordinate variance),
+and ``V_ab = sigma_ab^2 D / d * (div F / D) / (d a_hat) = sigma_ab^2 v``.
+
+Fixed point = ERM minimiser. At a fixed point ``omega = h(S_hat) - V g`` and
+``h* = omega + V g``, so ``h* = h(S_hat)`` and, by the optimality of the prox,
+``g = -grad_h loss(Y, h(S_hat))``. Since ``grad_S L(S) = sum_mu sum_ab
+(d loss / d h_ab) Z_ab``, step 3 reads ``B = S_hat - grad L(S_hat) / (d a_hat)`` and
+step 4 is the proximal-gradient step with step size ``eta = 1 / (d a_hat)``: the
+threshold ``eta d lam = lam / a_hat`` (nuclear) and the shrinkage
+``1 + eta d lam = 1 + lam / a_hat`` (Frobenius) are exactly those of the penalties
+above. A fixed point of GAMP (for any ``a_hat > 0``, any damping) is therefore a
+fixed point of proximal gradient, i.e. satisfies the KKT conditions of the ERM.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib import _checks, channels
+from attnlib.tasks import Dataset, Task, pair_variances, preactivations, to_pairs
+
+PENALTIES = ("nuclear", "frobenius")
+
+__all__ = ["GAMPResult", "gamp", "spectral_prox", "spectral_divergence", "data_gradient_sum"]
+
+
+class GAMPResult(NamedTuple):
+    """Result of :func:`gamp`.
+
+    Attributes:
+      S: the estimate ``S_hat``, symmetric ``(d, d)`` (numpy float64).
+      v: the scalar GAMP variance at the last iteration.
+      a_hat: ``alpha sum_ab sigma_ab^2 mean(-dg_ab)`` at the last iteration.
+      history: residual ``||S_new - S_old||_F / max(||S_new||_F, 1e-12)`` per iteration
+        (before damping; ``(n_iter,)``).
+      converged: whether the residual fell below ``tol``.
+      n_iter: number of iterations run.
+      residual: the last residual.
+    """
+
+    S: np.ndarray
+    v: float
+    a_hat: float
+    history: np.ndarray
+    converged: bool
+    n_iter: int
+    residual: float
+
+
+def data_gradient_sum(X: jax.Array, g: jax.Array) -> jax.Array:
+    r"""``sum_mu sum_{a<=b} g_ab Z_ab`` for ``X`` ``(n, T, d)`` and pair values ``g`` ``(n, K)``.
+
+    Equal to ``(sum_mu X_mu^T G_mu X_mu - sum_mu Tr(G_mu) I) / sqrt(d)`` with
+    ``G_aa = g_aa``, ``G_ab = G_ba = g_ab / 2``. With ``g = dloss/dh`` it is the
+    gradient (in ``S``) of ``sum_mu loss(h_mu(S))``.
+    """
+    n, T, d = X.shape
+    ia, ib = np.triu_indices(T)
+    half = jnp.where(jnp.asarray(ia == ib), 1.0, 0.5).astype(g.dtype)
+    G = jnp.zeros((n, T, T), g.dtype).at[:, ia, ib].set(g * half).at[:, ib, ia].set(g * half)
+    GX = jnp.einsum("nab,nbi->nai", G, X)
+    M = X.reshape(n * T, d).T @ GX.reshape(n * T, d)
+    tr = jnp.sum(g * (ia == ib))
+    return (0.5 * (M + M.T) - tr * jnp.eye(d, dtype=g.dtype)) / math.sqrt(d)
+
+
+def _scalar_map(x, tau, penalty):
+    if penalty == "nuclear":
+        return jnp.maximum(x - tau, 0.0), (x > tau).astype(x.dtype)
+    s = 1.0 / (1.0 + tau)
+    return x * s, jnp.full_like(x, s)
+
+
+def spectral_divergence(x: jax.Array, f: jax.Array, fprime: jax.Array) -> jax.Array:
+    r"""Divergence of the spectral map ``F(B) = U f(x) U^T`` over the ``d (d+1)/2``
+    orthonormal coordinates of symmetric matrices, at a ``B`` with eigenvalues ``x``:
+    ``sum_i f'(x_i) + sum_{i<j} (f(x_i) - f(x_j)) / (x_i - x_j)`` (``f'`` at ties)."""
+    dx = x[:, None] - x[None, :]
+    df = f[:, None] - f[None, :]
+    tie = jnp.abs(dx) <= 1e-12 * (1.0 + jnp.max(jnp.abs(x)))
+    mean_fp = 0.5 * (fprime[:, None] + fprime[None, :])
+    q = jnp.where(tie, mean_fp, df / jnp.where(tie, 1.0, dx))
+    off = 0.5 * (jnp.sum(q) - jnp.sum(jnp.diagonal(q)))
+    return jnp.sum(fprime) + off
+
+
+def spectral_prox(B: jax.Array, tau: float, penalty: str = "nuclear"):
+    """``(F(B), div F(B))`` for the penalty's spectral prox with threshold ``tau``."""
+    _checks.choice("penalty", penalty, PENALTIES)
+    return _spectral_prox(jnp.asarray(B), tau, penalty)
+
+
+@functools.partial(jax.jit, static_argnames=("penalty",))
+def _spectral_prox(B, tau, penalty):
+    x, U = jnp.linalg.eigh(0.5 * (B + B.T))
+    f, fp = _scalar_map(x, tau, penalty)
+    S = (U * f[None, :]) @ U.T
+    return 0.5 * (S + S.T), spectral_divergence(x, f, fp)
+
+
+class _State(NamedTuple):
+    S: jax.Array
+    v: jax.Array
+    g: jax.Array
+    a_hat: jax.Array
+    res: jax.Array
+
+
+def _iterate(task, penalty, X, Y, lam, damping, st: _State):
+    n, T, d = X.shape
+    sig2 = jnp.asarray(pair_variances(T), X.dtype)
+    alpha = n / d**2
+    h = to_pairs(preactivations(X, st.S))
+    V = sig2 * st.v
+    omega = h - V * st.g
+    out = channels.output_step(task, Y, omega, V, starts=h)
+    a_hat = alpha * jnp.sum(sig2 * jnp.mean(-out.dg, axis=0))
+    B = st.S + data_gradient_sum(X, out.g) / (d * a_hat)
+    S_new, div = _spectral_prox(B, lam / a_hat, penalty)
+    v_new = div / (d**2 * a_hat)
+    res = jnp.linalg.norm(S_new - st.S) / jnp.maximum(jnp.linalg.norm(S_new), 1e-12)
+    S = damping * st.S + (1 - damping) * S_new
+    v = damping * st.v + (1 - damping) * v_new
+    g = damping * st.g + (1 - damping) * out.g
+    return _State(S, v, g, a_hat, res)
+
+
+@functools.partial(jax.jit, static_argnames=("task", "penalty", "chunk"))
+def _chunk(task, penalty, chunk, X, Y, lam, damping, st):
+    def body(s, _):
+        s = _iterate(task, penalty, X, Y, lam, damping, s)
+        return s, s.res
+
+    return jax.lax.scan(body, st, None, length=chunk)
+
+
+def gamp(
+    task: Task,
+    data: Dataset,
+    lam: float,
+    penalty: str = "nuclear",
+    *,
+    damping: float = 0.3,
+    max_iter: int = 2000,
+    tol: float = 1e-10,
+    chunk: int = 25,
+    S_init=None,
+    v_init: float = 1.0,
+) -> GAMPResult:
+    r"""GAMP for the nuclear + PSD or Frobenius ERM on the data set ``data``.
+
+    See the module docstring for the iteration and why its fixed point is the
+    ERM minimiser (:func:`attnlib.train.train_convex` on the same data).
+
+    Args:
+      task: the task (loss and output function).
+      data: :class:`attnlib.tasks.Dataset` with ``X`` ``(n, T, d)`` and ``Y``
+        ``(n, *task.out_shape)``; ``alpha = n / d^2``.
+      lam: penalty strength, ``> 0`` (nuclear) or ``>= 0`` (Frobenius).
+      penalty: ``"nuclear"`` (PSD + trace) or ``"frobenius"``.
+      damping: weight ``beta`` of the old value in ``S_hat``, ``v`` and ``g``
+        (``new = beta old + (1 - beta) update``), in ``[0, 1)``.
+      max_iter: maximal number of iterations (run in jit-compiled chunks of ``chunk``).
+      tol: stop when the relative change of ``S_hat`` per (undamped) update is below ``tol``.
+      S_init: starting symmetric matrix (default zero).
+      v_init: starting variance ``v > 0``.
+
+    Returns:
+      :class:`GAMPResult`. Warns (``RuntimeWarning``) with the residual if not
+      converged; raises ``FloatingPointError`` if the iteration produces NaN or a
+      non-positive ``a_hat``.
+    """
+    _checks.choice("penalty", penalty, PENALTIES)
+    lam = _checks.nonnegative("lam", lam) if penalty == "frobenius" else _checks.positive("lam", lam)
+    damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
+    max_iter = _checks.integer("max_iter", max_iter, 1)
+    chunk = _checks.integer("chunk", chunk, 1)
+    tol = _checks.positive("tol", tol)
+    v_init = _checks.positive("v_init", v_init)
+    if not isinstance(task, Task):
+        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
+    if not hasattr(data, "X") or not hasattr(data, "Y"):
+        raise ValueError("data must be an attnlib.tasks.Dataset with fields X and Y")
+    X = np.asarray(data.X, dtype=np.float64)
+    Y = np.asarray(data.Y, dtype=np.float64)
+    if X.ndim != 3 or X.shape[1] != task.T:
+        raise ValueError(f"data.X must have shape (n, T={task.T}, d), got {X.shape}")
+    n, T, d = X.shape
+    if Y.shape != (n, *task.out_shape):
+        raise ValueError(f"data.Y must have shape {(n, *task.out_shape)}, got {Y.shape}")
+    _checks.finite_array("data.X", X)
+    _checks.finite_array("data.Y", Y)
+    if S_init is None:
+        S0 = np.zeros((d, d))
+    else:
+        S0 = np.asarray(S_init, dtype=np.float64)
+        if S0.shape != (d, d):
+            raise ValueError(f"S_init must have shape ({d}, {d}), got {S0.shape}")
+        _checks.finite_array("S_init", S0)
+        S0 = 0.5 * (S0 + S0.T)
+    K = task.n_pairs
+    st = _State(
+        S=jnp.asarray(S0),
+        v=jnp.asarray(v_init),
+        g=jnp.zeros((n, K)),
+        a_hat=jnp.asarray(np.nan),
+        res=jnp.asarray(np.inf),
+    )
+    Xj, Yj = jnp.asarray(X), jnp.asarray(Y)
+    lam_j, damp_j = jnp.asarray(lam), jnp.asarray(damping)
+    hist = []
+    done = 0
+    converged = False
+    while done < max_iter:
+        m = min(chunk, max_iter - done)
+        st, res = _chunk(task, penalty, m, Xj, Yj, lam_j, damp_j, st)
+        res = np.asarray(res)
+        a_hat = float(st.a_hat)
+        if not (np.all(np.isfinite(res)) and math.isfinite(a_hat) and a_hat > 0):
+            raise FloatingPointError(
+                f"gamp: iteration broke down after about {done + m} iterations "
+                f"(a_hat = {a_hat:.3g}, last residuals {res[-3:]}); increase damping"
+            )
+        below = np.nonzero(res < tol)[0]
+        if below.size:
+            hist.append(res[: below[0] + 1])
+            done += int(below[0]) + 1
+            converged = True
+            break
+        hist.append(res)
+        done += m
+    history = np.concatenate(hist)
+    residual = float(history[-1])
+    if not converged:
+        warnings.warn(
+            f"gamp did not converge in {done} iterations: residual {residual:.3g} >= tol {tol:.3g}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return GAMPResult(
+        S=np.asarray(st.S, dtype=np.float64),
+        v=float(st.v),
+        a_hat=float(st.a_hat),
+        history=history,
+        converged=converged,
+        n_iter=done,
+        residual=residual,
+    )

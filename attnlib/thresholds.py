@@ -1,0 +1,369 @@
+r"""Phase transitions of the convex ERM: perfect recovery, interpolation, minimal width.
+
+Conventions (THEORY.md sections 2 and 6): ``alpha = n / d^2`` sequences per squared
+dimension; ``m_eff`` (:attr:`attnlib.tasks.Task.m_eff`) is the number of independent
+linear constraints that one exactly fitted sequence puts on ``S`` (linear task:
+``K = T (T + 1) / 2``; softmax seq2seq: ``K - 1``, the global shift of the logits is
+lost); ``kappa0`` is the rank fraction of the target and ``kappa = p / d`` the width
+of the factorised student. Symmetric ``d x d`` matrices form a space of dimension
+``D = d (d + 1) / 2 ~ d^2 / 2``; ``n`` exactly fitted sequences are ``n m_eff =
+alpha m_eff d^2`` linear equations in it.
+
+Thresholds (all in the limit ``d -> infinity``, ``lam -> 0+``):
+
+- :func:`statistical_dimension` ``delta(kappa0)``: statistical dimension of the
+  descent cone of ``Tr S + indicator(S PSD)`` at a PSD matrix of rank ``kappa0 d``,
+  divided by ``d^2`` (closed form below).
+- :func:`perfect_recovery` ``alpha_PR = delta(kappa0) / m_eff``: noise-free labels
+  are fitted by ``S0`` only, and the minimum-trace interpolator is ``S0``, beyond it
+  (Amelunxen, Lotz, McCoy, Tropp 2014). :func:`perfect_recovery_se` recomputes
+  ``delta`` from the free-probability formulas of the state evolution, for any
+  target spectrum; :func:`perfect_recovery_bayes` is the information-theoretic
+  (Bayes-optimal) count ``(kappa0 - kappa0^2 / 2) / m_eff`` for comparison.
+- :func:`interpolation`: largest ``alpha`` at which noisy labels are fitted exactly.
+- :func:`minimal_width`: rank fraction of the convex minimiser (state evolution).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq, minimize_scalar
+
+from attnlib import _checks
+from attnlib.tasks import Linear, Task
+
+__all__ = [
+    "semicircle_moment2",
+    "statistical_dimension",
+    "perfect_recovery",
+    "perfect_recovery_bayes",
+    "perfect_recovery_se",
+    "recovery_mse_ratio",
+    "interpolation",
+    "minimal_width",
+]
+
+PENALTIES = ("nuclear", "frobenius")
+
+
+# ----------------------------------------------------------------------------
+# Statistical dimension of the trace-norm descent cone
+# ----------------------------------------------------------------------------
+
+
+def _semicircle_partial(a: float) -> tuple[float, float, float]:
+    r"""``I_k(a) = int_a^1 s^k sqrt(1 - s^2) ds`` for ``k = 0, 1, 2`` and ``a in [-1, 1]``.
+
+    With ``phi = arccos(a)``:
+    ``I_0 = (phi - a sqrt(1 - a^2)) / 2``, ``I_1 = (1 - a^2)^{3/2} / 3``,
+    ``I_2 = (phi + a sqrt(1 - a^2) (1 - 2 a^2)) / 8``
+    (antiderivatives ``(s sqrt(1-s^2) + arcsin s)/2``, ``-(1-s^2)^{3/2}/3`` and
+    ``(arcsin s - s sqrt(1-s^2)(1 - 2 s^2))/8``, and ``pi/2 - arcsin a = arccos a``).
+    """
+    a = min(max(a, -1.0), 1.0)
+    phi = math.acos(a)
+    s = math.sqrt(max(1.0 - a * a, 0.0))
+    return (phi - a * s) / 2.0, s**3 / 3.0, (phi + a * s * (1.0 - 2.0 * a * a)) / 8.0
+
+
+def semicircle_moment2(t: float, r: float) -> float:
+    r"""``E_{u ~ SC(r)} (u - t)_+^2`` for the semicircle law of radius ``r`` (density
+    ``2 sqrt(r^2 - u^2) / (pi r^2)`` on ``[-r, r]``).
+
+    Writing ``u = r s`` and ``a = t / r``, ``E (u - t)_+^2 = r^2 (2/pi) (I_2 - 2 a I_1 + a^2 I_0)``
+    with the partial moments ``I_k`` of :func:`_semicircle_partial`. Limits: ``r^2/4 + t^2``
+    for ``t <= -r`` (the full second moment), ``0`` for ``t >= r``.
+    """
+    r = _checks.nonnegative("r", r)
+    t = float(t)
+    if r == 0.0:
+        return max(-t, 0.0) ** 2
+    if t <= -r:
+        return r * r / 4.0 + t * t
+    if t >= r:
+        return 0.0
+    a = t / r
+    i0, i1, i2 = _semicircle_partial(a)
+    return r * r * (2.0 / math.pi) * (i2 - 2.0 * a * i1 + a * a * i0)
+
+
+def _semicircle_moment1(t: float, r: float) -> float:
+    """``E_{u ~ SC(r)} (u - t)_+ = r (2/pi) (I_1 - a I_0)``, ``a = t / r`` in ``[-1, 1]``."""
+    a = min(max(t / r, -1.0), 1.0)
+    i0, i1, _ = _semicircle_partial(a)
+    return r * (2.0 / math.pi) * (i1 - a * i0)
+
+
+def statistical_dimension(kappa0: float) -> float:
+    r"""``delta(kappa0)``: statistical dimension of the trace + PSD descent cone, over ``d^2``.
+
+    .. math::
+
+        \delta(\kappa_0) = \inf_{t \ge 0} \Big[\frac{\kappa_0^2}{2} + \kappa_0(1 - \kappa_0)
+            + \kappa_0 t^2 + (1 - \kappa_0)\, E_{u \sim SC(r)} (u - t)_+^2\Big],
+        \qquad r = \sqrt{2 (1 - \kappa_0)}.
+
+    The first two terms are the tangent directions (the ``kappa0 d x kappa0 d``
+    block and the off-diagonal block), ``kappa0 t^2`` the subgradient on the
+    support, and the last term the distance of the GOE block on the null space to
+    the scaled negative PSD cone (:func:`semicircle_moment2` in closed form). The
+    objective is convex in ``t`` with derivative
+    ``2 kappa0 t - 2 (1 - kappa0) E (u - t)_+``, negative at ``t = 0`` and positive at
+    ``t = r`` for ``kappa0 < 1``: its root is found by Brent's method.
+
+    Values: ``delta(0.2) = 0.25556``, ``delta(0.5) = 0.42217``, ``delta(1) = 1/2``.
+
+    Args:
+      kappa0: rank fraction of the PSD target, in ``(0, 1]``.
+    """
+    k = _checks.in_interval("kappa0", kappa0, 0.0, 1.0)
+    if k == 1.0:
+        return 0.5
+    r = math.sqrt(2.0 * (1.0 - k))
+
+    def value(t):
+        return k * k / 2 + k * (1 - k) + k * t * t + (1 - k) * semicircle_moment2(t, r)
+
+    def slope(t):
+        return 2 * k * t - 2 * (1 - k) * _semicircle_moment1(t, r)
+
+    t_star = brentq(slope, 0.0, r, xtol=1e-15, rtol=4 * np.finfo(float).eps)
+    return float(value(t_star))
+
+
+def _check_task(task) -> Task:
+    if not isinstance(task, Task):
+        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
+    return task
+
+
+def _target_kappa0(target) -> float:
+    k = getattr(target, "kappa0", None)
+    if k is None:
+        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    k = float(k)
+    if not (0.0 < k <= 1.0):
+        raise ValueError(f"target rank fraction kappa0 must lie in (0, 1], got {k!r}")
+    return k
+
+
+def _check_psd_target(target) -> None:
+    mu = target.measure()
+    if np.any(np.asarray(mu.atoms) < -1e-12) or any(x < 0 for x in target.outliers()):
+        raise ValueError(
+            "target must be positive semi-definite (the nuclear + PSD estimator cannot "
+            "recover a matrix with negative eigenvalues)"
+        )
+
+
+def perfect_recovery(task: Task, target) -> float:
+    r"""Perfect-recovery threshold ``alpha_PR = delta(kappa0) / m_eff`` (convex geometry).
+
+    Noise-free labels, ``lam -> 0+``: the nuclear + PSD ERM returns the
+    minimum-trace PSD matrix that fits the data, which is ``S0`` with probability
+    tending to one iff the ``n m_eff`` generic linear measurements outnumber the
+    statistical dimension ``delta(kappa0) d^2`` of the descent cone at ``S0``
+    (Amelunxen et al. 2014). Depends on the target only through ``kappa0``.
+    E.g. ``0.2111`` for ``Seq2Seq(T=2)`` with ``Wishart(0.5)``.
+    """
+    task = _check_task(task)
+    _check_psd_target(target)
+    return statistical_dimension(_target_kappa0(target)) / task.m_eff
+
+
+def perfect_recovery_bayes(task: Task, target) -> float:
+    r"""Counting bound ``(kappa0 - kappa0^2/2) / m_eff``: the dimension of the rank-``kappa0 d``
+    PSD manifold per ``d^2`` divided by the constraints per sequence (Bayes-optimal
+    recovery threshold). The convex ERM needs :func:`perfect_recovery` ``>=`` this."""
+    task = _check_task(task)
+    k = _target_kappa0(target)
+    return (k - k * k / 2) / task.m_eff
+
+
+# ----------------------------------------------------------------------------
+# The same threshold from the state evolution (free probability)
+# ----------------------------------------------------------------------------
+
+
+def recovery_mse_ratio(target, Delta: float, t: float, *, n_nodes: int = 4000) -> float:
+    r"""``mse(Delta, tau = t sqrt(Delta)) / Delta`` for the soft-threshold denoiser.
+
+    ``mse = (1/d) ||F(S0 + sqrt(Delta) W_goe) - S0||_F^2`` with ``f(x) = (x - tau)_+``,
+    in the large-``d`` limit. Writing ``mse = Q0 - 2 m + q`` with
+    ``q = int rho_R f^2`` and ``m = int rho_R f (x - 2 Delta h_R)`` (THEORY.md section 3)
+    and using the exact identities ``int rho_R x^2 = Q0 + Delta`` and
+    ``int rho_R x (x - 2 Delta h_R) = Tr(R S0)/d = Q0`` gives Stein's unbiased form
+
+    .. math:: \mathrm{mse} = \int \rho_R (f(x) - x)^2 + 4 \Delta \int \rho_R f h_R - \Delta,
+
+    whose terms are each of order ``Delta``, so ``mse / Delta`` is computed without the
+    cancellation between the ``O(1)`` quantities ``Q0``, ``m`` and ``q``.
+    ``(f(x) - x)^2 = min(x, tau)^2`` (for ``x >= 0``; ``x^2`` for ``x < 0``).
+    """
+    from attnlib import rmt
+
+    Delta = _checks.positive("Delta", Delta)
+    tau = _checks.nonnegative("t", t) * math.sqrt(Delta)
+    spec = rmt.deformed_spectrum(target, Delta, n_nodes)
+    x = np.asarray(spec.x, float)
+    w = np.asarray(spec.w, float)
+    rho = np.asarray(spec.density, float)
+    h = np.asarray(spec.hilbert, float)
+    f = np.maximum(x - tau, 0.0)
+    bias = np.sum(w * rho * (f - x) ** 2)
+    div = np.sum(w * rho * f * h)
+    # outliers of R carry no mass in the limit: they do not enter the per-d averages.
+    return float(bias / Delta + 4.0 * div - 1.0)
+
+
+def perfect_recovery_se(
+    task: Task,
+    target,
+    *,
+    deltas: tuple[float, ...] = (4e-5, 1e-5, 2.5e-6),
+    n_nodes: int = 4000,
+) -> float:
+    r"""Perfect-recovery threshold from the state evolution, for any PSD target spectrum.
+
+    Returns ``delta_SE / m_eff`` with
+
+    .. math:: \delta_{SE} = \frac12 \min_{t \ge 0} \lim_{\Delta \to 0}
+              \frac{\mathrm{mse}(\Delta, t\sqrt{\Delta})}{\Delta},
+
+    ``mse`` the large-``d`` error of the spectral soft threshold applied to
+    ``R = S0 + sqrt(Delta) W_goe`` (:func:`recovery_mse_ratio`, built on
+    :func:`attnlib.rmt.deformed_spectrum`; no use of the closed formula of
+    :func:`statistical_dimension`). ``kappa0`` never enters explicitly, so this
+    works for power-law and explicit spectra as well.
+
+    Why this is the state-evolution threshold. With noise-free labels and
+    ``lam -> 0+`` every fitted sequence imposes ``m_eff`` linear equations
+    ``<S, Z_ab> = h0_ab`` (softmax: up to the global shift), so the ERM is
+    noiseless compressed sensing with ``N = d^2/2`` unknowns (orthonormal
+    coordinates of symmetric matrices) and ``M = alpha m_eff d^2`` measurements,
+    ratio ``M / N = 2 alpha m_eff``. In the state evolution the input denoiser sees
+    ``R = S0 + sqrt(Delta_eff) W_goe``, i.e. Gaussian noise of variance
+    ``sigma^2 = 2 Delta_eff / d`` per orthonormal coordinate, and thresholds at
+    ``tau = lam / a_hat``. The output side of a noiseless linear channel returns
+    the per-coordinate error divided by the measurement ratio,
+    ``sigma_new^2 = (||F(R) - S0||_F^2 / N) / (M / N)``. Since
+    ``||F(R) - S0||_F^2 / N = 2 mse / d``, this reads
+    ``Delta_new = mse(Delta, tau) / (2 alpha m_eff)``. The fixed point
+    ``Delta = 0`` (``S_hat = S0``) is stable iff the map contracts near ``0``,
+    i.e. iff ``min_t lim_{Delta -> 0} mse(Delta, t sqrt(Delta)) / Delta < 2 alpha m_eff``,
+    with the threshold scale ``t = tau / sqrt(Delta)`` chosen by the ERM
+    (``lam -> 0+`` leaves it free; the minimum-trace solution realises the best one).
+    Hence ``alpha_PR = delta_SE / m_eff``; that ``delta_SE = delta(kappa0)``
+    is the Oymak-Hassibi identity between the minimax risk of a proximal
+    denoiser and the statistical dimension of the descent cone.
+
+    Numerics: ``mse / Delta`` is evaluated at the small ``deltas`` and
+    extrapolated to ``Delta = 0`` by fitting ``a + b Delta^p`` through the three
+    values (``p`` from their ratio; a hard edge of the target at ``0`` gives
+    ``p < 1``), at fixed ``t``; the minimum over ``t`` is then found by Brent's method.
+
+    Args:
+      task: the task (gives ``m_eff``).
+      target: a PSD :class:`attnlib.targets.Target`.
+      deltas: three decreasing noise levels for the extrapolation.
+      n_nodes: quadrature nodes passed to :func:`attnlib.rmt.deformed_spectrum`.
+    """
+    task = _check_task(task)
+    _check_psd_target(target)
+    deltas = tuple(float(x) for x in deltas)
+    if len(deltas) != 3 or not all(0 < b < a for a, b in zip(deltas, deltas[1:])):
+        raise ValueError(f"deltas must be three decreasing positive values, got {deltas!r}")
+    return _delta_se(target, deltas, n_nodes) / task.m_eff
+
+
+# ----------------------------------------------------------------------------
+# Interpolation and minimal width
+# ----------------------------------------------------------------------------
+
+
+def _labels_leave_range(task: Task) -> bool:
+    """Whether additive output noise puts labels outside the range of ``g`` almost surely
+    (output dimension above ``m_eff``) or with positive probability per sequence (the
+    bounded softmax readouts)."""
+    if isinstance(task, Linear) or task.noise == 0.0 or task.noise_on != "outputs":
+        return False
+    return True
+
+
+def interpolation(task: Task, kappa: float | None = None, penalty: str = "nuclear") -> float:
+    r"""Interpolation threshold: largest ``alpha`` at which noisy labels are fitted exactly.
+
+    Limit ``d -> infinity`` then ``lam -> 0+``, labels with noise on the logits (any
+    task) or a linear task. A training loss of zero means ``h_mu(S) = h0_mu + noise``
+    on every sequence (softmax: up to the lost shift), i.e. ``M = n m_eff = alpha
+    m_eff d^2`` generic linear equations ``A(S) = y`` in the ``N = d^2 / 2``
+    dimensional space of symmetric matrices.
+
+    - ``penalty="frobenius"`` (direct ``S``, no constraint): solvable iff ``M < N``,
+      so ``alpha_interp = 1 / (2 m_eff)``.
+    - ``penalty="nuclear"``, ``kappa=None`` (convex problem over the PSD cone ``C``):
+      solvable iff the null space of ``A`` (dimension ``N - M``, uniformly oriented
+      for Gaussian-like sensing) meets the interior of ``C`` -- then a large
+      multiple of that null direction added to any solution makes it PSD, so every
+      ``y`` is reached; otherwise ``A(C)`` is a proper cone that generic noisy
+      labels miss. By the approximate kinematic formula (Amelunxen et al. 2014) a
+      random subspace of dimension ``N - M`` meets ``C`` iff ``N - M + delta(C) > N``,
+      with ``delta(C) = N / 2 = d^2 / 4`` for the self-dual PSD cone. Hence
+      ``alpha_interp = 1 / (4 m_eff)``. The same number follows from the state
+      evolution: the training loss vanishes as ``lam -> 0+`` iff ``a_hat -> 0``,
+      i.e. the ``v -> infinity`` branch, which exists below ``1/(4 m_eff)``.
+    - ``penalty="nuclear"`` with a factorised width ``kappa < 1``: the rank
+      ``<= kappa d`` PSD matrices form a manifold of dimension
+      ``kappa d^2 - (kappa d)^2 / 2 = d^2 (kappa - kappa^2/2)``, so the dimension
+      count predicts ``alpha_interp = min(1/4, kappa - kappa^2/2) / m_eff``
+      (a count, not a theorem: it assumes the generic equations can be met on the
+      manifold whenever its dimension exceeds their number, and the cone bound
+      applies as well).
+
+    Noise placement. With ``noise_on="outputs"`` on a non-linear task the labels
+    ``g(h0) + sqrt(Delta) xi`` leave the range of ``g`` (for softmax seq2seq the
+    ``T^2`` outputs of ``g`` lie on a ``K - 1`` dimensional manifold of row-stochastic
+    matrices; for the softmax readouts the range is bounded), so a positive fraction
+    of the sequences cannot be fitted and the training loss stays positive at every
+    ``alpha``: the function returns ``0.0``. Noise-free labels are fitted by ``S0``
+    itself at any ``alpha``; the returned value is then the threshold for generic
+    (noisy) labels of the same task.
+
+    Args:
+      task: the task (gives ``m_eff`` and the noise placement).
+      kappa: width ``p / d`` of the factorised student in ``(0, 1]``, or ``None`` for the
+        convex problem (unbounded rank). Only with ``penalty="nuclear"``.
+      penalty: ``"nuclear"`` (PSD, factorised student) or ``"frobenius"`` (direct ``S``).
+    """
+    task = _check_task(task)
+    _checks.choice("penalty", penalty, PENALTIES)
+    if kappa is not None:
+        if penalty != "nuclear":
+            raise ValueError("kappa applies to the factorised (nuclear) student only; use kappa=None")
+        kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
+    if _labels_leave_range(task):
+        return 0.0
+    if penalty == "frobenius":
+        return 1.0 / (2.0 * task.m_eff)
+    dim = 0.25 if kappa is None else min(0.25, kappa - kappa * kappa / 2)
+    return dim / task.m_eff
+
+
+def minimal_width(task: Task, target, alpha: float, lam: float, **se_kwargs) -> float:
+    r"""``kappa*(alpha, lam)``: rank fraction of the convex (nuclear + PSD) minimiser.
+
+    From the state evolution, ``kappa* = int_{x > tau / c} rho_R(x) dx``
+    (``se.solve(...).rank_fraction``). Since every PSD matrix of rank ``<= p`` is a
+    ``W W^T / sqrt(p d)`` with ``W`` of width ``p``, the factorised student of width
+    ``kappa = p / d`` can reach the convex minimum iff ``kappa >= kappa*``; below it
+    the rank constraint binds. Extra keyword arguments go to :func:`attnlib.se.solve`.
+    """
+    from attnlib import se
+
+    task = _check_task(task)
+    alpha = _checks.positive("alpha", alpha)
+    lam = _checks.positive("lam", lam)
+    res = se.solve(task, target, alpha, lam, penalty="nuclear", **se_kwargs)
+    return float(res.rank_fraction)

@@ -1,0 +1,162 @@
+"""Precompute the heavy parts of chapter 3 (book/03_amp_derivation.ipynb).
+
+Writes two small files next to this script:
+
+- ``amp_curves.npz``: the final figure of the chapter. For two settings (the
+  linear task at T = 1 with label noise, softmax seq2seq at T = 2 without noise;
+  Wishart target kappa0 = 0.5, nuclear penalty lam = 0.05) it stores, on a grid of
+  alpha and for several seeds, GAMP and the convex solver run on the same data
+  (overlaps m, q, training loss, Monte Carlo test error, GAMP variance v), and for
+  seq2seq the state-evolution learning curve (the linear one is cheap and is
+  computed in the chapter).
+- ``amp_thresholds.npz``: convex-solver simulations at small lam for the
+  perfect-recovery (noise-free) and interpolation (two noise levels) thresholds
+  of the linear task at T = 1.
+
+Run from the repository root (about 30-60 minutes on two cores):
+
+    python book/data/make_amp_data.py            # everything
+    python book/data/make_amp_data.py thresholds # only one part: curves | thresholds
+
+Every random draw derives from explicit PRNG keys, so the files are reproducible.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from attnlib import amp, se, targets, tasks, train
+
+HERE = Path(__file__).resolve().parent
+TARGET = targets.Wishart(0.5)
+LAM = 0.05
+SEEDS = (0, 1, 2)
+
+SETTINGS = {
+    # name: (task, d, data alphas, SE alphas or None, GAMP damping)
+    "linear": (tasks.Linear(T=1, noise=0.1), 60, (0.1, 0.2, 0.3, 0.5, 0.7, 1.0), None, 0.6),
+    "seq2seq": (
+        tasks.Seq2Seq(T=2),
+        50,
+        (0.05, 0.1, 0.15, 0.2, 0.3, 0.4),
+        (0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.15, 0.18, 0.21, 0.25, 0.3, 0.35, 0.4, 0.45),
+        0.6,
+    ),
+}
+
+
+def log(msg: str) -> None:
+    print(f"[make_amp_data {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def run_point(task, d, alpha, seed, damping, base_key):
+    """GAMP and the convex solver on one data set; returns a dict of scalars."""
+    k = jax.random.fold_in(jax.random.fold_in(base_key, seed), int(round(alpha * 1e4)))
+    k_s0, k_data, k_test = jax.random.split(k, 3)
+    S0 = TARGET.sample(k_s0, d)
+    data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
+    out = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rg = amp.gamp(task, data, LAM, damping=damping, tol=1e-8, max_iter=4000)
+        rc = train.train_convex(task, data, LAM, tol=1e-9, max_iter=40000)
+    for w in caught:
+        log(f"   warning: {w.message}")
+    for name, S in (("gamp", rg.S), ("convex", rc.S)):
+        ov = train.overlaps(S, S0)
+        te = train.test_error_stats(k_test, task, S0, S, n_test=20000)
+        out[f"{name}_m"] = ov.m
+        out[f"{name}_q"] = ov.q
+        out[f"{name}_Q0"] = ov.Q0
+        out[f"{name}_train"] = train.train_loss(task, data, S)
+        out[f"{name}_test"] = te.mean
+        out[f"{name}_test_err"] = te.stderr
+    out["gamp_v"] = rg.v
+    out["gamp_a_hat"] = rg.a_hat
+    out["gamp_converged"] = float(rg.converged)
+    out["convex_converged"] = float(rc.converged)
+    out["rel_diff"] = float(np.linalg.norm(rg.S - rc.S) / np.linalg.norm(rc.S))
+    return out
+
+
+def make_curves(path: Path) -> None:
+    arrays = {}
+    base_key = jax.random.PRNGKey(20250301)
+    for name, (task, d, alphas, se_alphas, damping) in SETTINGS.items():
+        arrays[f"{name}_alpha"] = np.array(alphas)
+        arrays[f"{name}_d"] = np.array(d)
+        rows = {}
+        for i, alpha in enumerate(alphas):
+            for s in SEEDS:
+                t0 = time.time()
+                res = run_point(task, d, alpha, s, damping, jax.random.fold_in(base_key, len(name)))
+                for key_, val in res.items():
+                    rows.setdefault(key_, np.full((len(SEEDS), len(alphas)), np.nan))[s, i] = val
+                log(
+                    f"{name} alpha={alpha:.3f} seed={s}: test gamp {res['gamp_test']:.4f} "
+                    f"convex {res['convex_test']:.4f}, |S_g - S_c|/|S_c| = {res['rel_diff']:.1e} "
+                    f"({time.time() - t0:.0f} s)"
+                )
+        for key_, val in rows.items():
+            arrays[f"{name}_{key_}"] = val
+        if se_alphas is not None:
+            t0 = time.time()
+            lc = se.learning_curve(task, TARGET, se_alphas, LAM, "nuclear")
+            for field in ("alpha", "m", "q", "v", "train_loss", "test_error", "converged"):
+                arrays[f"{name}_se_{field}"] = np.asarray(getattr(lc, field), dtype=float)
+            log(f"{name}: SE learning curve of {len(se_alphas)} points ({time.time() - t0:.0f} s)")
+    np.savez_compressed(path, **arrays)
+    log(f"wrote {path}")
+
+
+def make_thresholds(path: Path) -> None:
+    d = 40
+    base_key = jax.random.PRNGKey(20250302)
+    pr_alpha = np.array([0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6])
+    interp_alpha = np.array([0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45])
+    noises = np.array([0.1, 20.0])
+    pr = np.zeros((len(SEEDS), len(pr_alpha)))
+    interp = np.zeros((len(noises), len(SEEDS), len(interp_alpha)))
+    for s in SEEDS:
+        S0 = TARGET.sample(jax.random.fold_in(base_key, s), d)
+        for i, alpha in enumerate(pr_alpha):
+            k = jax.random.fold_in(jax.random.fold_in(base_key, 100 + s), i)
+            data = tasks.make_dataset(k, tasks.Linear(T=1), S0, tasks.n_samples(alpha, d))
+            r = train.train_convex(tasks.Linear(T=1), data, 1e-3, tol=1e-9, max_iter=40000)
+            pr[s, i] = train.mse(r.S, S0)
+            log(f"perfect recovery: seed {s}, alpha {alpha:.2f}: mse {pr[s, i]:.4f}")
+        for j, noise in enumerate(noises):
+            task = tasks.Linear(T=1, noise=float(noise))
+            for i, alpha in enumerate(interp_alpha):
+                k = jax.random.fold_in(jax.random.fold_in(base_key, 200 + 10 * s + j), i)
+                data = tasks.make_dataset(k, task, S0, tasks.n_samples(alpha, d))
+                r = train.train_convex(task, data, 1e-4, tol=1e-9, max_iter=40000)
+                interp[j, s, i] = r.train_loss
+                log(f"interpolation: noise {noise}, seed {s}, alpha {alpha:.2f}: train {r.train_loss:.2e}")
+    np.savez_compressed(
+        path,
+        d=np.array(d),
+        pr_alpha=pr_alpha,
+        pr_mse=pr,
+        interp_alpha=interp_alpha,
+        noise=noises,
+        interp_train=interp,
+    )
+    log(f"wrote {path}")
+
+
+def main(parts) -> None:
+    if "thresholds" in parts:
+        make_thresholds(HERE / "amp_thresholds.npz")
+    if "curves" in parts:
+        make_curves(HERE / "amp_curves.npz")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ("thresholds", "curves"))
