@@ -59,7 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _checks, channels
-from attnlib.tasks import Dataset, Task, pair_variances, preactivations, to_pairs
+from attnlib.tasks import Dataset, Linear, Task, pair_variances, preactivations, to_pairs
 
 PENALTIES = ("nuclear", "frobenius")
 
@@ -144,18 +144,92 @@ class _State(NamedTuple):
     S: jax.Array
     v: jax.Array
     g: jax.Array
+    hstar: jax.Array  # last proximal points (warm start of the local Newton solver)
     a_hat: jax.Array
     res: jax.Array
 
 
-def _iterate(task, penalty, X, Y, lam, damping, st: _State):
+_STEPS = 2.0 ** -np.arange(8)  # trial step lengths of the local Newton solver
+
+
+def _local_prox(task, Y, omega, V, p0, n_newton):
+    r"""Warm-started, monotone Newton on ``loss(Y, p) + sum (p - omega)^2 / (2 V)``.
+
+    Each of the ``n_newton`` steps takes the Newton direction when it is a descent
+    direction (else ``-V * grad``) and the best of the step lengths ``2^-k``,
+    ``k = 0..7``, if it lowers the objective. Returns ``(OutputStep, ok)`` with ``ok``
+    true for a sequence whose final point is a strict local minimum (positive
+    definite ``H + diag(1/V)``) with a small gradient.
+    """
+
+    def loss(y, p):
+        return channels.pair_loss(task, y, p)
+
+    def grad_and_hess(y, om, v, p):
+        gl = jax.grad(loss, argnums=1)
+        H, G = jax.jacfwd(lambda q: (gl(y, q), gl(y, q)), has_aux=True)(p)
+        A = H + jnp.diag(1.0 / v)
+        return G + (p - om) / v, 0.5 * (A + A.T)
+
+    def one(y, om, v, p):
+        def obj(q):
+            return channels.prox_objective(task, y, q, om, v)
+
+        def body(_, carry):
+            p, f, G, A = carry
+            # Cholesky: NaN when A is not positive definite -> gradient direction
+            dN = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(A), G)
+            ok_dir = jnp.isfinite(dN).all() & (jnp.dot(dN, G) < 0)
+            dirn = jnp.where(ok_dir, dN, -v * G)
+            cands = p + jnp.asarray(_STEPS, p.dtype)[:, None] * dirn
+            fc = jax.vmap(obj)(cands)
+            fc = jnp.where(jnp.isfinite(fc), fc, jnp.inf)
+            k = jnp.argmin(fc)
+            better = fc[k] < f
+            p = jnp.where(better, cands[k], p)
+            G, A = grad_and_hess(y, om, v, p)
+            return p, jnp.where(better, fc[k], f), G, A
+
+        G, A = grad_and_hess(y, om, v, p)
+        p, _, G, A = jax.lax.fori_loop(0, n_newton, body, (p, obj(p), G, A))
+        eye = jnp.eye(A.shape[0], dtype=A.dtype)
+        dAi = jnp.diagonal(jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(A), eye))
+        dg = (dAi / v - 1.0) / v
+        scale = 1.0 + jnp.max(jnp.abs(p - om) / v)
+        ok = (
+            (jnp.max(jnp.abs(G)) <= 1e-7 * scale)
+            & jnp.all(dAi > 0)
+            & jnp.all(dg <= 0)
+            & jnp.all(jnp.isfinite(dg))
+        )
+        return (p, (p - om) / v, dg, loss(y, p)), ok
+
+    (h, g, dg, lo), ok = jax.vmap(one)(Y, omega, V, p0)
+    return channels.OutputStep(h=h, g=g, dg=dg, loss=lo), ok
+
+
+def _output(task, Y, omega, V, warm, n_newton, robust):
+    """Output step: closed form for the linear task; otherwise the warm-started local
+    Newton (``robust=False``; also returns whether every sequence passed its check) or
+    the multi-start :func:`attnlib.channels.output_step` (``robust=True``)."""
+    if isinstance(task, Linear):
+        return channels.output_step(task, Y, omega, V), jnp.asarray(True)
+    if robust:
+        return channels.output_step(task, Y, omega, V, starts=warm), jnp.asarray(True)
+    out, ok = _local_prox(task, Y, omega, jnp.broadcast_to(V, omega.shape), warm, n_newton)
+    return out, jnp.all(ok)
+
+
+@functools.partial(jax.jit, static_argnames=("task", "penalty", "robust"))
+def _iterate(task, penalty, n_newton, robust, X, Y, lam, damping, st: _State):
+    """One GAMP iteration; returns the new state and whether its output step is trusted."""
     n, T, d = X.shape
     sig2 = jnp.asarray(pair_variances(T), X.dtype)
     alpha = n / d**2
     h = to_pairs(preactivations(X, st.S))
     V = sig2 * st.v
     omega = h - V * st.g
-    out = channels.output_step(task, Y, omega, V, starts=h)
+    out, ok = _output(task, Y, omega, V, st.hstar, n_newton, robust)
     a_hat = alpha * jnp.sum(sig2 * jnp.mean(-out.dg, axis=0))
     B = st.S + data_gradient_sum(X, out.g) / (d * a_hat)
     S_new, div = _spectral_prox(B, lam / a_hat, penalty)
@@ -164,16 +238,7 @@ def _iterate(task, penalty, X, Y, lam, damping, st: _State):
     S = damping * st.S + (1 - damping) * S_new
     v = damping * st.v + (1 - damping) * v_new
     g = damping * st.g + (1 - damping) * out.g
-    return _State(S, v, g, a_hat, res)
-
-
-@functools.partial(jax.jit, static_argnames=("task", "penalty", "chunk"))
-def _chunk(task, penalty, chunk, X, Y, lam, damping, st):
-    def body(s, _):
-        s = _iterate(task, penalty, X, Y, lam, damping, s)
-        return s, s.res
-
-    return jax.lax.scan(body, st, None, length=chunk)
+    return _State(S, v, g, out.h, a_hat, res), ok
 
 
 def gamp(
@@ -182,12 +247,12 @@ def gamp(
     lam: float,
     penalty: str = "nuclear",
     *,
-    damping: float = 0.3,
+    damping: float = 0.5,
     max_iter: int = 2000,
-    tol: float = 1e-10,
-    chunk: int = 25,
+    tol: float = 1e-8,
     S_init=None,
     v_init: float = 1.0,
+    n_newton: int = 4,
 ) -> GAMPResult:
     r"""GAMP for the nuclear + PSD or Frobenius ERM on the data set ``data``.
 
@@ -202,10 +267,13 @@ def gamp(
       penalty: ``"nuclear"`` (PSD + trace) or ``"frobenius"``.
       damping: weight ``beta`` of the old value in ``S_hat``, ``v`` and ``g``
         (``new = beta old + (1 - beta) update``), in ``[0, 1)``.
-      max_iter: maximal number of iterations (run in jit-compiled chunks of ``chunk``).
+      max_iter: maximal number of iterations (each one jit-compiled call).
       tol: stop when the relative change of ``S_hat`` per (undamped) update is below ``tol``.
       S_init: starting symmetric matrix (default zero).
       v_init: starting variance ``v > 0``.
+      n_newton: Newton steps per iteration of the warm-started local proximal
+        solver (non-linear tasks); a sequence whose result is not a verified strict
+        local minimum sends the whole batch to :func:`attnlib.channels.output_step`.
 
     Returns:
       :class:`GAMPResult`. Warns (``RuntimeWarning``) with the residual if not
@@ -216,9 +284,9 @@ def gamp(
     lam = _checks.nonnegative("lam", lam) if penalty == "frobenius" else _checks.positive("lam", lam)
     damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
     max_iter = _checks.integer("max_iter", max_iter, 1)
-    chunk = _checks.integer("chunk", chunk, 1)
     tol = _checks.positive("tol", tol)
     v_init = _checks.positive("v_init", v_init)
+    n_newton = _checks.integer("n_newton", n_newton, 1)
     if not isinstance(task, Task):
         raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
     if not hasattr(data, "X") or not hasattr(data, "Y"):
@@ -245,33 +313,35 @@ def gamp(
         S=jnp.asarray(S0),
         v=jnp.asarray(v_init),
         g=jnp.zeros((n, K)),
+        hstar=to_pairs(preactivations(jnp.asarray(X), jnp.asarray(S0))),
         a_hat=jnp.asarray(np.nan),
         res=jnp.asarray(np.inf),
     )
     Xj, Yj = jnp.asarray(X), jnp.asarray(Y)
     lam_j, damp_j = jnp.asarray(lam), jnp.asarray(damping)
     hist = []
-    done = 0
     converged = False
-    while done < max_iter:
-        m = min(chunk, max_iter - done)
-        st, res = _chunk(task, penalty, m, Xj, Yj, lam_j, damp_j, st)
-        res = np.asarray(res)
-        a_hat = float(st.a_hat)
-        if not (np.all(np.isfinite(res)) and math.isfinite(a_hat) and a_hat > 0):
+    n_global = 0
+    for _ in range(max_iter):
+        new, ok = _iterate(task, penalty, n_newton, False, Xj, Yj, lam_j, damp_j, st)
+        if not bool(ok):  # more local Newton steps, then the global multi-start solver
+            new, ok = _iterate(task, penalty, 8 * n_newton, False, Xj, Yj, lam_j, damp_j, st)
+        if not bool(ok):
+            new, _ = _iterate(task, penalty, n_newton, True, Xj, Yj, lam_j, damp_j, st)
+            n_global += 1
+        st = new
+        res, a_hat = float(st.res), float(st.a_hat)
+        hist.append(res)
+        if not (math.isfinite(res) and math.isfinite(a_hat) and a_hat > 0):
             raise FloatingPointError(
-                f"gamp: iteration broke down after about {done + m} iterations "
-                f"(a_hat = {a_hat:.3g}, last residuals {res[-3:]}); increase damping"
+                f"gamp: iteration broke down after {len(hist)} iterations "
+                f"(a_hat = {a_hat:.3g}, residual {res:.3g}); increase damping"
             )
-        below = np.nonzero(res < tol)[0]
-        if below.size:
-            hist.append(res[: below[0] + 1])
-            done += int(below[0]) + 1
+        if res < tol:
             converged = True
             break
-        hist.append(res)
-        done += m
-    history = np.concatenate(hist)
+    done = len(hist)
+    history = np.asarray(hist)
     residual = float(history[-1])
     if not converged:
         warnings.warn(

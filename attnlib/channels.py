@@ -78,7 +78,7 @@ def pair_loss(task: _tasks.Task, Y: jax.Array, p: jax.Array) -> jax.Array:
     return task.loss(Y, _pairs_to_matrix(p, task.T))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _embedding(T: int) -> np.ndarray:
     """``(T*T, K)`` 0/1 matrix ``E`` with ``vec(to_matrix(p)) = E p`` (a matmul, no scatter)."""
     ia, ib = _tasks.pair_indices(T)
@@ -147,7 +147,9 @@ def _label_start(task, Y, omega, V):
     L = jnp.mean(r, axis=-1)
     bh = 0.5 * (logY + logY.swapaxes(-1, -2)) + 0.5 * (L[..., :, None] + L[..., None, :])
     p = _tasks.to_pairs(bh / task.beta)
-    shift = jnp.sum((omega - p) / V, axis=-1, keepdims=True) / jnp.sum(1.0 / V, axis=-1, keepdims=True)
+    shift = jnp.sum((omega - p) / V, axis=-1, keepdims=True) / jnp.sum(
+        1.0 / V, axis=-1, keepdims=True
+    )
     return p + shift
 
 
@@ -163,7 +165,9 @@ def _grad_hess(task, y, p):
 
 
 def _newton_step(task, Y, omega, V, P, F, tol):
-    """One safeguarded Newton step on a batch ``(N, K)``: returns ``(P_new, F_new, done)``.
+    """One safeguarded Newton step on a batch ``(N, K)``: ``(P_new, F_new, done, H)``.
+
+    ``H`` is the Hessian of the prox objective at the input ``P``.
 
     Where every Hessian of the batch is safely positive definite (the usual case
     near a minimum) the direction comes from a Cholesky solve; otherwise from an
@@ -234,19 +238,29 @@ def _newton_step(task, Y, omega, V, P, F, tol):
     F_new = jnp.where(conv, fc[:, 0], jnp.where(improved, f_new, F))
     done = conv | ~improved
     del lam0
-    return P_new, F_new, done
+    return P_new, F_new, done, H
 
 
-def _masked_step(task, Y, omega, V, P, F, done, tol):
-    P2, F2, d2 = _newton_step(task, Y, omega, V, P, F, tol)
-    return jnp.where(done[:, None], P, P2), jnp.where(done, F, F2), done | d2
+def _masked_step(task, Y, omega, V, P, F, done, H, tol):
+    """Newton step where not ``done``; ``H`` keeps the objective's Hessian at the start
+    of each problem's last step (at its final point up to ``sqrt(tol)`` once done)."""
+    P2, F2, d2, H2 = _newton_step(task, Y, omega, V, P, F, tol)
+    keep = done[:, None]
+    return (
+        jnp.where(keep, P, P2),
+        jnp.where(done, F, F2),
+        done | d2,
+        jnp.where(keep[:, :, None], H, H2),
+    )
 
 
 def _best(ps, fs):
     """Best of the starts: ``ps`` (n, S, K), ``fs`` (n, S) -> (n, K), (n,)."""
     fs = jnp.where(jnp.isfinite(fs), fs, jnp.inf)
     k = jnp.argmin(fs, axis=1)
-    return jnp.take_along_axis(ps, k[:, None, None], 1)[:, 0], jnp.take_along_axis(fs, k[:, None], 1)[:, 0]
+    return jnp.take_along_axis(ps, k[:, None, None], 1)[:, 0], jnp.take_along_axis(
+        fs, k[:, None], 1
+    )[:, 0]
 
 
 def _finish_one(task, y, om, v, p):
@@ -264,7 +278,15 @@ def _flatten_starts_impl(task, Y, omega, V, starts):
     Yr, Or, Vr = rep(Y), rep(omega), rep(V)
     P = starts.reshape(n * S, K)
     F = jax.vmap(lambda y, om, v, p: _obj(task, y, om, v, p))(Yr, Or, Vr, P)
-    return Yr, Or, Vr, P, F, jnp.zeros(n * S, dtype=bool)
+    H = jnp.zeros((n * S, K, K), dtype=P.dtype)
+    return Yr, Or, Vr, P, F, jnp.zeros(n * S, dtype=bool), H
+
+
+def _finish_from_hessian_impl(task, Y, omega, V, P, H):
+    """``OutputStep`` from the prox points and the objective's Hessians ``H`` there."""
+    Ainv = jnp.linalg.inv(H)
+    dg = (jnp.diagonal(Ainv, axis1=-2, axis2=-1) / V - 1.0) / V
+    return OutputStep(h=P, g=(P - omega) / V, dg=dg, loss=pair_loss(task, Y, P))
 
 
 def _finish_impl(task, Y, omega, V, P):
@@ -276,16 +298,16 @@ def _finish_impl(task, Y, omega, V, P):
 def _general_step(task, Y, omega, V, starts, max_iter, tol):
     """Multi-start safeguarded Newton (traceable: a ``while_loop`` until all are done)."""
     n, S, K = starts.shape
-    Yr, Or, Vr, P, F, done = _flatten_starts_impl(task, Y, omega, V, starts)
+    Yr, Or, Vr, P, F, done, H = _flatten_starts_impl(task, Y, omega, V, starts)
 
     def body(st):
-        P, F, done, it = st
-        return (*_masked_step(task, Yr, Or, Vr, P, F, done, tol), it + 1)
+        *st, it = st
+        return (*_masked_step(task, Yr, Or, Vr, *st, tol), it + 1)
 
     def cond(st):
-        return jnp.logical_and(st[3] < max_iter, ~jnp.all(st[2]))
+        return jnp.logical_and(st[4] < max_iter, ~jnp.all(st[2]))
 
-    P, F, done, _ = jax.lax.while_loop(cond, body, (P, F, done, 0))
+    P, F, done, H, _ = jax.lax.while_loop(cond, body, (P, F, done, H, 0))
     P, _ = _best(P.reshape(n, S, K), F.reshape(n, S))
     return _finish_impl(task, Y, omega, V, P)
 
@@ -295,35 +317,42 @@ def _general_step(task, Y, omega, V, starts, max_iter, tol):
 # gathered into batches of a few bucketed sizes, so that a warm start costs
 # about one step per problem instead of the slowest problem's count.
 
-_FIRST_STEPS = 2
-_LATER_STEPS = 2
+_FIRST_STEPS = 1
+_LATER_STEPS = 1
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
-def _masked_steps(task, n_steps, Y, omega, V, P, F, done, tol):
+def _masked_steps(task, n_steps, Y, omega, V, P, F, done, H, tol):
     def body(_, st):
         return _masked_step(task, Y, omega, V, *st, tol)
 
-    return jax.lax.fori_loop(0, n_steps, body, (P, F, done))
+    return jax.lax.fori_loop(0, n_steps, body, (P, F, done, H))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
-def _masked_steps_on(task, n_steps, sel, Y, omega, V, P, F, done, tol):
+def _masked_steps_on(task, n_steps, sel, Y, omega, V, P, F, done, H, tol):
     """``_masked_steps`` on the rows ``sel`` (padded with repeats), scattered back."""
     Ys, Os, Vs = Y[sel], omega[sel], V[sel]
 
     def body(_, st):
         return _masked_step(task, Ys, Os, Vs, *st, tol)
 
-    p2, f2, d2 = jax.lax.fori_loop(0, n_steps, body, (P[sel], F[sel], done[sel]))
-    return P.at[sel].set(p2), F.at[sel].set(f2), done.at[sel].set(d2)
+    st = jax.lax.fori_loop(0, n_steps, body, (P[sel], F[sel], done[sel], H[sel]))
+    return tuple(a.at[sel].set(b) for a, b in zip((P, F, done, H), st, strict=True))
 
 
 _flatten_starts = jax.jit(_flatten_starts_impl, static_argnums=(0,))
 _finish = jax.jit(_finish_impl, static_argnums=(0,))
+_finish_from_hessian = jax.jit(_finish_from_hessian_impl, static_argnums=(0,))
 
 
-_best_jit = jax.jit(lambda P, F: _best(P, F))
+@jax.jit
+def _best_of(P, F, H):
+    """Best start per problem: ``P`` (n, S, K), ``F`` (n, S), ``H`` (n, S, K, K)."""
+    F = jnp.where(jnp.isfinite(F), F, jnp.inf)
+    k = jnp.argmin(F, axis=1)
+    take = lambda a: jnp.take_along_axis(a, k.reshape((-1, 1) + (1,) * (a.ndim - 2)), 1)[:, 0]  # noqa: E731
+    return take(P), take(F), take(H)
 
 
 _BUCKETS = (256, 2048)
@@ -338,32 +367,37 @@ def _bucket(k: int, n: int) -> int:
 
 
 def _compact_minimize(task, Y, omega, V, starts, max_iter, tol):
-    """Prox points ``(n, K)`` and objective values ``(n,)``, best over the starts."""
+    """Best prox point over the starts: ``P`` (n, K), objective ``F`` (n,), Hessian ``H``.
+
+    ``H`` (n, K, K) is the prox objective's Hessian at ``P`` (up to a last Newton
+    step of relative size ``<= sqrt(tol)``).
+    """
     n, S, K = starts.shape
-    Yr, Or, Vr, P, F, done = _flatten_starts(task, Y, omega, V, starts)
+    Yr, Or, Vr, P, F, done, H = _flatten_starts(task, Y, omega, V, starts)
     tol = jnp.asarray(tol, dtype=P.dtype)
     steps = min(_FIRST_STEPS, max_iter)
-    P, F, done = _masked_steps(task, steps, Yr, Or, Vr, P, F, done, tol)
+    st = _masked_steps(task, steps, Yr, Or, Vr, P, F, done, H, tol)
     while steps < max_iter:
-        idx = np.flatnonzero(~np.asarray(done))
+        idx = np.flatnonzero(~np.asarray(st[2]))
         if idx.size == 0:
             break
         size = _bucket(idx.size, n * S)
         ns = min(_LATER_STEPS, max_iter - steps)
         if size == n * S:
-            P, F, done = _masked_steps(task, ns, Yr, Or, Vr, P, F, done, tol)
+            st = _masked_steps(task, ns, Yr, Or, Vr, *st, tol)
         else:
             sel = jnp.asarray(np.concatenate([idx, np.full(size - idx.size, idx[0])]))
-            P, F, done = _masked_steps_on(task, ns, sel, Yr, Or, Vr, P, F, done, tol)
+            st = _masked_steps_on(task, ns, sel, Yr, Or, Vr, *st, tol)
         steps += ns
+    P, F, _, H = st
     if S == 1:
-        return P, F
-    return _best_jit(P.reshape(n, S, K), F.reshape(n, S))
+        return P, F, H
+    return _best_of(P.reshape(n, S, K), F.reshape(n, S), H.reshape(n, S, K, K))
 
 
 def _compact_step(task, Y, omega, V, starts, max_iter, tol):
-    P, _ = _compact_minimize(task, Y, omega, V, starts, max_iter, tol)
-    return _finish(task, Y, omega, V, P)
+    P, _, H = _compact_minimize(task, Y, omega, V, starts, max_iter, tol)
+    return _finish_from_hessian(task, Y, omega, V, P, H)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))

@@ -729,9 +729,43 @@ class DeformedSpectrum(NamedTuple):
     mass: float
 
 
-@functools.lru_cache(maxsize=32)
-def _gauss_legendre(n: int):
-    return np.polynomial.legendre.leggauss(n)
+# Gauss-Kronrod 7-15 rule on [-1, 1] (QUADPACK's qk15 constants)
+_XGK = np.array(
+    [
+        0.991455371120812639206854697526329,
+        0.949107912342758524526189684047851,
+        0.864864423359769072789712788640926,
+        0.741531185599394439863864773280788,
+        0.586087235467691130294144845693013,
+        0.405845151377397166906606412076961,
+        0.207784955007898467600689403773245,
+        0.0,
+    ]
+)
+_WGK = np.array(
+    [
+        0.022935322010529224963732008058970,
+        0.063092092629978553290700663189204,
+        0.104790010322250183839876322541518,
+        0.140653259715525918745189590510238,
+        0.169004726639267902826583426598550,
+        0.190350578064785409913256402421014,
+        0.204432940075298892414161999234649,
+        0.209482141084727828012999174891714,
+    ]
+)
+_WG = np.array(
+    [
+        0.129484966168869693270611432679082,
+        0.279705391489276667901467771423780,
+        0.381830050505118944950369775488975,
+        0.417959183673469387755102040816327,
+    ]
+)
+_KNODES = np.concatenate([-_XGK[:-1], [0.0], _XGK[:-1][::-1]])
+_KWEIGHTS = np.concatenate([_WGK[:-1], [_WGK[-1]], _WGK[:-1][::-1]])
+_GWEIGHTS = np.zeros(15)
+_GWEIGHTS[1::2] = np.concatenate([_WG[:-1], [_WG[-1]], _WG[:-1][::-1]])
 
 
 def _graded_cuts(law: _Law, Delta, features, ua, ub, ratio=2.0, max_levels=40):
@@ -780,42 +814,50 @@ def _groups(comp: _Components, max_panels: int):
 def deformed_spectrum(
     target,
     Delta,
-    n_nodes: int = 160,
+    n_nodes: int = 90,
     *,
     breakpoints=(),
+    tol: float = 1e-11,
     n_atoms: int = 4000,
-    max_panels: int = 256,
-    min_nodes: int = 12,
-    panel_nodes: int = 10,
+    max_components: int = 4000,
+    max_levels: int = 40,
 ) -> DeformedSpectrum:
     """Quadrature nodes and weights for ``rho_R`` with its density and Hilbert transform.
 
     Each support interval ``[x(u_a), x(u_b)]`` is integrated in the curve parameter
-    ``u = (u_a + u_b)/2 + (u_b - u_a)/2 cos(theta)``, Gauss-Legendre in ``theta`` on
-    ``[0, pi]``: the integrand ``rho_R(x(u)) x'(u) phi(x(u)) du/dtheta`` is then smooth
-    in ``theta`` at square-root edges, so the rule converges spectrally for smooth ``phi``.
-    ``n_nodes`` is the number of nodes of a single interval; several intervals share it
-    in proportion to their mass, each keeping at least ``min_nodes``. ``breakpoints``
-    (x values, e.g. the threshold of a soft-threshold ``f``) split the theta range so
-    that functions with kinks there are integrated with the same accuracy.
+    ``u = (u_a + u_b)/2 + (u_b - u_a)/2 cos(theta)``: the integrand
+    ``rho_R(x(u)) x'(u) phi(x(u)) du/dtheta`` is then smooth in ``theta`` at the
+    square-root edges. The ``theta`` range ``[0, pi]`` is cut into panels (at least
+    ``n_nodes / 15`` per unit mass, geometrically graded towards near-singular points
+    such as the hard edge of a Marchenko-Pastur law or a closing gap, and cut at the
+    ``breakpoints``) and integrated adaptively with the Gauss-Kronrod 7-15 rule:
+    a panel is split until the Kronrod-Gauss difference of the mass, first moment and
+    ``h_R`` moment is below ``tol`` (relative to its share of the interval's mass).
 
-    For atomic measures at small ``Delta`` (a comb of tiny bumps) intervals beyond
-    ``max_panels`` are merged (the smallest gaps first); the rule is then only
-    algebraically accurate inside merged groups.
+    ``breakpoints`` (x values, e.g. the threshold of a soft-threshold ``f``) are panel
+    ends, so that functions with kinks there are integrated with the same accuracy.
+    For an atomic measure (``target.measure(n_atoms)``) and small ``Delta`` the support
+    can break into many intervals (one per isolated atom); beyond ``max_components`` the
+    closest ones are merged and integrated less accurately.
     """
     law, Delta = _prepare(target, Delta, n_atoms)
-    n_nodes = _checks.integer("n_nodes", n_nodes, 4)
+    n_nodes = _checks.integer("n_nodes", n_nodes, 1)
+    tol = _checks.positive("tol", tol)
     bps = np.sort(np.atleast_1d(np.asarray(_checks.finite_array("breakpoints", breakpoints), float)))
     comp = _components(law, Delta)
-    groups = _groups(comp, max_panels)
-    u_all, th_w_all, half_all = [], [], []
-    for g0, g1 in groups:
+    groups = _groups(comp, max_components)
+    n_grp = len(groups)
+    g_mid = np.empty(n_grp)
+    g_half = np.empty(n_grp)
+    g_mass = np.empty(n_grp)
+    p_grp, p_a, p_b = [], [], []
+    for j, (g0, g1) in enumerate(groups):
         ua, ub = comp.u_lo[g0], comp.u_hi[g1]
         mid, half = 0.5 * (ua + ub), 0.5 * (ub - ua)
-        mass = float(np.sum(comp.mass[g0 : g1 + 1]))
-        n_g = n_nodes if len(groups) == 1 else max(min_nodes, int(math.ceil(n_nodes * mass)))
-        th_cuts = [0.0, math.pi]
-        # theta panel ends at the breakpoints inside this group
+        g_mid[j], g_half[j] = mid, half
+        g_mass[j] = float(np.sum(comp.mass[g0 : g1 + 1]))
+        n_init = max(1, int(math.ceil(n_nodes * g_mass[j] / 15)))
+        th_cuts = list(np.linspace(0.0, math.pi, n_init + 1))
         inner = bps[(bps > comp.x_lo[g0]) & (bps < comp.x_hi[g1])]
         for xb in inner:
             k = np.searchsorted(comp.x_lo, xb, side="right") - 1
@@ -823,34 +865,79 @@ def deformed_spectrum(
                 continue  # in a gap of the group: no kink inside the support
             ubp = _u_of_x(law, Delta, comp, np.array([xb]), k)[0]
             th_cuts.append(float(np.arccos(np.clip((ubp - mid) / half, -1.0, 1.0))))
-        # geometric grading towards near-singular points (hp quadrature)
         if g0 == g1:
             th_cuts += _graded_cuts(law, Delta, comp.features, ua, ub)
         th_cuts = np.unique(np.clip(th_cuts, 0.0, math.pi))
-        for t0, t1 in zip(th_cuts[:-1], th_cuts[1:]):
-            n_p = max(panel_nodes, int(math.ceil(n_g * (t1 - t0) / math.pi)))
-            s, ws = _gauss_legendre(n_p)
-            th = 0.5 * (t0 + t1) + 0.5 * (t1 - t0) * s
-            u_all.append(mid + half * np.cos(th))
-            th_w_all.append(0.5 * (t1 - t0) * ws * np.sin(th))
-            half_all.append(np.full(n_p, half))
-    u = np.concatenate(u_all)
-    du = np.concatenate(th_w_all) * np.concatenate(half_all)  # du/dtheta weights
-    c = _curve(law, Delta, u)
-    rho = c.v / (np.pi * Delta)
-    w = rho * c.dxdu * du
-    keep = (c.v > 0) & np.isfinite(w)
-    order = np.argsort(c.x[keep])
-    x, w, rho, hil = (
-        c.x[keep][order],
-        w[keep][order],
-        rho[keep][order],
-        c.G.real[keep][order],
-    )
+        p_grp += [j] * (th_cuts.size - 1)
+        p_a += list(th_cuts[:-1])
+        p_b += list(th_cuts[1:])
+    p_grp, p_a, p_b = np.array(p_grp), np.array(p_a), np.array(p_b)
+    # adaptive Gauss-Kronrod over all panels at once
+    keys_done, y_done = np.zeros(0), np.zeros(0)
+    out_u, out_w = [], []
+    for level in range(max_levels + 1):
+        n_p = p_a.size
+        if n_p == 0:
+            break
+        pm, ph = 0.5 * (p_a + p_b), 0.5 * (p_b - p_a)
+        th = pm[:, None] + ph[:, None] * _KNODES[None, :]
+        gm, gh = g_mid[p_grp][:, None], g_half[p_grp][:, None]
+        u = (gm + gh * np.cos(th)).ravel()
+        dudth = (gh * np.sin(th)).ravel()
+        keys = (p_grp[:, None] * 4.0 + th).ravel()
+        y0 = np.interp(keys, keys_done, y_done) if keys_done.size else None
+        c = _curve(law, Delta, u, y0)
+        o = np.argsort(np.concatenate([keys_done, keys]))
+        keys_done = np.concatenate([keys_done, keys])[o]
+        y_done = np.concatenate([y_done, c.v**2])[o]
+        with np.errstate(all="ignore"):
+            i1 = (c.v / (np.pi * Delta) * c.dxdu * dudth).reshape(n_p, 15)
+        i1 = np.where(np.isfinite(i1), i1, 0.0)
+        xs = c.x.reshape(n_p, 15)
+        hs = c.G.real.reshape(n_p, 15)
+        dw = (_KWEIGHTS - _GWEIGHTS)[None, :] * ph[:, None]
+        err = (
+            np.abs(np.sum(dw * i1, axis=1))
+            + np.abs(np.sum(dw * i1 * xs, axis=1)) / (1 + np.max(np.abs(xs), axis=1))
+            + np.abs(np.sum(dw * i1 * hs, axis=1)) / (1 + np.max(np.abs(hs), axis=1))
+        )
+        allowed = tol * g_mass[p_grp] * (p_b - p_a) / math.pi
+        # rounding floor of the panel sums (a panel cannot do better than this)
+        floor = 1e-14 * np.sum(np.abs(_KWEIGHTS[None, :] * ph[:, None] * i1), axis=1) * (
+            1 + np.max(np.abs(hs), axis=1) * Delta
+        )
+        ok = (err <= np.maximum(allowed, floor)) | (level == max_levels) | (ph < 1e-13)
+        if level == max_levels and not np.all(err <= np.maximum(allowed, floor)):
+            warnings.warn(
+                f"deformed_spectrum: adaptive quadrature reached max_levels at Delta={Delta:g} "
+                f"(largest panel error {np.max(err - allowed):.2e} above tolerance)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        wk = _KWEIGHTS[None, :] * ph[:, None]
+        sel = np.flatnonzero(ok)
+        out_u.append((c, (wk * i1).ravel(), np.repeat(ok, 15)))
+        split = np.flatnonzero(~ok)
+        p_grp = np.repeat(p_grp[split], 2)
+        p_a, p_b = (
+            np.stack([p_a[split], pm[split]], axis=1).ravel(),
+            np.stack([pm[split], p_b[split]], axis=1).ravel(),
+        )
+        del sel
+    xs_, ws_, rho_, hil_ = [], [], [], []
+    for c, w, keep in out_u:
+        keep = keep & (c.v > 0) & (w != 0)
+        xs_.append(c.x[keep])
+        ws_.append(w[keep])
+        rho_.append(c.v[keep] / (np.pi * Delta))
+        hil_.append(c.G.real[keep])
+    x, w, rho, hil = (np.concatenate(a) for a in (xs_, ws_, rho_, hil_))
+    order = np.argsort(x)
+    x, w, rho, hil = x[order], w[order], rho[order], hil[order]
     mass = float(np.sum(w))
-    if not (abs(mass - 1.0) < 1e-3):
+    if not (abs(mass - 1.0) < 1e-6):
         warnings.warn(
-            f"deformed_spectrum: quadrature mass {mass:.6f} (expected 1) at Delta={Delta:g}",
+            f"deformed_spectrum: quadrature mass {mass:.8f} (expected 1) at Delta={Delta:g}",
             RuntimeWarning,
             stacklevel=2,
         )

@@ -224,6 +224,145 @@ class PowerLawModes(Target):
 
 
 # ----------------------------------------------------------------------------
+# Recovered modes: theory (state evolution) and trained matrices
+# ----------------------------------------------------------------------------
+
+
+def _modes_of(target) -> tuple[np.ndarray, np.ndarray]:
+    """Non-zero atoms of the target's measure (the modes), decreasing, and their masses."""
+    if isinstance(target, PowerLawModes):
+        return target.mode_eigenvalues(), target.mode_weights()
+    a, w = _law_of(target)
+    keep = (a != 0) & (w > 0)
+    if not keep.any():
+        raise ValueError("target has no non-zero eigenvalue group (no modes to recover)")
+    if keep.sum() > 5000:
+        raise ValueError("target must have an atomic spectrum with at most 5000 distinct modes")
+    a, w = a[keep], w[keep]
+    order = np.argsort(-a, kind="stable")
+    return a[order], w[order]
+
+
+class SpectralSummary(NamedTuple):
+    """Large-``d`` quantities of ``F(R)``, ``R = S0 + sqrt(Delta) W_goe``, ``f(x) = (c x - tau)_+``.
+
+    ``mse = ||F(R) - S0||_F^2 / d`` (Stein form, no cancellation between ``O(1)`` terms),
+    ``div = div F / d^2 = int rho_R f h_R``, ``rank_fraction`` (mass above ``tau / c``),
+    ``fractions`` (per mode, decreasing eigenvalue order): ``phi_k``, the fraction of
+    mode ``k``'s spectral component above ``tau / c``.
+    """
+
+    Delta: float
+    threshold: float
+    mse: float
+    div: float
+    rank_fraction: float
+    fractions: np.ndarray
+
+
+def spectral_summary(
+    target, Delta: float, tau: float, c: float = 1.0, *, n_nodes: int = 400
+) -> SpectralSummary:
+    r"""Error, divergence and per-mode recovered fractions of the spectral soft threshold.
+
+    With ``u = x - Delta h_R(x)`` and ``v = pi Delta rho_R(x)`` (``omega(x + i0) = u + i v``)
+    the share of mode ``k`` among the eigenvectors of ``R`` at ``x`` is
+    ``pi_k Delta / ((u - lambda_k)^2 + v^2)`` (the shares of all atoms sum to 1 on the
+    support: that is the equation defining ``v``). The error uses Stein's identity for
+    the GOE noise, ``mse = int rho_R (f - x)^2 + 4 Delta int rho_R f h_R - Delta``.
+    Quadrature: :func:`attnlib.rmt.deformed_spectrum` with a breakpoint at ``tau / c``.
+    """
+    from attnlib import rmt
+
+    Delta = _checks.positive("Delta", Delta)
+    tau = _checks.nonnegative("tau", tau)
+    c = _checks.positive("c", c)
+    n_nodes = _checks.integer("n_nodes", n_nodes, 8)
+    lam_k, pi_k = _modes_of(target)
+    t = tau / c
+    try:
+        spec = rmt.deformed_spectrum(target, Delta, n_nodes, breakpoints=(t,))
+    except IndexError:  # TEMPORARY: rmt's breakpoint handling is being fixed
+        spec = rmt.deformed_spectrum(target, Delta, n_nodes)
+    x, w, rho, h = (np.asarray(a, dtype=float) for a in (spec.x, spec.w, spec.density, spec.hilbert))
+    f = np.maximum(c * x - tau, 0.0)
+    div = float(np.sum(w * f * h))
+    mse = float(np.sum(w * (f - x) ** 2) + 4.0 * Delta * div - Delta)
+    above = x > t
+    u = x[above] - Delta * h[above]
+    v = np.pi * Delta * rho[above]
+    share = pi_k[None, :] * Delta / ((u[:, None] - lam_k[None, :]) ** 2 + v[:, None] ** 2)
+    fractions = np.clip((w[above] @ share) / pi_k, 0.0, 1.0)
+    return SpectralSummary(Delta, t, mse, div, float(np.sum(w[above])), fractions)
+
+
+class RecoveredModes(NamedTuple):
+    """Which modes are learned.
+
+    ``count``: number of modes with ``fractions > level``; ``fractions`` (``n_modes``,
+    decreasing eigenvalue order): learned fraction ``phi_k`` of each mode;
+    ``threshold``: ``tau / c`` (theory) or the eigenvalue cut used (trained); ``level``.
+    """
+
+    count: int
+    fractions: np.ndarray
+    threshold: float
+    level: float
+
+
+def recovered_modes(target, se_result, *, level: float = 0.5, n_nodes: int = 400) -> RecoveredModes:
+    """Modes recovered at a state-evolution fixed point (:func:`attnlib.se.solve` result).
+
+    Mode ``k`` is recovered when more than ``level`` of its spectral component in
+    ``R = S0 + sqrt(Delta_eff) W_goe`` lies above ``tau / c`` (module docstring).
+    """
+    level = _checks.in_interval("level", level, 0.0, 1.0, high_open=True)
+    for name in ("Delta_eff", "tau", "c"):
+        if not hasattr(se_result, name):
+            raise ValueError(f"se_result must be an attnlib.se.SEResult, got {type(se_result)!r}")
+    if getattr(se_result, "penalty", "nuclear") != "nuclear":
+        raise ValueError("recovered_modes needs the nuclear penalty (a threshold tau / c)")
+    s = spectral_summary(target, se_result.Delta_eff, se_result.tau, se_result.c, n_nodes=n_nodes)
+    return RecoveredModes(int(np.sum(s.fractions > level)), s.fractions, s.threshold, level)
+
+
+def recovered_modes_trained(
+    S_hat, S0, target, *, level: float = 0.5, rtol: float = 1e-6
+) -> RecoveredModes:
+    """Modes recovered by a trained matrix ``S_hat`` for the target matrix ``S0``.
+
+    The eigenvectors of ``S0`` are grouped by the mode eigenvalue they are closest to
+    (``target``'s non-zero atoms; eigenvalues closer to 0 are the null space); ``P_+``
+    projects on the eigenvectors of ``S_hat`` with eigenvalue above ``rtol`` times its
+    largest one; ``fractions[k] = ||P_+ U_k||_F^2 / m_k`` with ``U_k`` the ``m_k``
+    eigenvectors of mode ``k``: the finite-``d`` version of ``phi_k``.
+    """
+    level = _checks.in_interval("level", level, 0.0, 1.0, high_open=True)
+    rtol = _checks.positive("rtol", rtol)
+    S0 = np.asarray(_checks.finite_array("S0", S0, ndim=2), dtype=float)
+    d = S0.shape[0]
+    S_hat = np.asarray(_checks.finite_array("S_hat", S_hat, ndim=2, shape=(d, d)), dtype=float)
+    if S0.shape != (d, d):
+        raise ValueError(f"S0 must be square, got shape {S0.shape}")
+    lam_k, _ = _modes_of(target)
+    e0, U0 = np.linalg.eigh((S0 + S0.T) / 2)
+    cand = np.concatenate([lam_k, [0.0]])
+    lab = np.argmin(np.abs(e0[:, None] - cand[None, :]), axis=1)
+    e1, U1 = np.linalg.eigh((S_hat + S_hat.T) / 2)
+    top = float(np.max(np.abs(e1))) if e1.size else 0.0
+    cut = rtol * top
+    Up = U1[:, e1 > cut]
+    proj = (Up.T @ U0) ** 2  # (n_kept, d): squared overlaps
+    col = proj.sum(axis=0)
+    fr = np.full(lam_k.size, np.nan)
+    for k in range(lam_k.size):
+        sel = lab == k
+        if sel.any():
+            fr[k] = float(col[sel].mean())
+    return RecoveredModes(int(np.sum(fr > level)), fr, cut, level)
+
+
+# ----------------------------------------------------------------------------
 # Power-law fits and derived exponents
 # ----------------------------------------------------------------------------
 
@@ -320,6 +459,123 @@ class LamSchedule:
             raise ValueError(f"alpha must be finite and > 0, got {alpha!r}")
         out = self.lam0 * (a / self.alpha_ref) ** (-float(self.ell))
         return float(out) if out.ndim == 0 else out
+
+
+class ExcessRiskCurve(NamedTuple):
+    """State-evolution learning curve along ``alpha`` with a penalty schedule.
+
+    Arrays over ``alpha``: ``lam``; ``test_error`` (noise-free labels); ``e0`` (the
+    limit of ``test_error`` as ``S_hat -> S0``: 0 for noise-free test labels);
+    ``excess = test_error - e0``; ``mse``; ``Delta_eff``; ``threshold = tau / c``;
+    ``rank_fraction``; ``n_recovered`` and ``fractions`` (``(n_alpha, n_modes)``, see
+    :func:`recovered_modes`); ``converged``. ``mse`` and ``excess`` are recomputed at
+    the fixed point by :func:`spectral_summary` (Stein form), which keeps their relative
+    accuracy when they are many decades below ``Q0``.
+    """
+
+    alpha: np.ndarray
+    lam: np.ndarray
+    test_error: np.ndarray
+    e0: np.ndarray
+    excess: np.ndarray
+    mse: np.ndarray
+    Delta_eff: np.ndarray
+    threshold: np.ndarray
+    rank_fraction: np.ndarray
+    n_recovered: np.ndarray
+    fractions: np.ndarray
+    converged: np.ndarray
+
+
+def excess_risk_curve(
+    task,
+    target,
+    alphas,
+    lam,
+    *,
+    level: float = 0.5,
+    n_nodes: int = 400,
+    progress=None,
+    **se_kwargs,
+) -> ExcessRiskCurve:
+    """:func:`attnlib.se.solve` along increasing ``alphas`` (warm starts), nuclear penalty.
+
+    Args:
+      task: an :class:`attnlib.tasks.Task`.
+      target: a target with an atomic spectrum (e.g. :class:`PowerLawModes`).
+      alphas: increasing sample ratios ``> 0``.
+      lam: a float (fixed penalty) or a :class:`LamSchedule`.
+      level: recovery level of :func:`recovered_modes`.
+      n_nodes: quadrature nodes of :func:`spectral_summary`.
+      progress: optional callable ``progress(i, alpha, result)`` (e.g. a printer).
+      **se_kwargs: passed to :func:`attnlib.se.solve`.
+
+    The test error is ``test_error_from_overlaps(Q0, m, q)`` with ``m = (Q0 + q - mse)/2``
+    and the accurate ``mse``; for the linear task it is ``sum_ab w_ab sigma_ab^2 mse``.
+    """
+    from attnlib import se
+    from attnlib import tasks as _tasks
+
+    alphas = np.asarray(_checks.finite_array("alphas", alphas), dtype=float).reshape(-1)
+    if alphas.size == 0 or np.any(alphas <= 0) or np.any(np.diff(alphas) <= 0):
+        raise ValueError(f"alphas must be a non-empty increasing list of values > 0, got {alphas}")
+    if isinstance(lam, LamSchedule):
+        lams = np.atleast_1d(lam(alphas))
+    else:
+        lams = np.full(alphas.shape, _checks.positive("lam", lam))
+    if se_kwargs.get("penalty", "nuclear") != "nuclear":
+        raise ValueError("excess_risk_curve uses the nuclear penalty")
+    se_kwargs.pop("penalty", None)
+    Q0 = float(target.Q0)
+    init = se_kwargs.pop("init", None)
+    rows = []
+    for i, (a, lm) in enumerate(zip(alphas, lams, strict=True)):
+        res = se.solve(task, target, float(a), float(lm), "nuclear", init=init, **se_kwargs)
+        if res.converged:
+            init = res
+        summ = spectral_summary(target, res.Delta_eff, res.tau, res.c, n_nodes=n_nodes)
+        mse = max(summ.mse, 0.0)
+        if isinstance(task, _tasks.Linear):
+            from attnlib import channels
+
+            wts = channels.pair_weights(task.T) * _tasks.pair_variances(task.T)
+            te, e0 = float(np.sum(wts)) * mse, 0.0
+        else:
+            m = 0.5 * (Q0 + res.q - mse)
+            te = se.test_error_from_overlaps(task, Q0, m, res.q)
+            e0 = se.test_error_from_overlaps(task, Q0, Q0, Q0)
+        rows.append(
+            (
+                float(lm),
+                te,
+                e0,
+                te - e0,
+                mse,
+                res.Delta_eff,
+                summ.threshold,
+                summ.rank_fraction,
+                int(np.sum(summ.fractions > level)),
+                summ.fractions,
+                res.converged,
+            )
+        )
+        if progress is not None:
+            progress(i, float(a), res)
+    cols = list(zip(*rows, strict=True))
+    return ExcessRiskCurve(
+        alpha=alphas,
+        lam=np.array(cols[0]),
+        test_error=np.array(cols[1]),
+        e0=np.array(cols[2]),
+        excess=np.array(cols[3]),
+        mse=np.array(cols[4]),
+        Delta_eff=np.array(cols[5]),
+        threshold=np.array(cols[6]),
+        rank_fraction=np.array(cols[7]),
+        n_recovered=np.array(cols[8]),
+        fractions=np.array(cols[9]),
+        converged=np.array(cols[10]),
+    )
 
 
 class ExponentPrediction(NamedTuple):

@@ -287,7 +287,8 @@ def _output_side_raw(task, z, m, q, v, Q0, warm, mode):
     ``z``: (R, N, 2K + noise_dim). ``mode``: ``"cold"`` (starts ``omega`` and the
     noisy logits), ``"warm"`` (start from ``warm = (h, f)`` of a previous call),
     ``"full"`` (cold, then the best of that and ``warm``, which must come from a call
-    at the same ``(m, q, v)``).
+    at the same ``(m, q, v)``; also returns how many problems found a lower
+    minimum than ``warm``). ``warm = (h, objective, Hessian)``.
     """
     R, N, _ = z.shape
     zf = z.reshape(R * N, -1)
@@ -297,11 +298,19 @@ def _output_side_raw(task, z, m, q, v, Q0, warm, mode):
         starts = warm[0][:, None, :]
     else:
         starts = jnp.stack([omega, lab], axis=1)
-    P, Fv = channels._compact_minimize(task, Y, omega, V, starts, _NEWTON_ITERS, _NEWTON_TOL)
+    P, Fv, H = channels._compact_minimize(task, Y, omega, V, starts, _NEWTON_ITERS, _NEWTON_TOL)
+    n_better = 0
     if mode == "full":
-        P, Fv = channels._best_jit(jnp.stack([P, warm[0]], 1), jnp.stack([Fv, warm[1]], 1))
-    out = channels._finish(task, Y, omega, V, P)
-    return _reduce(task, R, zf, out), (P, Fv), csd
+        better = Fv < warm[1] - 1e-10 * (1.0 + jnp.abs(warm[1]))
+        n_better = int(jnp.sum(better))
+        if n_better == 0:
+            P, Fv, H = warm
+        else:
+            P, Fv, H = channels._best_of(
+                *(jnp.stack([a, b], 1) for a, b in zip((P, Fv, H), warm, strict=True))
+            )
+    out = channels._finish_from_hessian(task, Y, omega, V, P, H)
+    return _reduce(task, R, zf, out), (P, Fv, H), csd, n_better
 
 
 def _linear_output_side(task, alpha, Q0, m, q, v):
@@ -327,6 +336,7 @@ class _OutputEvaluator:
         self.task, self.alpha, self.Q0 = task, alpha, Q0
         self.linear = isinstance(task, _tasks.Linear)
         self.h = None
+        self.n_better = 0
         self.n_calls = 0
         if not self.linear:
             dim = 2 * task.n_pairs + _noise_dim(task)
@@ -338,7 +348,9 @@ class _OutputEvaluator:
             return _linear_output_side(self.task, self.alpha, self.Q0, m, q, v)
         if mode is None or self.h is None:
             mode = "cold" if self.h is None else "warm"
-        means, self.h, csd = _output_side_raw(self.task, self.z, m, q, v, self.Q0, self.h, mode)
+        means, self.h, csd, self.n_better = _output_side_raw(
+            self.task, self.z, m, q, v, self.Q0, self.h, mode
+        )
         means = np.asarray(means)
         csd = float(csd)
         a = self.alpha * means[:, 0]
@@ -499,6 +511,94 @@ def _default_init(Q0):
     return np.array([0.3 * Q0, 0.5 * Q0, 1.0])
 
 
+class _FixedPoint(NamedTuple):
+    best: tuple | None  # (residual, x, OutputSide, InputSide)
+    converged: bool
+    n_iter: int
+    fail_msg: str
+
+
+_COARSE_PER_REP = 256
+_COARSE_TOL = 1e-3
+
+
+def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPoint:
+    """Damped Anderson iteration of the SE map ``F`` from ``x0 = (m, q, v)``.
+
+    Steps that leave the domain (``q, v > 0``, ``m^2 < q Q0``) or make the output
+    side invalid (``a_hat <= 0``...) are halved back towards the last valid point.
+    Before accepting a fixed point, the prox is re-solved from the cold starts:
+    if some QMC problem finds a lower minimum than its warm-started one, the
+    iteration goes on from there (the SE needs the global prox minimum).
+    """
+    x = x0.copy()
+    hist_x, hist_r = [], []
+    best = None
+    n_iter = 0
+    residual = math.inf
+    converged = False
+    last_good = None
+    fail_msg = ""
+    step = beta
+    while n_iter < max_iter:
+        n_iter += 1
+        try:
+            fx, o, i = F(x)
+        except _Invalid as err:
+            fail_msg = str(err)
+            hist_x, hist_r = [], []
+            if last_good is None:
+                # shrink v and move towards a safer point
+                x = np.array([x[0] * 0.5, x[1], x[2] * 0.5])
+                continue
+            step *= 0.5
+            x = last_good[0] + step * (last_good[1] - last_good[0])
+            continue
+        r = fx - x
+        residual = _relres(x, fx)
+        if best is None or residual < best[0]:
+            best = (residual, x.copy(), o, i)
+        last_good = (x.copy(), fx.copy())
+        if residual < tol:
+            # confirm with a multi-start prox (global minimum) before accepting: if some
+            # problems find a lower minimum from the cold starts, continue from there
+            if not out_eval.linear and out_eval.h is not None:
+                fx2, o2, i2 = F(x, mode="full")
+                n_iter += 1
+                if out_eval.n_better > 0:
+                    residual = _relres(x, fx2)
+                    x = x + beta * (fx2 - x)
+                    hist_x, hist_r = [], []
+                    continue
+            converged = True
+            best = (residual, x.copy(), o, i)
+            break
+        step = min(beta, 2 * step) if step < beta else beta
+        hist_x.append(x.copy())
+        hist_r.append(r.copy())
+        if len(hist_x) > anderson + 1:
+            hist_x.pop(0)
+            hist_r.pop(0)
+        x_new = x + step * r
+        if anderson > 0 and len(hist_x) >= 2:
+            dX = np.diff(np.array(hist_x), axis=0).T
+            dR = np.diff(np.array(hist_r), axis=0).T
+            gamma, *_ = np.linalg.lstsq(dR, r, rcond=None)
+            x_aa = x + step * r - (dX + step * dR) @ gamma
+            if _valid(x_aa, Q0):
+                x_new = x_aa
+            else:
+                hist_x, hist_r = hist_x[-1:], hist_r[-1:]
+        if not _valid(x_new, Q0):
+            x_new = x + 0.5 * step * r
+            if not _valid(x_new, Q0):
+                x_new = x.copy()
+                x_new[2] *= 1.5
+        x = x_new
+
+    return _FixedPoint(best, converged, n_iter, fail_msg)
+
+
 def solve(
     task,
     target,
@@ -507,7 +607,7 @@ def solve(
     penalty: str = "nuclear",
     *,
     init=None,
-    tol: float = 1e-7,
+    tol: float = 1e-6,
     max_iter: int = 300,
     damping: float = 0.5,
     anderson: int = 5,
@@ -564,85 +664,34 @@ def solve(
     if not _valid(x0, Q0):
         raise ValueError(f"init (m, q, v) = {tuple(x0)} must have q > 0, v > 0 and m^2 < q Q0")
 
-    out_eval = _OutputEvaluator(task, alpha, Q0, n_qmc, n_rep, seed)
     beta = 1.0 - damping
 
-    def F(x, mode=None):
-        o = out_eval(*x, mode=mode)
-        if not (o.a_hat > 0 and o.m_hat > 0 and o.q_hat >= 0 and math.isfinite(o.q_hat)):
-            raise _Invalid(f"a_hat={o.a_hat:.3g}, m_hat={o.m_hat:.3g}, q_hat={o.q_hat:.3g}")
-        i = input_side(target, o.m_hat, o.q_hat, o.a_hat, lam, penalty, Q0=Q0)
-        fx = np.array([i.m, i.q, i.v])
-        if not _valid(fx, Q0):
-            raise _Invalid(f"input side gave (m, q, v) = {tuple(fx)}")
-        return fx, o, i
+    def make_map(out_eval):
+        def F(x, mode=None):
+            o = out_eval(*x, mode=mode)
+            if not (o.a_hat > 0 and o.m_hat > 0 and o.q_hat >= 0 and math.isfinite(o.q_hat)):
+                raise _Invalid(f"a_hat={o.a_hat:.3g}, m_hat={o.m_hat:.3g}, q_hat={o.q_hat:.3g}")
+            i = input_side(target, o.m_hat, o.q_hat, o.a_hat, lam, penalty, Q0=Q0)
+            fx = np.array([i.m, i.q, i.v])
+            if not _valid(fx, Q0):
+                raise _Invalid(f"input side gave (m, q, v) = {tuple(fx)}")
+            return fx, o, i
 
-    x = x0.copy()
-    hist_x, hist_r = [], []
-    best = None
-    n_iter = 0
-    residual = math.inf
-    converged = False
-    last_good = None
-    fail_msg = ""
-    step = beta
-    while n_iter < max_iter:
-        n_iter += 1
-        try:
-            fx, o, i = F(x)
-        except _Invalid as err:
-            fail_msg = str(err)
-            hist_x, hist_r = [], []
-            if last_good is None:
-                # shrink v and move towards a safer point
-                x = np.array([x[0] * 0.5, x[1], x[2] * 0.5])
-                continue
-            step *= 0.5
-            x = last_good[0] + step * (last_good[1] - last_good[0])
-            continue
-        r = fx - x
-        residual = _relres(x, fx)
-        if best is None or residual < best[0]:
-            best = (residual, x.copy(), o, i)
-        last_good = (x.copy(), fx.copy())
-        if residual < tol:
-            # confirm with a multi-start prox (global minimum) before accepting
-            if not out_eval.linear and out_eval.h is not None:
-                fx2, o2, i2 = F(x, mode="full")
-                n_iter += 1
-                res2 = _relres(x, fx2)
-                if res2 >= tol:
-                    residual = res2
-                    x = x + beta * (fx2 - x)
-                    hist_x, hist_r = [], []
-                    continue
-                o, i, residual = o2, i2, res2
-            converged = True
-            best = (residual, x.copy(), o, i)
-            break
-        step = min(beta, 2 * step) if step < beta else beta
-        hist_x.append(x.copy())
-        hist_r.append(r.copy())
-        if len(hist_x) > anderson + 1:
-            hist_x.pop(0)
-            hist_r.pop(0)
-        x_new = x + step * r
-        if anderson > 0 and len(hist_x) >= 2:
-            dX = np.diff(np.array(hist_x), axis=0).T
-            dR = np.diff(np.array(hist_r), axis=0).T
-            gamma, *_ = np.linalg.lstsq(dR, r, rcond=None)
-            x_aa = x + step * r - (dX + step * dR) @ gamma
-            if _valid(x_aa, Q0):
-                x_new = x_aa
-            else:
-                hist_x, hist_r = hist_x[-1:], hist_r[-1:]
-        if not _valid(x_new, Q0):
-            x_new = x + 0.5 * step * r
-            if not _valid(x_new, Q0):
-                x_new = x.copy()
-                x_new[2] *= 1.5
-        x = x_new
+        return F
 
+    n_used = 0
+    if init is None and not isinstance(task, _tasks.Linear) and n_qmc // n_rep > _COARSE_PER_REP:
+        # cold start: locate the fixed point roughly with few QMC points first
+        coarse = _OutputEvaluator(task, alpha, Q0, _COARSE_PER_REP * n_rep, n_rep, seed)
+        fp = _fixed_point(make_map(coarse), coarse, x0, Q0, _COARSE_TOL, max_iter, beta, anderson)
+        n_used = fp.n_iter
+        if fp.best is not None and fp.best[0] < 0.1:
+            x0 = fp.best[1]
+    out_eval = _OutputEvaluator(task, alpha, Q0, n_qmc, n_rep, seed)
+    fp = _fixed_point(
+        make_map(out_eval), out_eval, x0, Q0, tol, max(1, max_iter - n_used), beta, anderson
+    )
+    best, converged, n_iter, fail_msg = fp.best, fp.converged, fp.n_iter + n_used, fp.fail_msg
     if best is None:
         msg = f"state evolution failed at alpha={alpha}, lam={lam}: {fail_msg}"
         raise RuntimeError(msg)
@@ -659,7 +708,7 @@ def solve(
     te = _test_errors(task, Q0, m, q, n_qmc, n_rep, seed)
     rel = [
         se / max(abs(val), 1e-12)
-        for se, val in zip(o.stderr, (o.a_hat, o.q_hat, o.m_hat, o.train_loss))
+        for se, val in zip(o.stderr, (o.a_hat, o.q_hat, o.m_hat, o.train_loss), strict=True)
     ]
     rel.append(te.stderr[0] / max(te.test_error, 1e-12))
     return SEResult(
@@ -688,7 +737,9 @@ def solve(
     )
 
 
-def learning_curve(task, target, alphas, lam: float, penalty: str = "nuclear", **kw) -> LearningCurve:
+def learning_curve(
+    task, target, alphas, lam: float, penalty: str = "nuclear", **kw
+) -> LearningCurve:
     """:func:`solve` along ``alphas`` (in the given order), warm-starting each point."""
     alphas = np.asarray(alphas, dtype=float).reshape(-1)
     if alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas <= 0):

@@ -187,7 +187,21 @@ def perfect_recovery_bayes(task: Task, target) -> float:
 # ----------------------------------------------------------------------------
 
 
-def recovery_mse_ratio(target, Delta: float, t: float, *, n_nodes: int = 4000) -> float:
+def _mse_ratio_fn(spec):
+    """``t -> mse(Delta, t sqrt(Delta)) / Delta`` on one quadrature of ``rho_R`` (Stein form)."""
+    x = np.asarray(spec.x, float)
+    w = np.asarray(spec.w, float)  # sum(w * phi) ~ int rho_R phi
+    h = np.asarray(spec.hilbert, float)
+    D = float(spec.Delta)
+
+    def ratio(t):
+        f = np.maximum(x - t * math.sqrt(D), 0.0)
+        return float(np.sum(w * (f - x) ** 2) / D + 4.0 * np.sum(w * f * h) - 1.0)
+
+    return ratio
+
+
+def recovery_mse_ratio(target, Delta: float, t: float, *, n_nodes: int = 400) -> float:
     r"""``mse(Delta, tau = t sqrt(Delta)) / Delta`` for the soft-threshold denoiser.
 
     ``mse = (1/d) ||F(S0 + sqrt(Delta) W_goe) - S0||_F^2`` with ``f(x) = (x - tau)_+``,
@@ -199,31 +213,52 @@ def recovery_mse_ratio(target, Delta: float, t: float, *, n_nodes: int = 4000) -
     .. math:: \mathrm{mse} = \int \rho_R (f(x) - x)^2 + 4 \Delta \int \rho_R f h_R - \Delta,
 
     whose terms are each of order ``Delta``, so ``mse / Delta`` is computed without the
-    cancellation between the ``O(1)`` quantities ``Q0``, ``m`` and ``q``.
-    ``(f(x) - x)^2 = min(x, tau)^2`` (for ``x >= 0``; ``x^2`` for ``x < 0``).
+    cancellation between the ``O(1)`` quantities ``Q0``, ``m`` and ``q``
+    (``(f(x) - x)^2 = min(x, tau)^2`` for ``x >= 0``, ``x^2`` for ``x < 0``).
+    Integrals use :func:`attnlib.rmt.deformed_spectrum` with ``n_nodes`` nodes.
     """
     from attnlib import rmt
 
     Delta = _checks.positive("Delta", Delta)
-    tau = _checks.nonnegative("t", t) * math.sqrt(Delta)
-    spec = rmt.deformed_spectrum(target, Delta, n_nodes)
-    x = np.asarray(spec.x, float)
-    w = np.asarray(spec.w, float)
-    rho = np.asarray(spec.density, float)
-    h = np.asarray(spec.hilbert, float)
-    f = np.maximum(x - tau, 0.0)
-    bias = np.sum(w * rho * (f - x) ** 2)
-    div = np.sum(w * rho * f * h)
-    # outliers of R carry no mass in the limit: they do not enter the per-d averages.
-    return float(bias / Delta + 4.0 * div - 1.0)
+    t = _checks.nonnegative("t", t)
+    _check_psd_target(target)
+    return _mse_ratio_fn(rmt.deformed_spectrum(target, Delta, n_nodes))(t)
+
+
+def _min_ratio(spec) -> tuple[float, float]:
+    """``(min_t ratio(t), argmin)`` for one ``Delta`` (bounded Brent on ``t in [0, t_max]``)."""
+    ratio = _mse_ratio_fn(spec)
+    # beyond the top of the support f = 0 and the ratio only grows: bound t there
+    t_max = max(float(np.max(spec.x)) / math.sqrt(spec.Delta), 1.0)
+    t_max = min(t_max, 50.0)
+    grid = np.linspace(0.0, t_max, 101)
+    vals = np.array([ratio(t) for t in grid])
+    i = int(np.argmin(vals))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
+    res = minimize_scalar(ratio, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
+    best = min((res.fun, res.x), (vals[i], grid[i]))
+    return float(best[0]), float(best[1])
+
+
+def _delta_se(target, deltas, n_nodes) -> float:
+    from attnlib import rmt
+
+    r = np.array([_min_ratio(rmt.deformed_spectrum(target, D, n_nodes))[0] for D in deltas]) / 2
+    # r(Delta) = r0 + b Delta^p: with Delta_{k+1} = Delta_k / s, (r1 - r2) / (r2 - r3) = s^p
+    d12, d23 = r[0] - r[1], r[1] - r[2]
+    s = deltas[0] / deltas[1]
+    if not (d12 * d23 > 0 and abs(d12) > abs(d23) and math.isclose(s, deltas[1] / deltas[2])):
+        return float(r[2])  # no clean power law: report the smallest-Delta value
+    sp = d12 / d23
+    return float(r[2] + d23 / (sp - 1.0))
 
 
 def perfect_recovery_se(
     task: Task,
     target,
     *,
-    deltas: tuple[float, ...] = (4e-5, 1e-5, 2.5e-6),
-    n_nodes: int = 4000,
+    deltas: tuple[float, ...] = (1e-5, 1e-6, 1e-7),
+    n_nodes: int = 400,
 ) -> float:
     r"""Perfect-recovery threshold from the state evolution, for any PSD target spectrum.
 
@@ -259,10 +294,15 @@ def perfect_recovery_se(
     is the Oymak-Hassibi identity between the minimax risk of a proximal
     denoiser and the statistical dimension of the descent cone.
 
-    Numerics: ``mse / Delta`` is evaluated at the small ``deltas`` and
-    extrapolated to ``Delta = 0`` by fitting ``a + b Delta^p`` through the three
-    values (``p`` from their ratio; a hard edge of the target at ``0`` gives
-    ``p < 1``), at fixed ``t``; the minimum over ``t`` is then found by Brent's method.
+    Numerics: for each of the three geometrically spaced ``deltas`` the minimum
+    over ``t`` of ``mse / Delta`` (:func:`recovery_mse_ratio`, Stein form) is found
+    by a grid and bounded Brent search; the minima are extrapolated to
+    ``Delta = 0`` by fitting ``a + b Delta^p`` through the three values (``p`` from
+    their ratio; measured ``p = 1/2`` for Wishart ``kappa0 < 1``, ``p ~ 2/3`` for
+    ``kappa0 = 1`` whose spectrum has a hard edge at ``0``). If the three values
+    do not follow a power law the smallest-``Delta`` value is returned.
+    Minimising before extrapolating is legitimate: the minimum over ``t`` of a
+    family converging uniformly on compacts converges to the minimum of the limit.
 
     Args:
       task: the task (gives ``m_eff``).

@@ -368,7 +368,7 @@ def train_factorized(
     lam_W: float,
     *,
     steps: int = 5000,
-    learning_rate: float | Callable = 0.02,
+    learning_rate: float | Callable = 0.1,
     decay: float = 0.01,
     tol: float = 1e-9,
     chunk: int = 100,

@@ -26,6 +26,7 @@ cent or more, well outside the band.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -50,9 +51,14 @@ CASES = {
 }
 
 # finite-size bias allowance: |mean - SE| <= 3 sem + BIAS[metric] / d (see the module docstring)
+# Calibration (8 seeds at d = 30, 40, 60; 4 seeds at d = 50, 100 for linear): largest
+# d * |mean - SE| seen, per metric, was seq2seq 0.07 / 0.19 / 0.18 and linear 0.10 / 1.5 / 0.24
+# (train loss / test error / rank fraction). The linear test error carries the largest
+# bias (+12 % at d = 40, +2 % at d = 100, where it is within one sem): a 1/d effect of the
+# fluctuations of S0 itself (Tr S0^2 / d has a standard deviation of about 4 / d).
 BIAS = {
-    "seq2seq": {"train_loss": 0.1, "test_error": 0.2, "rank_fraction": 1.0},
-    "linear": {"train_loss": 0.5, "test_error": 1.0, "rank_fraction": 1.0},
+    "seq2seq": {"train_loss": 0.15, "test_error": 0.4, "rank_fraction": 0.4},
+    "linear": {"train_loss": 0.2, "test_error": 3.0, "rank_fraction": 0.5},
 }
 
 
@@ -98,6 +104,13 @@ def _check(name, rows, pred, d):
     assert ok, f"{name} at d = {d}:\n" + "\n".join(report)
 
 
+@functools.cache
+def _convex_rows(name):
+    """Convex-solver metrics for a case, computed once per test session."""
+    task, alpha, lam = CASES[name]
+    return _simulate(task, alpha, lam, D, SEEDS, jax.random.PRNGKey(11))
+
+
 @pytest.fixture(scope="module")
 def predictions():
     out = {}
@@ -111,9 +124,7 @@ def predictions():
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_convex_erm_matches_state_evolution(name, predictions):
-    task, alpha, lam = CASES[name]
-    rows = _simulate(task, alpha, lam, D, SEEDS, jax.random.PRNGKey(11))
-    _check(name, rows, predictions[name], D)
+    _check(name, _convex_rows(name), predictions[name], D)
 
 
 @pytest.mark.slow
@@ -125,9 +136,13 @@ def test_adam_factorized_matches_state_evolution(name, predictions):
     _check(name, rows, predictions[name], D)
 
 
-def test_agreement_check_can_fail(predictions):
-    """The band is narrow enough to reject a wrong penalty scale (lam off by a factor 2)."""
-    task, alpha, lam = CASES["linear"]
-    rows = _simulate(task, alpha, 2 * lam, D, SEEDS, jax.random.PRNGKey(11))
-    with pytest.raises(AssertionError):
-        _check("linear", rows, predictions["linear"], D)
+@pytest.mark.parametrize("name", list(CASES))
+def test_agreement_check_can_fail(name):
+    """The band rejects a prediction with the penalty off by a factor 2, e.g. a lost
+    sqrt(kappa) in lam = sqrt(kappa) lam_W or a factor 2 in d (lam/2)||S||^2."""
+    task, alpha, lam = CASES[name]
+    rows = _convex_rows(name)
+    for wrong_lam in (lam / 2, 2 * lam):
+        wrong = se.solve(task, targets.Wishart(KAPPA0), alpha, wrong_lam)
+        with pytest.raises(AssertionError):
+            _check(name, rows, wrong, D)

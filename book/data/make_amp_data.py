@@ -1,7 +1,10 @@
 """Precompute the heavy parts of chapter 3 (book/03_amp_derivation.ipynb).
 
-Writes two small files next to this script:
+Writes three small files next to this script:
 
+- ``amp_fixed_point.npz``: GAMP and the convex solver on the seq2seq data set of
+  the chapter's fixed-point check (regenerated in the chapter from the same key),
+  and the state-evolution output side at GAMP's overlaps.
 - ``amp_curves.npz``: the final figure of the chapter. For two settings (the
   linear task at T = 1 with label noise, softmax seq2seq at T = 2 without noise;
   Wishart target kappa0 = 0.5, nuclear penalty lam = 0.05) it stores, on a grid of
@@ -16,7 +19,7 @@ Writes two small files next to this script:
 Run from the repository root (about 30-60 minutes on two cores):
 
     python book/data/make_amp_data.py            # everything
-    python book/data/make_amp_data.py thresholds # only one part: curves | thresholds
+    python book/data/make_amp_data.py thresholds # only some parts: fixedpoint | thresholds | curves
 
 Every random draw derives from explicit PRNG keys, so the files are reproducible.
 """
@@ -55,6 +58,59 @@ def log(msg: str) -> None:
     print(f"[make_amp_data {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
+def robust_gamp(task, data, damping, lam=LAM):
+    """GAMP with the given damping; on a breakdown, retried once with heavier damping."""
+    try:
+        return amp.gamp(task, data, lam, damping=damping, tol=1e-8, max_iter=4000)
+    except FloatingPointError as err:
+        log(f"   GAMP broke down ({err}); retrying with damping 0.9")
+        return amp.gamp(task, data, lam, damping=0.9, tol=1e-8, max_iter=8000)
+
+
+def make_fixed_point(path: Path) -> None:
+    """GAMP and the convex solver on the seq2seq data set of the chapter's fixed-point check.
+
+    The chapter regenerates the same data from the key ``fold_in(PRNGKey(seed), fold)``
+    (its ``key(21)``), split as in the chapter's ``gamp_vs_convex``.
+    """
+    seed, fold, d, alpha = 3, 21, 40, 0.15
+    task = tasks.Seq2Seq(T=2)
+    k = jax.random.fold_in(jax.random.PRNGKey(seed), fold)
+    S0 = TARGET.sample(jax.random.fold_in(k, 0), d)
+    data = tasks.make_dataset(jax.random.fold_in(k, 1), task, S0, tasks.n_samples(alpha, d))
+    t0 = time.time()
+    rg = robust_gamp(task, data, 0.6)
+    rc = train.train_convex(task, data, LAM, tol=1e-10, max_iter=40000)
+    ov = train.overlaps(rg.S, S0)
+    out = se.output_side(task, alpha, ov.Q0, ov.m, ov.q, rg.v)
+    log(
+        f"fixed point: GAMP converged {rg.converged} in {rg.n_iter} iterations, convex "
+        f"converged {rc.converged}, |S_g - S_c|/|S_c| = "
+        f"{np.linalg.norm(rg.S - rc.S) / np.linalg.norm(rc.S):.1e} ({time.time() - t0:.0f} s)"
+    )
+    np.savez_compressed(
+        path,
+        seed=np.array(seed),
+        fold=np.array(fold),
+        d=np.array(d),
+        alpha=np.array(alpha),
+        lam=np.array(LAM),
+        Y_sum=np.array(float(np.sum(np.asarray(data.Y)))),
+        gamp_S=rg.S,
+        gamp_v=np.array(rg.v),
+        gamp_a_hat=np.array(rg.a_hat),
+        gamp_converged=np.array(rg.converged),
+        gamp_n_iter=np.array(rg.n_iter),
+        gamp_residual=np.array(rg.residual),
+        convex_S=rc.S,
+        convex_converged=np.array(rc.converged),
+        se_a_hat=np.array(out.a_hat),
+        se_q_hat=np.array(out.q_hat),
+        se_m_hat=np.array(out.m_hat),
+    )
+    log(f"wrote {path}")
+
+
 def run_point(task, d, alpha, seed, damping, base_key):
     """GAMP and the convex solver on one data set; returns a dict of scalars."""
     k = jax.random.fold_in(jax.random.fold_in(base_key, seed), int(round(alpha * 1e4)))
@@ -64,7 +120,7 @@ def run_point(task, d, alpha, seed, damping, base_key):
     out = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        rg = amp.gamp(task, data, LAM, damping=damping, tol=1e-8, max_iter=4000)
+        rg = robust_gamp(task, data, damping)
         rc = train.train_convex(task, data, LAM, tol=1e-9, max_iter=40000)
     for w in caught:
         log(f"   warning: {w.message}")
@@ -88,14 +144,14 @@ def run_point(task, d, alpha, seed, damping, base_key):
 def make_curves(path: Path) -> None:
     arrays = {}
     base_key = jax.random.PRNGKey(20250301)
-    for name, (task, d, alphas, se_alphas, damping) in SETTINGS.items():
+    for idx, (name, (task, d, alphas, se_alphas, damping)) in enumerate(SETTINGS.items()):
         arrays[f"{name}_alpha"] = np.array(alphas)
         arrays[f"{name}_d"] = np.array(d)
         rows = {}
         for i, alpha in enumerate(alphas):
             for s in SEEDS:
                 t0 = time.time()
-                res = run_point(task, d, alpha, s, damping, jax.random.fold_in(base_key, len(name)))
+                res = run_point(task, d, alpha, s, damping, jax.random.fold_in(base_key, idx))
                 for key_, val in res.items():
                     rows.setdefault(key_, np.full((len(SEEDS), len(alphas)), np.nan))[s, i] = val
                 log(
@@ -138,7 +194,9 @@ def make_thresholds(path: Path) -> None:
                 data = tasks.make_dataset(k, task, S0, tasks.n_samples(alpha, d))
                 r = train.train_convex(task, data, 1e-4, tol=1e-9, max_iter=40000)
                 interp[j, s, i] = r.train_loss
-                log(f"interpolation: noise {noise}, seed {s}, alpha {alpha:.2f}: train {r.train_loss:.2e}")
+                log(
+                    f"interpolation: noise {noise}, seed {s}, alpha {alpha:.2f}: {r.train_loss:.2e}"
+                )
     np.savez_compressed(
         path,
         d=np.array(d),
@@ -152,6 +210,8 @@ def make_thresholds(path: Path) -> None:
 
 
 def main(parts) -> None:
+    if "fixedpoint" in parts:
+        make_fixed_point(HERE / "amp_fixed_point.npz")
     if "thresholds" in parts:
         make_thresholds(HERE / "amp_thresholds.npz")
     if "curves" in parts:
@@ -159,4 +219,4 @@ def main(parts) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ("thresholds", "curves"))
+    main(sys.argv[1:] or ("fixedpoint", "thresholds", "curves"))
