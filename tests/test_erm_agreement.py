@@ -13,15 +13,13 @@ Tolerance. Each metric is averaged over the seeds and must satisfy
     |mean - SE| <= 3 * sem + bias / d,
 
 ``sem`` the standard error of the mean over seeds (sample-to-sample fluctuations,
-including the Monte Carlo error of the test set), and ``bias / d`` an allowance
-for the finite-size bias of the ERM, which is of order ``1 / d`` (the ``O(1/d)``
-terms of the pre-activation variances, ``d(d+1)/2`` against ``d^2/2`` parameters,
-the diagonal of ``S``). ``BIAS`` was set from a calibration run (8 seeds each at
-d = 30, 40 and 60, same parameters as below): the largest ``d * |mean - SE|``
-seen there, per metric, times about 2 (the numbers are in the comments next to
-``BIAS``). A genuine error in the theory or the solvers, e.g. a wrong constant
-in the state evolution or a wrong penalty scale, moves these metrics by ten per
-cent or more, well outside the band.
+including those of S0 and the Monte Carlo error of the test set), and ``bias / d``
+an allowance for the finite-size bias, which is of order ``1 / d`` (e.g. the finite-d
+target has ``E Tr(S0^2)/d = Q0 + 1/d``). ``BIAS`` comes from a calibration run on the
+same cases (numbers next to ``BIAS``): about twice the largest ``d * |mean - SE|``
+measured at d = 30 to 100. ``test_agreement_check_can_fail`` shows that the band is
+narrow enough to reject a prediction with the penalty off by a factor 2 (a lost
+``sqrt(kappa)`` in ``lam = sqrt(kappa) lam_W``, a lost 1/2 in the Frobenius term).
 """
 
 from __future__ import annotations
@@ -47,18 +45,19 @@ RANK_CUTOFF = 1e-6  # the convex solver's prox sets eigenvalues exactly to zero
 # (task, alpha, lam): alpha above interpolation (1 / (4 m_eff)) and below perfect recovery
 CASES = {
     "seq2seq": (tasks.Seq2Seq(T=2, noise=NOISE), 0.3, 0.1),
-    "linear": (tasks.Linear(T=1, noise=NOISE), 0.6, 0.1),
+    "linear": (tasks.Linear(T=1, noise=NOISE), 0.6, 0.3),
 }
 
 # finite-size bias allowance: |mean - SE| <= 3 sem + BIAS[metric] / d (see the module docstring)
-# Calibration (8 seeds at d = 30, 40, 60; 4 seeds at d = 50, 100 for linear): largest
-# d * |mean - SE| seen, per metric, was seq2seq 0.07 / 0.19 / 0.18 and linear 0.10 / 1.5 / 0.24
-# (train loss / test error / rank fraction). The linear test error carries the largest
-# bias (+12 % at d = 40, +2 % at d = 100, where it is within one sem): a 1/d effect of the
-# fluctuations of S0 itself (Tr S0^2 / d has a standard deviation of about 4 / d).
+# Calibration (8 seeds at d = 30, 40, 60 and 4 at d = 100, the cases below): the largest
+# d * |mean - SE| seen, per metric (train loss / test error / rank fraction), was
+# seq2seq 0.07 / 0.19 / 0.18 and linear 0.12 / 1.97 / 0.52. The linear test error has the
+# largest bias, +1.8 / d to +2.0 / d at d = 60 and 100 (+6.6 % at d = 100): the test error of
+# the linear task is 2 ||S - S0||_F^2 / d, and the finite-d target has
+# E Tr(S0^2) / d = Q0 + 1 / d, which alone adds 2 / d. BIAS is about twice those values.
 BIAS = {
     "seq2seq": {"train_loss": 0.15, "test_error": 0.4, "rank_fraction": 0.4},
-    "linear": {"train_loss": 0.2, "test_error": 3.0, "rank_fraction": 0.5},
+    "linear": {"train_loss": 0.3, "test_error": 4.0, "rank_fraction": 1.0},
 }
 
 

@@ -59,12 +59,22 @@ def log(msg: str) -> None:
 
 
 def robust_gamp(task, data, damping, lam=LAM):
-    """GAMP with the given damping; on a breakdown, retried once with heavier damping."""
-    try:
-        return amp.gamp(task, data, lam, damping=damping, tol=1e-8, max_iter=4000)
-    except FloatingPointError as err:
-        log(f"   GAMP broke down ({err}); retrying with damping 0.9")
-        return amp.gamp(task, data, lam, damping=0.9, tol=1e-8, max_iter=8000)
+    """GAMP with the given damping; if it breaks down or does not converge, heavier damping."""
+    res = None
+    for damp in (damping, 0.85, 0.95):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                res = amp.gamp(task, data, lam, damping=damp, tol=1e-7, max_iter=6000)
+        except FloatingPointError as err:
+            log(f"   GAMP broke down with damping {damp} ({err})")
+            continue
+        if res.converged:
+            return res
+        log(f"   GAMP did not converge with damping {damp} (residual {res.residual:.1e})")
+    if res is None:
+        raise FloatingPointError("GAMP broke down at every damping")
+    return res
 
 
 def make_fixed_point(path: Path) -> None:

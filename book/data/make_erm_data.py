@@ -90,6 +90,7 @@ FULL = {
     # test error against lam at one alpha
     "scan_alpha": 0.2,
     "scan_lams": [1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0],
+    "scan_lams_theory": np.round(np.logspace(-3, 0.5, 15), 6).tolist(),
     "n_test": 10000,
 }
 
@@ -111,6 +112,7 @@ QUICK = {
     "cmp_sim_kappa0s": [0.5],
     "d_cmp": 20,
     "scan_lams": [0.1],
+    "scan_lams_theory": [0.1],
     "n_test": 2000,
 }
 
@@ -232,7 +234,7 @@ def part_theory(cfg, out: Path) -> None:
     # test error against lam at one alpha (seq2seq, noisy)
     t0 = time.time()
     res, init = [], None
-    for lam in sorted(cfg["scan_lams"], reverse=True):
+    for lam in sorted(cfg["scan_lams_theory"], reverse=True):
         r, _ = quiet(se.solve, task, target, cfg["scan_alpha"], lam, init=init)
         init = r if r.converged else init
         res.append((lam, r.test_error, r.train_loss))

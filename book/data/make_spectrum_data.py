@@ -51,40 +51,41 @@ SEED = 404
 # Parameters (the chapter reads them back from spectrum_meta.json)
 # ----------------------------------------------------------------------------
 
-KAPPA0 = 0.5  # rank fraction of the Wishart target
+KAPPA0 = 0.2  # rank fraction of the Wishart target (its spectrum has a gap above 0)
 NOISE = 0.25  # label-noise variance on the logits
 LAM = 0.1  # penalty of the running example
-SPIKES = (6.0, 9.0)  # spiked target: Spiked(SPIKES, bulk=Wishart(KAPPA0))
+SPIKES = (3.5, 4.0)  # spiked target: Spiked(SPIKES, bulk=Wishart(KAPPA0))
 
 FULL = {
-    "theory_alphas": [0.04, 0.06, 0.08, 0.1, 0.13, 0.16, 0.2, 0.25, 0.3, 0.4, 0.5, 0.65, 0.8, 1.0],
-    "lam_alpha": 0.3,
+    "theory_alphas": [0.01, 0.015, 0.02, 0.03, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.4, 0.6,
+                      0.8, 1.0, 1.5],
+    "lam_alpha": 0.4,
     "theory_lams": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0],
     "d": 120,
     "seeds": 3,
-    "sim_alphas": [0.1, 0.2, 0.3, 0.5],
-    "frob_alphas": [0.1, 0.3, 0.5],
+    "sim_alphas": [0.1, 0.2, 0.4, 0.8],
+    "frob_alphas": [0.1, 0.4, 0.8],
     "sim_lams": [0.01, 0.03, 0.3, 1.0],
-    "d_spiked": 150,
-    "spiked_alphas": [0.06, 0.1, 0.16, 0.25, 0.4],
+    "d_spiked": 200,
+    "spiked_alphas": [0.02, 0.04, 0.08, 0.16, 0.3],
     "spiked_seeds": 2,
-    "adam_alpha": 0.3,
-    "adam_kappa": 0.75,
+    "adam_alpha": 0.4,
+    "adam_kappa": 0.5,
     "adam_steps": 8000,
     "n_test": 10000,
 }
 
 QUICK = {
     **FULL,
-    "theory_alphas": [0.1, 0.3],
+    "theory_alphas": [0.1, 0.4],
     "theory_lams": [0.1, 0.5],
     "d": 30,
     "seeds": 2,
-    "sim_alphas": [0.3],
-    "frob_alphas": [0.3],
+    "sim_alphas": [0.4],
+    "frob_alphas": [0.4],
     "sim_lams": [0.5],
     "d_spiked": 30,
-    "spiked_alphas": [0.3],
+    "spiked_alphas": [0.1],
     "spiked_seeds": 1,
     "adam_steps": 500,
     "n_test": 1000,

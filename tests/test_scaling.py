@@ -1,0 +1,239 @@
+"""attnlib.scaling: power-law mode targets, recovered modes, exponents, LASSO comparison.
+
+Every check compares with an independent computation: sampled matrices, a convex
+solver on data, a FISTA LASSO solver on data, Monte Carlo for the fit's error model,
+or the closed-form exponent derived in the book (chapter 5).
+"""
+
+import math
+import warnings
+
+import jax
+import numpy as np
+import pytest
+
+import attnlib  # noqa: F401  (float64)
+from attnlib import scaling, se, tasks, train
+from attnlib.scaling import (
+    LamSchedule,
+    PowerLawModes,
+    fit_power_law,
+    lasso_data,
+    lasso_se,
+    lasso_solve,
+    predicted_exponent,
+)
+
+# ----------------------------------------------------------------------------
+# The target family
+# ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+@pytest.mark.parametrize("kappa0", [1.0, 0.5])
+def test_modes_normalisation_and_limit(beta, kappa0):
+    tg = PowerLawModes(gamma=1.5, n_modes=6, kappa0=kappa0, share_exponent=beta)
+    lam, pi = tg.mode_eigenvalues(), tg.mode_weights()
+    assert np.all(np.diff(lam) < 0)
+    np.testing.assert_allclose(lam / lam[0], np.arange(1, 7) ** -1.5, rtol=1e-13)
+    np.testing.assert_allclose(pi / pi[0], np.arange(1, 7) ** -beta, rtol=1e-13)
+    assert math.isclose(pi.sum(), kappa0, rel_tol=1e-13)
+    mu = tg.measure()
+    assert math.isclose(mu.weights.sum(), 1.0, rel_tol=1e-13)
+    assert math.isclose(mu.moment(2), 1.0, rel_tol=1e-12)
+    assert math.isclose(tg.kappa0, kappa0) and tg.outliers() == ()
+    assert math.isclose(tg.r, (1 - beta) / 1.5)
+
+
+def test_modes_sample_has_the_limit_spectrum():
+    tg = PowerLawModes(gamma=1.0, n_modes=4, kappa0=0.5)
+    d = 80  # 40 non-zero eigenvalues, 10 per mode: the finite-d spectrum is exact
+    S0 = np.asarray(tg.sample(jax.random.PRNGKey(3), d))
+    e = np.linalg.eigvalsh(S0)
+    np.testing.assert_allclose(e, tg.eigenvalues(d), atol=1e-12)
+    assert np.all(tg.mode_dims(d) == 10)
+    assert math.isclose(np.sum(S0 * S0) / d, 1.0, rel_tol=1e-10)
+    labels = tg.mode_labels(d)
+    assert np.sum(labels == -1) == 40
+    # counting function and threshold bias against direct sums over the eigenvalues
+    for t in (0.1, 0.9, 5.0):
+        assert math.isclose(tg.counting(t), np.mean(e > t + 1e-12), abs_tol=1e-12)
+        assert math.isclose(tg.threshold_bias(t), np.mean(np.minimum(e, t) ** 2), rel_tol=1e-10)
+
+
+def test_modes_errors():
+    with pytest.raises(ValueError, match="gamma"):
+        PowerLawModes(gamma=0.0)
+    with pytest.raises(ValueError, match="n_modes"):
+        PowerLawModes(n_modes=0)
+    with pytest.raises(ValueError, match="kappa0"):
+        PowerLawModes(kappa0=1.5)
+    with pytest.raises(ValueError, match="share_exponent"):
+        PowerLawModes(share_exponent=float("nan"))
+    with pytest.raises(ValueError, match="d must be large enough"):
+        PowerLawModes(n_modes=8, kappa0=0.5).mode_dims(10)
+
+
+# ----------------------------------------------------------------------------
+# Spectral components of the modes: theory vs sampled matrices
+# ----------------------------------------------------------------------------
+
+
+def test_spectral_summary_matches_sampled_matrices():
+    """mse, divergence and per-mode fractions of F(S0 + sqrt(Delta) W) at d = 800.
+
+    Finite-size errors: the learned fractions and the normalised traces fluctuate by
+    O(1/d) around their limits; 1/d = 1.3e-3, so a tolerance of 0.02 (fractions)
+    and 3 % (mse) leaves room for the O(1/d) bias near the edges of the groups.
+    """
+    tg = PowerLawModes(gamma=1.0, n_modes=4, kappa0=0.75)
+    Delta, tau = 0.05, 0.7
+    th = scaling.spectral_summary(tg, Delta, tau)
+    d = 800
+    k1, k2 = jax.random.split(jax.random.PRNGKey(0))
+    S0 = np.asarray(tg.sample(k1, d))
+    G = np.asarray(jax.random.normal(k2, (d, d)))
+    W = (G + G.T) / math.sqrt(2 * d)  # GOE: off-diagonal variance 1/d, diagonal 2/d
+    e, V = np.linalg.eigh(S0 + math.sqrt(Delta) * W)
+    f = np.maximum(e - tau, 0.0)
+    F = (V * f) @ V.T
+    mse = np.sum((F - S0) ** 2) / d
+    assert math.isclose(th.mse, mse, rel_tol=0.03)
+    assert math.isclose(th.rank_fraction, np.mean(e > tau), abs_tol=0.01)
+    fr = scaling.recovered_modes_trained(F, S0, tg).fractions
+    np.testing.assert_allclose(th.fractions, fr, atol=0.02)
+    # the group fractions are not trivial here: some modes are partly kept
+    assert np.any((th.fractions > 0.05) & (th.fractions < 0.95))
+
+
+# ----------------------------------------------------------------------------
+# Fits and derived exponents
+# ----------------------------------------------------------------------------
+
+
+def test_fit_power_law_exact_and_error_model():
+    x = np.logspace(-1, 2, 20)
+    fit = fit_power_law(x, 3.0 * x**-1.7)
+    assert math.isclose(fit.exponent, 1.7, rel_tol=1e-12) and fit.stderr < 1e-10
+    assert math.isclose(fit.prefactor, 3.0, rel_tol=1e-10)
+    # the error model: i.i.d. Gaussian noise in log y. Over 400 synthetic data sets
+    # |f - 1.7| < 1.96 stderr must hold 95 % of the time (t with 18 dof: 94 %);
+    # the binomial standard deviation of the coverage is 1.2 %, so [0.90, 0.98].
+    rng = np.random.default_rng(0)
+    hits = 0
+    for _ in range(400):
+        y = 3.0 * x**-1.7 * np.exp(0.3 * rng.standard_normal(x.size))
+        f = fit_power_law(x, y)
+        hits += abs(f.exponent - 1.7) < 1.96 * f.stderr
+    assert 0.90 <= hits / 400 <= 0.98
+    sub = fit_power_law(x, 3.0 * x**-1.7, x_min=1.0, x_max=10.0)
+    assert sub.n == int(np.sum((x >= 1) & (x <= 10)))
+
+
+def test_fit_power_law_errors():
+    with pytest.raises(ValueError, match="x must be > 0"):
+        fit_power_law([0.0, 1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="y must be > 0"):
+        fit_power_law([1.0, 2.0, 3.0], [1.0, -2.0, 3.0])
+    with pytest.raises(ValueError, match="at least 3 points"):
+        fit_power_law([1.0, 2.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="y has shape"):
+        fit_power_law([1.0, 2.0, 3.0], [1.0, 2.0])
+
+
+def test_predicted_exponent_phases():
+    # noise-free: threshold phase while (1 + ell) r < 1, then samples phase; continuous
+    p = predicted_exponent(2.0, 0.0)
+    assert p.phase == "threshold" and math.isclose(p.f, 1.5)
+    p = predicted_exponent(2.0, LamSchedule(1.0, 2.0))
+    assert p.phase == "samples" and math.isclose(p.f, 3.0)
+    for gamma in (0.75, 1.0, 1.5, 3.0):
+        ell_c = gamma - 1.0  # boundary (1 + ell) / gamma = 1
+        if ell_c > -1:
+            lo = predicted_exponent(gamma, ell_c - 1e-9).f
+            hi = predicted_exponent(gamma, ell_c + 1e-9).f
+            assert math.isclose(lo, hi, abs_tol=1e-8)
+    # noisy labels
+    assert math.isclose(predicted_exponent(2.0, -0.5, noisy=True).f, 0.75)
+    assert predicted_exponent(2.0, 0.0, noisy=True).f == 1.0
+    assert math.isclose(predicted_exponent(2.0, -0.75, noisy=True).f, 0.25 * 1.5)
+    # r = (1 - beta)/gamma is all that matters
+    a = predicted_exponent(1.0, 0.3, share_exponent=0.5)
+    b = predicted_exponent(2.0, 0.3)
+    assert math.isclose(a.f, b.f)
+    with pytest.raises(ValueError, match="counting exponent"):
+        predicted_exponent(0.4, 0.0)
+    with pytest.raises(ValueError, match="ell must be > -1"):
+        predicted_exponent(2.0, -1.0)
+    with pytest.raises(ValueError, match="lam0"):
+        LamSchedule(0.0, 0.0)
+
+
+# ----------------------------------------------------------------------------
+# LASSO: state evolution vs FISTA on data
+# ----------------------------------------------------------------------------
+
+
+def _kkt_violation(A, y, x, lam):
+    c = A.T @ (y - A @ x)
+    on = x != 0
+    v_on = np.max(np.abs(c[on] - lam * np.sign(x[on]))) if on.any() else 0.0
+    v_off = np.max(np.abs(c[~on])) - lam if (~on).any() else -1.0
+    return max(v_on, v_off)
+
+
+def test_lasso_solver_kkt():
+    tg = PowerLawModes(gamma=1.0, n_modes=4, kappa0=0.5)
+    A, y, x0 = lasso_data(jax.random.PRNGKey(0), tg, 200, 0.6, noise=0.01)
+    fit = lasso_solve(A, y, 0.05)
+    assert fit.converged
+    # optimality of the LASSO checked directly (subgradient conditions)
+    assert _kkt_violation(A, y, fit.x, 0.05) < 1e-8
+
+
+@pytest.mark.parametrize(
+    "delta, lam, noise",
+    [(0.5, 0.1, 0.0), (1.5, 0.05, 0.01)],
+)
+def test_lasso_se_matches_solver(delta, lam, noise):
+    """SE vs FISTA at N = 800, 3 seeds.
+
+    The per-seed mse and support fraction fluctuate by O(N^{-1/2}); the tolerance is
+    4 standard errors of the seed mean plus 2 % (the O(1/N) finite-size bias).
+    """
+    tg = PowerLawModes(gamma=1.0, n_modes=5, kappa0=0.5)
+    th = lasso_se(tg, delta, lam, noise)
+    assert th.converged
+    mses, dofs = [], []
+    for seed in range(3):
+        A, y, x0 = lasso_data(jax.random.PRNGKey(seed), tg, 800, delta, noise)
+        x = lasso_solve(A, y, lam).x
+        mses.append(np.mean((x - x0) ** 2))
+        dofs.append(np.mean(x != 0))
+    for sim, val in ((mses, th.mse), (dofs, th.dof)):
+        sem = np.std(sim, ddof=1) / math.sqrt(len(sim))
+        assert abs(np.mean(sim) - val) < 4 * sem + 0.02 * val
+
+
+def test_lasso_se_limits_and_errors():
+    tg = PowerLawModes(gamma=1.0, n_modes=5, kappa0=0.5)
+    # a huge penalty returns x = 0: mse = Q0 = 1, tau^2 = (noise + Q0) / delta
+    big = lasso_se(tg, 0.5, 1e3, noise=0.1)
+    assert math.isclose(big.mse, 1.0, rel_tol=1e-6) and big.dof < 1e-6
+    assert math.isclose(big.tau**2, 1.1 / 0.5, rel_tol=1e-6)
+    # recovered fractions: mode k is mostly kept iff its value exceeds the threshold
+    r = lasso_se(tg, 2.0, 0.2)
+    atoms = tg.measure().atoms
+    np.testing.assert_array_equal(r.recovered[1:] > 0.5, atoms[1:] > r.theta)
+    with pytest.raises(ValueError, match="delta"):
+        lasso_se(tg, 0.0, 0.1)
+    with pytest.raises(ValueError, match="lam"):
+        lasso_se(tg, 1.0, 0.0)
+    with pytest.raises(ValueError, match="noise"):
+        lasso_se(tg, 1.0, 0.1, noise=-1.0)
+    with pytest.raises(ValueError, match="target"):
+        lasso_se("not a target", 1.0, 0.1)
+    with pytest.raises(ValueError, match="lam"):
+        lasso_solve(np.eye(3), np.ones(3), -1.0)
+    with pytest.raises(ValueError, match="y has shape"):
+        lasso_solve(np.eye(3), np.ones(2), 0.1)
