@@ -1,0 +1,310 @@
+"""Interactive explorers (ipywidgets) used by chapters 2, 4 and 5.
+
+Each explorer has two halves:
+
+- a pure drawing function (:func:`erm_figure`, :func:`spectrum_figure`,
+  :func:`scaling_figure`) that takes a settings tuple and draws the
+  state-evolution predictions on a matplotlib figure. The chapters call it
+  once to show the default figure, which is what the static HTML book shows;
+- a widget (:func:`erm_explorer`, :func:`spectrum_explorer`,
+  :func:`scaling_explorer`) with sliders that redraws that figure live in a
+  running kernel. Sliders update on release; moving ``alpha`` (or ``lam`` in
+  the spectrum explorer) re-solves one state-evolution point, warm-started,
+  while changing the task or target recomputes the cached learning curve.
+
+``ipywidgets`` is imported only when a widget is built, so the library itself
+does not depend on it.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import NamedTuple
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from attnlib import _checks, plotting, scaling, se, spectrum, targets, thresholds
+from attnlib import tasks as _tasks
+
+TASK_KINDS = ("seq2seq", "seq2lab", "linear")
+
+
+def make_task(kind: str, T: int, beta: float, noise: float) -> _tasks.Task:
+    """The task named ``kind`` (``"seq2seq"``, ``"seq2lab"``, ``"linear"``)."""
+    _checks.choice("kind", kind, TASK_KINDS)
+    if kind == "seq2seq":
+        return _tasks.Seq2Seq(T=T, beta=beta, noise=noise)
+    if kind == "seq2lab":
+        return _tasks.Seq2Lab(T=T, beta=beta, noise=noise)
+    return _tasks.Linear(T=T, noise=noise)
+
+
+def _quiet_solve(*args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", se.SEConvergenceWarning)
+        return se.solve(*args, **kwargs)
+
+
+# ----------------------------------------------------------------------------
+# Chapter 2: train and test error against alpha
+# ----------------------------------------------------------------------------
+
+
+class ERMSettings(NamedTuple):
+    """Settings of the ERM explorer (defaults: the book's running example)."""
+
+    task: str = "seq2seq"
+    T: int = 2
+    beta: float = 1.0
+    noise: float = 0.0
+    kappa0: float = 0.5
+    lam: float = 0.1
+    alpha: float = 0.3
+    penalty: str = "nuclear"
+    alpha_max: float = 1.0
+    n_alpha: int = 8
+
+
+@functools.lru_cache(maxsize=16)
+def _erm_curve(task, target, lam, penalty, alphas):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", se.SEConvergenceWarning)
+        return se.learning_curve(task, target, np.asarray(alphas), lam, penalty=penalty)
+
+
+def erm_figure(settings: ERMSettings | None = None, fig=None):
+    """Learning curves (SE) with thresholds, and the predicted spectrum at ``settings.alpha``.
+
+    Left: train loss and test error against ``alpha`` on a grid of
+    ``n_alpha`` points up to ``alpha_max``, the perfect-recovery threshold
+    (noise-free) or the interpolation threshold (noisy), and the selected
+    ``alpha``. Right: the limiting eigenvalue density of the learned ``S`` at
+    the selected ``alpha`` (atom at zero in the title).
+    """
+    s = ERMSettings() if settings is None else ERMSettings(*settings)
+    task = make_task(s.task, s.T, s.beta, s.noise)
+    target = targets.Wishart(s.kappa0)
+    alphas = tuple(np.round(np.linspace(s.alpha_max / s.n_alpha, s.alpha_max, s.n_alpha), 6))
+    curve = _erm_curve(task, target, s.lam, s.penalty, alphas)
+    point = _quiet_solve(task, target, s.alpha, s.lam, s.penalty)
+    law = spectrum.learned_spectrum(target, point)
+
+    if fig is None:
+        fig = plt.figure(figsize=(10, 3.6))
+    fig.clear()
+    ax1, ax2 = fig.subplots(1, 2)
+    ax1.plot(curve.alpha, curve.test_error, label="test error")
+    ax1.plot(curve.alpha, curve.train_loss, label="train loss")
+    ax1.plot([point.alpha], [point.test_error], "o", color="C0")
+    if s.noise == 0.0 and s.penalty == "nuclear":
+        plotting.mark_threshold(ax1, thresholds.perfect_recovery(task, target), r"$\alpha_{PR}$")
+    elif s.noise > 0.0:
+        a_int = thresholds.interpolation(task, penalty=s.penalty)
+        if a_int > 0:
+            plotting.mark_threshold(ax1, a_int, r"$\alpha_{interp}$", color="C3")
+    ax1.axvline(s.alpha, color="0.7", linewidth=0.8)
+    ax1.set_xlabel(r"$\alpha = n/d^2$")
+    ax1.set_title(f"{task.name}, T={s.T}, $\\lambda$={s.lam:g}, {s.penalty}")
+    ax1.legend()
+    ax2.plot(law.y, law.density, color="C2")
+    ax2.fill_between(law.y, law.density, alpha=0.3, color="C2")
+    ax2.set_xlabel("eigenvalue of learned $S$")
+    ax2.set_title(f"$\\alpha$={s.alpha:g}: atom at 0 = {law.atom_at_zero:.2f}")
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------
+# Chapter 4: learned spectrum and error decomposition
+# ----------------------------------------------------------------------------
+
+
+class SpectrumSettings(NamedTuple):
+    """Settings of the spectrum explorer: a spike ``theta`` on a Wishart bulk."""
+
+    task: str = "seq2seq"
+    T: int = 2
+    beta: float = 1.0
+    noise: float = 0.0
+    kappa0: float = 0.5
+    theta: float = 4.0
+    lam: float = 0.1
+    alpha: float = 0.3
+    penalty: str = "nuclear"
+
+
+def spectrum_figure(settings: SpectrumSettings | None = None, fig=None):
+    """Predicted spectrum of the learned ``S`` (density, atom, outlier) and the error parts."""
+    s = SpectrumSettings() if settings is None else SpectrumSettings(*settings)
+    task = make_task(s.task, s.T, s.beta, s.noise)
+    target = targets.Spiked(spikes=(s.theta,), bulk=targets.Wishart(s.kappa0))
+    point = _quiet_solve(task, target, s.alpha, s.lam, s.penalty)
+    law = spectrum.learned_spectrum(target, point)
+    parts = spectrum.decompose(task, target, point)
+
+    if fig is None:
+        fig = plt.figure(figsize=(10, 3.6))
+    fig.clear()
+    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2, 1]})
+    ax1.plot(law.y, law.density, color="C0", label="bulk density")
+    ax1.fill_between(law.y, law.density, alpha=0.3, color="C0")
+    for o in law.outliers:
+        if o.learned:
+            ax1.axvline(o.position, color="C1", label=f"outlier, overlap$^2$={o.overlap2:.2f}")
+    ax1.set_xlabel("eigenvalue of learned $S$")
+    ax1.set_title(
+        f"$\\alpha$={s.alpha:g}, $\\lambda$={s.lam:g}: atom at 0 = {law.atom_at_zero:.2f}"
+    )
+    ax1.legend()
+    names = ["over", "under", "approx", "mismatch"]
+    ax2.bar(names, parts.parts(), color=["C3", "C4", "C2", "C5"])
+    ax2.set_title(f"test error {parts.e_test:.3f}")
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------
+# Chapter 5: power-law targets
+# ----------------------------------------------------------------------------
+
+
+class ScalingSettings(NamedTuple):
+    """Settings of the scaling explorer (linear task: closed-form channel, fast)."""
+
+    gamma: float = 1.5
+    n_modes: int = 8
+    lam: float = 0.01
+    noise: float = 0.0
+    alpha_min: float = 0.02
+    alpha_max: float = 2.0
+    n_alpha: int = 12
+
+
+@functools.lru_cache(maxsize=16)
+def _scaling_curve(gamma, n_modes, lam, noise, alphas):
+    target = scaling.PowerLawModes(gamma=gamma, n_modes=n_modes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", se.SEConvergenceWarning)
+        return scaling.excess_risk_curve(
+            _tasks.Linear(T=1, noise=noise), target, np.asarray(alphas), lam
+        )
+
+
+def scaling_figure(settings: ScalingSettings | None = None, fig=None):
+    """Excess risk (log-log) and recovered-mode count against ``alpha`` for a power-law target."""
+    s = ScalingSettings() if settings is None else ScalingSettings(*settings)
+    alphas = tuple(np.round(np.geomspace(s.alpha_min, s.alpha_max, s.n_alpha), 8))
+    curve = _scaling_curve(s.gamma, s.n_modes, s.lam, s.noise, alphas)
+    if fig is None:
+        fig = plt.figure(figsize=(10, 3.6))
+    fig.clear()
+    ax1, ax2 = fig.subplots(1, 2)
+    ax1.loglog(curve.alpha, curve.excess, "o-")
+    ax1.set_xlabel(r"$\alpha$")
+    ax1.set_ylabel("excess test error")
+    ax1.set_title(f"$\\gamma$={s.gamma:g}, {s.n_modes} modes, $\\lambda$={s.lam:g}")
+    ax2.step(curve.alpha, curve.n_recovered, where="post")
+    ax2.set_xscale("log")
+    ax2.set_xlabel(r"$\alpha$")
+    ax2.set_ylabel("recovered modes")
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------
+# Widgets
+# ----------------------------------------------------------------------------
+
+
+def _slider(kind, value, low, high, step, description, **kw):
+    import ipywidgets as w
+
+    cls = {"float": w.FloatSlider, "int": w.IntSlider, "log": w.FloatLogSlider}[kind]
+    if kind == "log":
+        return cls(
+            value=value,
+            base=10,
+            min=low,
+            max=high,
+            step=step,
+            description=description,
+            continuous_update=False,
+            **kw,
+        )
+    return cls(
+        value=value,
+        min=low,
+        max=high,
+        step=step,
+        description=description,
+        continuous_update=False,
+        **kw,
+    )
+
+
+def _explorer(settings, controls, draw):
+    """Wire ``controls`` (field name -> widget) to ``draw(settings, fig)``; returns a VBox."""
+    import ipywidgets as w
+    from IPython.display import display
+
+    def update(**values):
+        fig = draw(settings._replace(**values), None)
+        display(fig)
+        plt.close(fig)
+
+    shown = w.interactive_output(update, controls)
+    widgets = list(controls.values())
+    return w.VBox([w.HBox(widgets[:4]), w.HBox(widgets[4:]), shown])
+
+
+def erm_explorer(settings: ERMSettings | None = None):
+    """Sliders for alpha, lam, kappa0, T, beta, noise and penalty; redraws :func:`erm_figure`."""
+    import ipywidgets as w
+
+    s = ERMSettings() if settings is None else ERMSettings(*settings)
+    controls = {
+        "alpha": _slider("float", s.alpha, 0.02, s.alpha_max, 0.01, "alpha"),
+        "lam": _slider("log", s.lam, -3, 0, 0.1, "lambda"),
+        "kappa0": _slider("float", s.kappa0, 0.05, 1.0, 0.05, "kappa0"),
+        "noise": _slider("float", s.noise, 0.0, 1.0, 0.05, "noise"),
+        "T": _slider("int", s.T, 2, 4, 1, "T"),
+        "beta": _slider("float", s.beta, 0.25, 4.0, 0.25, "beta"),
+        "penalty": w.Dropdown(
+            options=["nuclear", "frobenius"], value=s.penalty, description="penalty"
+        ),
+        "task": w.Dropdown(options=list(TASK_KINDS), value=s.task, description="task"),
+    }
+    return _explorer(s, controls, erm_figure)
+
+
+def spectrum_explorer(settings: SpectrumSettings | None = None):
+    """Sliders for alpha, lam, kappa0, spike and noise; redraws :func:`spectrum_figure`."""
+    import ipywidgets as w
+
+    s = SpectrumSettings() if settings is None else SpectrumSettings(*settings)
+    controls = {
+        "alpha": _slider("float", s.alpha, 0.02, 1.5, 0.01, "alpha"),
+        "lam": _slider("log", s.lam, -3, 0, 0.1, "lambda"),
+        "kappa0": _slider("float", s.kappa0, 0.05, 1.0, 0.05, "kappa0"),
+        "theta": _slider("float", s.theta, 0.5, 10.0, 0.25, "spike"),
+        "noise": _slider("float", s.noise, 0.0, 1.0, 0.05, "noise"),
+        "beta": _slider("float", s.beta, 0.25, 4.0, 0.25, "beta"),
+        "penalty": w.Dropdown(
+            options=["nuclear", "frobenius"], value=s.penalty, description="penalty"
+        ),
+    }
+    return _explorer(s, controls, spectrum_figure)
+
+
+def scaling_explorer(settings: ScalingSettings | None = None):
+    """Sliders for gamma, number of modes, lam and noise; redraws :func:`scaling_figure`."""
+    s = ScalingSettings() if settings is None else ScalingSettings(*settings)
+    controls = {
+        "gamma": _slider("float", s.gamma, 0.5, 3.0, 0.1, "gamma"),
+        "n_modes": _slider("int", s.n_modes, 2, 16, 1, "modes"),
+        "lam": _slider("log", s.lam, -4, 0, 0.1, "lambda"),
+        "noise": _slider("float", s.noise, 0.0, 1.0, 0.05, "noise"),
+    }
+    return _explorer(s, controls, scaling_figure)

@@ -1,0 +1,71 @@
+"""The explorers draw the state-evolution predictions they claim and react to their sliders.
+
+These are wiring tests: the numbers on the axes must be those of independent
+calls to attnlib.se / attnlib.spectrum with the same settings, so a figure that
+silently plots the wrong quantity (or stale data after a slider moves) fails.
+The linear task keeps them fast (closed-form channel).
+"""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from attnlib import se, spectrum, targets, tasks, thresholds, widgets  # noqa: E402
+
+LINEAR = widgets.ERMSettings(task="linear", T=1, alpha=0.4, lam=0.1, n_alpha=4, alpha_max=0.8)
+
+
+def test_erm_figure_plots_the_se_curve_and_threshold():
+    fig = widgets.erm_figure(LINEAR)
+    ax = fig.axes[0]
+    test_line = ax.get_lines()[0]
+    alphas = test_line.get_xdata()
+    np.testing.assert_allclose(alphas, [0.2, 0.4, 0.6, 0.8])
+    task, target = tasks.Linear(T=1), targets.Wishart(0.5)
+    expected = [se.solve(task, target, a, 0.1).test_error for a in alphas]
+    np.testing.assert_allclose(test_line.get_ydata(), expected, rtol=1e-6)
+    vlines = [ln.get_xdata()[0] for ln in ax.get_lines() if ln.get_linestyle() == ":"]
+    assert pytest.approx(thresholds.perfect_recovery(task, target)) in vlines
+    plt.close(fig)
+
+
+def test_erm_figure_spectrum_panel_matches_learned_spectrum():
+    fig = widgets.erm_figure(LINEAR)
+    law = spectrum.learned_spectrum(
+        targets.Wishart(0.5), se.solve(tasks.Linear(T=1), targets.Wishart(0.5), 0.4, 0.1)
+    )
+    line = fig.axes[1].get_lines()[0]
+    np.testing.assert_allclose(line.get_ydata(), law.density)
+    assert f"{law.atom_at_zero:.2f}" in fig.axes[1].get_title()
+    plt.close(fig)
+
+
+def test_explorer_redraws_on_slider_change():
+    pytest.importorskip("ipywidgets")
+    box = widgets.erm_explorer(LINEAR)
+    sliders = {c.description: c for row in box.children[:2] for c in row.children}
+    assert {"alpha", "lambda", "kappa0", "noise", "T", "beta", "penalty", "task"} <= set(sliders)
+    drawn = []
+    original = widgets.erm_figure
+
+    def spy(settings, fig=None):
+        drawn.append(settings)
+        return original(settings, fig)
+
+    widgets.erm_figure = spy
+    try:
+        box = widgets.erm_explorer(LINEAR)
+        sliders = {c.description: c for row in box.children[:2] for c in row.children}
+        sliders["alpha"].value = 0.5
+    finally:
+        widgets.erm_figure = original
+        plt.close("all")
+    assert drawn and drawn[-1].alpha == pytest.approx(0.5)
+
+
+def test_make_task_rejects_unknown_kind():
+    with pytest.raises(ValueError, match="kind"):
+        widgets.make_task("regression", 2, 1.0, 0.0)
