@@ -155,9 +155,10 @@ _STEPS = 2.0 ** -np.arange(8)  # trial step lengths of the local Newton solver
 def _local_prox(task, Y, omega, V, p0, n_newton):
     r"""Warm-started, monotone Newton on ``loss(Y, p) + sum (p - omega)^2 / (2 V)``.
 
-    Each of the ``n_newton`` steps takes the Newton direction when it is a descent
-    direction (else ``-V * grad``) and the best of the step lengths ``2^-k``,
-    ``k = 0..7``, if it lowers the objective. Returns ``(OutputStep, ok)`` with ``ok``
+    Each of the ``n_newton`` steps takes the Newton direction when the Hessian of the
+    prox objective is positive definite and it is a descent direction (else
+    ``-V * grad``): the full step when it does not raise the objective beyond
+    rounding, else the best of the step lengths ``2^-k``, ``k = 0..7``, that lowers it. Returns ``(OutputStep, ok)`` with ``ok``
     true for a sequence whose final point is a strict local minimum (positive
     definite ``H + diag(1/V)``) with a small gradient.
     """
@@ -185,7 +186,12 @@ def _local_prox(task, Y, omega, V, p0, n_newton):
             fc = jax.vmap(obj)(cands)
             fc = jnp.where(jnp.isfinite(fc), fc, jnp.inf)
             k = jnp.argmin(fc)
-            better = fc[k] < f
+            # a full Newton step at a positive-definite point is taken when it does not
+            # raise the objective beyond rounding: near the minimum the decrease is
+            # below the resolution of f, and strict descent would stall at sqrt(eps)
+            full = ok_dir & (fc[0] <= f + 1e-14 * (1.0 + jnp.abs(f)))
+            k = jnp.where(full, 0, k)
+            better = full | (fc[k] < f)
             p = jnp.where(better, cands[k], p)
             G, A = grad_and_hess(y, om, v, p)
             return p, jnp.where(better, fc[k], f), G, A

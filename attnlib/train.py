@@ -79,6 +79,10 @@ class TrainResult(NamedTuple):
         change of the objective per step over the last chunk of steps; for
         :func:`train_convex` it is the relative norm of the gradient mapping
         ``||S - prox(S - grad/L)||_F / max(||S||_F, ||grad||_F / L)``.
+      path: with ``keep_path=True``, the parameters (``W`` for
+        :func:`train_factorized`, ``S`` for :func:`train_direct`) after every
+        chunk of steps, shape ``(n_chunks, ...)``; step ``(i + 1) * chunk`` is
+        ``path[i]``. Otherwise ``None``.
     """
 
     S: np.ndarray
@@ -88,6 +92,7 @@ class TrainResult(NamedTuple):
     converged: bool
     n_steps: int
     residual: float
+    path: np.ndarray | None = None
 
 
 class Overlaps(NamedTuple):
@@ -299,7 +304,9 @@ def _optax_chunk(task, kind, method, schedule, chunk, params, opt_state, X, Y, l
     return params, opt_state, values
 
 
-def _run_optax(task, kind, method, learning_rate, decay, params, X, Y, lam, steps, tol, chunk):
+def _run_optax(
+    task, kind, method, learning_rate, decay, params, X, Y, lam, steps, tol, chunk, keep_path
+):
     """Host loop over jit-compiled chunks; stop when the relative change per step < tol."""
     dt = params.dtype
     if callable(learning_rate):
@@ -309,7 +316,7 @@ def _run_optax(task, kind, method, learning_rate, decay, params, X, Y, lam, step
         lr = (jnp.asarray(learning_rate, dt), jnp.asarray(decay, dt), jnp.asarray(steps, dt))
     opt_state = _optimizer(method, schedule, *lr).init(params)
     lam = jnp.asarray(lam, dt)
-    history = []
+    history, path = [], []
     residual = math.inf
     done = 0
     while done < steps:
@@ -325,10 +332,12 @@ def _run_optax(task, kind, method, learning_rate, decay, params, X, Y, lam, step
         # relative change per step over this chunk (from the last value of the previous one)
         prev, n_diff = (history[-1][-1], chunk) if history else (values[0], max(chunk - 1, 1))
         history.append(values)
+        if keep_path:
+            path.append(np.asarray(params))
         residual = abs(prev - values[-1]) / (max(abs(values[-1]), 1e-300) * n_diff)
         if residual < tol:
             break
-    return params, np.concatenate(history), residual, done
+    return params, np.concatenate(history), residual, done, (np.stack(path) if keep_path else None)
 
 
 @functools.partial(jax.jit, static_argnames=("task",))
@@ -336,7 +345,7 @@ def _mean_loss(task, X, Y, S):
     return jnp.mean(task.loss(Y, preactivations(X, S)))
 
 
-def _finish(result_S, W, history, task, X, Y, converged, n_steps, residual, solver, tol):
+def _finish(result_S, W, history, task, X, Y, converged, n_steps, residual, solver, tol, path=None):
     S = np.asarray(result_S, dtype=np.float64)
     X64, Y64 = jnp.asarray(X, jnp.float64), jnp.asarray(Y, jnp.float64)
     tl = float(_mean_loss(task, X64, Y64, jnp.asarray(S)))
@@ -357,6 +366,7 @@ def _finish(result_S, W, history, task, X, Y, converged, n_steps, residual, solv
         converged=bool(converged),
         n_steps=int(n_steps),
         residual=float(residual),
+        path=path,
     )
 
 
@@ -375,6 +385,7 @@ def train_factorized(
     dtype=jnp.float32,
     W_init=None,
     init_scale: float = 1.0,
+    keep_path: bool = False,
 ) -> TrainResult:
     r"""Full-batch Adam on the tied factor ``W`` (``d x p``), ``S = W W^T / sqrt(p d)``.
 
@@ -398,6 +409,8 @@ def train_factorized(
       dtype: ``float32`` (fast) or ``float64``.
       W_init: initial ``(d, p)`` factor; default i.i.d. ``N(0, init_scale^2)``.
       init_scale: standard deviation of the default initialisation.
+      keep_path: also return ``W`` after every chunk (``TrainResult.path``), e.g.
+        to draw test-error curves along training.
 
     Returns:
       :class:`TrainResult` with ``W`` set; ``S`` is computed in float64.
@@ -422,7 +435,7 @@ def train_factorized(
         W0 = jnp.asarray(W0, dtype=dt)
     Xc, Yc = jnp.asarray(X, dtype=dt), jnp.asarray(Y, dtype=dt)
     n_chunks = -(-steps // chunk)
-    W, history, residual, done = _run_optax(
+    W, history, residual, done, path = _run_optax(
         task,
         "factorized",
         "adam",
@@ -435,11 +448,12 @@ def train_factorized(
         n_chunks * chunk,
         tol,
         chunk,
+        keep_path,
     )
     W64 = np.asarray(W, dtype=np.float64)
     S = W64 @ W64.T / math.sqrt(p * d)
     return _finish(
-        S, W, history, task, X, Y, residual < tol, done, residual, "train_factorized", tol
+        S, W, history, task, X, Y, residual < tol, done, residual, "train_factorized", tol, path
     )
 
 
@@ -456,6 +470,7 @@ def train_direct(
     chunk: int = 100,
     dtype=jnp.float64,
     S_init=None,
+    keep_path: bool = False,
 ) -> TrainResult:
     r"""Train a symmetric ``S`` element-wise with the Frobenius penalty (no PSD constraint).
 
@@ -471,6 +486,7 @@ def train_direct(
         (default ``1 / L`` with ``L`` a power-iteration estimate of the
         curvature of the objective at ``S_init``); or an optax schedule.
       S_init: initial symmetric ``(d, d)`` matrix (default zero).
+      keep_path: also return ``S`` after every chunk (``TrainResult.path``).
     """
     lam = _checks.nonnegative("lam", lam)
     _checks.choice("method", method, ("adam", "gd"))
@@ -497,7 +513,7 @@ def train_direct(
             decay = 1.0
     else:
         learning_rate = _check_learning_rate(learning_rate)
-    S, history, residual, done = _run_optax(
+    S, history, residual, done, path = _run_optax(
         task,
         "direct",
         "adam" if method == "adam" else "sgd",
@@ -510,20 +526,27 @@ def train_direct(
         n_chunks * chunk,
         tol,
         chunk,
+        keep_path,
     )
     return _finish(
-        _sym(S), None, history, task, X, Y, residual < tol, done, residual, "train_direct", tol
+        _sym(S),
+        None,
+        history,
+        task,
+        X,
+        Y,
+        residual < tol,
+        done,
+        residual,
+        "train_direct",
+        tol,
+        path,
     )
 
 
 # ----------------------------------------------------------------------------
 # Accelerated proximal gradient
 # ----------------------------------------------------------------------------
-
-
-def _smooth(task, X, Y, S, lam, penalty):
-    """Smooth part of the objective (the Frobenius penalty is handled by the prox)."""
-    return _data_term(task, X, Y, S)
 
 
 @functools.partial(jax.jit, static_argnames=("task",))

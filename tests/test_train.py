@@ -384,7 +384,12 @@ def test_same_key_same_data_and_training(seq_problem):
         warnings.simplefilter("ignore", RuntimeWarning)
         r1 = train.train_factorized(jax.random.PRNGKey(3), task, a, d, lam, steps=200)
         r2 = train.train_factorized(jax.random.PRNGKey(3), task, b, d, lam, steps=200)
+        r3 = train.train_factorized(
+            jax.random.PRNGKey(3), task, a, d, lam, steps=200, tol=0.0, keep_path=True
+        )
     assert np.array_equal(r1.W, r2.W) and np.array_equal(r1.history, r2.history)
+    assert r3.path.shape == (2, d, d) and np.array_equal(r3.path[-1], r3.W)
+    assert r1.path is None
     k = jax.random.PRNGKey(4)
     assert train.test_error(k, task, S0, r1.S, n_test=5000) == train.test_error(
         k, task, S0, r2.S, n_test=5000

@@ -44,6 +44,7 @@ except ImportError:  # a checkout without `pip install -e .`: use the repository
     sys.path.insert(0, str(HERE.parents[1]))
     import attnlib
 from attnlib import se, targets, tasks, train  # noqa: E402
+
 SEED = 2025
 
 # ----------------------------------------------------------------------------
@@ -64,8 +65,8 @@ ALPHA_SCALE = {"seq2seq": 1.0, "linear": 2.0}
 FULL = {
     # learning curves (theory grid, convex-solver points)
     # (seq2seq values; the linear task uses twice these alphas, see ALPHA_SCALE)
-    "theory_alphas": [0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.135, 0.15, 0.18, 0.2, 0.215, 0.23,
-                      0.26, 0.3, 0.36, 0.43, 0.5],
+    "theory_alphas": [0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.135, 0.15, 0.18, 0.2, 0.215]
+    + [0.23, 0.26, 0.3, 0.36, 0.43, 0.5],
     "lams": {"clean": [1e-3, 1e-2, 1e-1], "noisy": [1e-3, 1e-2, 1e-1, 1.0]},
     "sim_alphas": [0.05, 0.1, 0.15, 0.2, 0.3, 0.45],
     "d_convex": 60,
@@ -81,7 +82,7 @@ FULL = {
     "width_kappas": [0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0],
     "d_width": 60,
     # factorised vs direct
-    "cmp_alphas": [0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5],
+    "cmp_alphas": [0.05, 0.1, 0.15, 0.2, 0.3, 0.5],
     "cmp_sim_alphas": [0.05, 0.15, 0.3, 0.5],
     "cmp_alpha_kappa0": 0.15,
     "cmp_kappa0s": [0.1, 0.25, 0.5, 0.75, 1.0],
@@ -199,8 +200,10 @@ def part_theory(cfg, out: Path) -> None:
                 arr[f"{g}.alpha"] = lc.alpha
                 for f in ("train_loss", "test_error", "rank_fraction", "mse", "converged"):
                     arr[f"{g}.{f}"] = getattr(lc, f)
-                log(f"  theory curve {task_name:8s} {noise_name:5s} lam={lam:<6g} "
-                    f"{len(alphas)} points, {time.time() - t0:.0f} s")
+                log(
+                    f"  theory curve {task_name:8s} {noise_name:5s} lam={lam:<6g} "
+                    f"{len(alphas)} points, {time.time() - t0:.0f} s"
+                )
 
     # optimal lam against alpha (noisy labels), both penalties
     for task_name, task in make_tasks(NOISE).items():
@@ -213,8 +216,10 @@ def part_theory(cfg, out: Path) -> None:
             arr[f"{g}.lam"] = lam_opt
             arr[f"{g}.test_error"] = err
             arr[f"{g}.rank_fraction"] = rank
-            log(f"  optimal lam {task_name:8s} {penalty:9s} {len(alphas)} alphas, "
-                f"{time.time() - t0:.0f} s")
+            log(
+                f"  optimal lam {task_name:8s} {penalty:9s} {len(alphas)} alphas, "
+                f"{time.time() - t0:.0f} s"
+            )
 
     # optimal lam against kappa0 at fixed alpha (seq2seq)
     task = make_tasks(NOISE)["seq2seq"]
@@ -248,8 +253,14 @@ def part_theory(cfg, out: Path) -> None:
 
 def optimal_point(task, target, alpha, penalty, init=None):
     (lam, r), notes = quiet(
-        se.optimal_lambda, task, target, alpha, penalty=penalty, bounds=(1e-3, 10.0),
-        xatol=0.1, init=init
+        se.optimal_lambda,
+        task,
+        target,
+        alpha,
+        penalty=penalty,
+        bounds=(1e-4, 10.0),
+        xatol=0.15,
+        init=init,
     )
     if notes or not r.converged:
         log(f"    [SE] optimal lam at alpha={alpha:g} ({penalty}): {notes}")
@@ -298,8 +309,10 @@ def part_curves(cfg, out: Path) -> None:
                         tr[il, s, ia] = r.train_loss
                         te[il, s, ia] = train.test_error(k_test, task, S0, S, n_test=cfg["n_test"])
                         rk[il, s, ia] = rank_fraction(S, 1e-6)
-                log(f"  convex {task_name:8s} {noise_name:5s} alpha={alpha:<5g} n={n:5d} "
-                    f"{time.time() - t0:.0f} s")
+                log(
+                    f"  convex {task_name:8s} {noise_name:5s} alpha={alpha:<5g} n={n:5d} "
+                    f"{time.time() - t0:.0f} s"
+                )
             order = np.argsort(lams)
             g = f"{task_name}.{noise_name}"
             arr[f"{g}.alpha"] = np.array(alphas)
@@ -350,9 +363,11 @@ def part_adam(cfg, out: Path) -> None:
                     # distance to the convex minimiser on the same data
                     c, _ = quiet(train.train_convex, task, data, lam, tol=1e-8)
                     gap[:, ia] = np.linalg.norm(r.S - c.S) / np.linalg.norm(c.S)
-            log(f"  adam {task_name:8s} alpha={alpha:<5g} n={n:5d} d=p={d} "
+            log(
+                f"  adam {task_name:8s} alpha={alpha:<5g} n={n:5d} d=p={d} "
                 f"steps={int(steps[:, ia].max())} |S_adam - S_convex|/|S_convex|="
-                f"{gap[0, ia]:.1e} {time.time() - t0:.0f} s")
+                f"{gap[0, ia]:.1e} {time.time() - t0:.0f} s"
+            )
         g = task_name
         arr[f"{g}.alpha"] = np.array(alphas)
         arr[f"{g}.train_loss"] = tr
@@ -397,8 +412,10 @@ def part_width(cfg, out: Path) -> None:
             tr[s, ik] = r.train_loss
             te[s, ik] = train.test_error(k_test, task, S0, r.S, n_test=cfg["n_test"])
             rk[s, ik] = rank_fraction(r.S)
-        log(f"  width seed {s}: convex rank {c_rk[s]:.3f}, Adam objective gaps "
-            f"{np.round(obj[s] - c_obj[s], 5).tolist()} {time.time() - t0:.0f} s")
+        log(
+            f"  width seed {s}: convex rank {c_rk[s]:.3f}, Adam objective gaps "
+            f"{np.round(obj[s] - c_obj[s], 5).tolist()} {time.time() - t0:.0f} s"
+        )
     arr = {
         "kappa": np.array(kappas),
         "p": np.array([max(1, int(round(k * d))) for k in kappas]),
@@ -458,9 +475,11 @@ def part_compare(cfg, out: Path) -> None:
                 e[:, s, ia] = _cmp_pair(
                     task, target, d, alpha, *lams[:, ia], key_for(4, i_task, ia, s), cfg
                 )
-            log(f"  compare {task_name:8s} alpha={alpha:<5g} lam_opt nuc/fro = "
+            log(
+                f"  compare {task_name:8s} alpha={alpha:<5g} lam_opt nuc/fro = "
                 f"{lams[0, ia]:.3g}/{lams[1, ia]:.3g}  e_test {e[0, :, ia].mean():.4f} / "
-                f"{e[1, :, ia].mean():.4f} {time.time() - t0:.0f} s")
+                f"{e[1, :, ia].mean():.4f} {time.time() - t0:.0f} s"
+            )
         arr[f"alpha.{task_name}.alpha"] = np.array(alphas)
         arr[f"alpha.{task_name}.lam"] = lams
         arr[f"alpha.{task_name}.test_error"] = e
@@ -477,8 +496,10 @@ def part_compare(cfg, out: Path) -> None:
             e[:, s, ik] = _cmp_pair(
                 task, targets.Wishart(k0), d, alpha, lam_n, lam_f, key_for(5, ik, s), cfg
             )
-        log(f"  compare kappa0={k0:<5g} e_test {e[0, :, ik].mean():.4f} / "
-            f"{e[1, :, ik].mean():.4f} {time.time() - t0:.0f} s")
+        log(
+            f"  compare kappa0={k0:<5g} e_test {e[0, :, ik].mean():.4f} / "
+            f"{e[1, :, ik].mean():.4f} {time.time() - t0:.0f} s"
+        )
     arr["kappa0.kappa0"] = np.array(k0s)
     arr["kappa0.test_error"] = e
 

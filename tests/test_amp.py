@@ -1,0 +1,168 @@
+"""GAMP on a finite data set (attnlib.amp).
+
+The reference is the accelerated proximal-gradient ERM solver
+(attnlib.train.train_convex), an independent algorithm: GAMP's fixed point must
+be the ERM minimiser on the same data. The ERM optimality check below uses JAX
+autodiff of the objective, not GAMP's own gradient formula.
+"""
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import attnlib  # noqa: F401  (float64)
+from attnlib import amp, tasks, train
+from attnlib.targets import Wishart
+
+D = 60
+ALPHA = 0.5
+LAM = 0.1
+
+
+@functools.lru_cache(maxsize=None)
+def _problem(kind: str):
+    task = tasks.Linear(T=1, noise=0.1) if kind == "linear" else tasks.Seq2Seq(T=2, noise=0.1)
+    S0 = Wishart(0.5).sample(jax.random.PRNGKey(1), D)
+    data = tasks.make_dataset(jax.random.PRNGKey(2), task, S0, tasks.n_samples(ALPHA, D))
+    return task, data
+
+
+@functools.lru_cache(maxsize=None)
+def _solutions(kind: str, penalty: str):
+    task, data = _problem(kind)
+    res = amp.gamp(task, data, LAM, penalty)
+    ref = train.train_convex(task, data, LAM, penalty=penalty, tol=1e-10, max_iter=20000)
+    return res, ref
+
+
+CASES = [(k, p) for k in ("linear", "seq2seq") for p in ("nuclear", "frobenius")]
+
+
+@pytest.mark.parametrize("kind,penalty", CASES)
+def test_fixed_point_is_convex_minimiser(kind, penalty):
+    # Both solvers stop at relative residuals <= 1e-8 (GAMP: change of S per
+    # update; FISTA: gradient mapping 1e-10), so on a well-conditioned problem
+    # (lam = 0.1, alpha = 0.5 away from every threshold) they agree to ~1e-7;
+    # 1e-3 is the required agreement and leaves four orders of margin.
+    res, ref = _solutions(kind, penalty)
+    assert res.converged and ref.converged
+    rel = np.linalg.norm(res.S - ref.S) / np.linalg.norm(ref.S)
+    assert rel < 1e-3, rel
+    assert res.a_hat > 0 and res.v > 0
+    if penalty == "nuclear":
+        # PSD with a rank deficiency (lam thresholds part of the spectrum)
+        ev = np.linalg.eigvalsh(res.S)
+        assert ev.min() > -1e-10
+        assert np.sum(ev > 1e-8) < D
+
+
+def _prox_gradient_residual(task, data, S, lam, penalty):
+    """||S - prox(S - eta grad)||_F / ||S||_F with the gradient from JAX autodiff."""
+    X, Y = jnp.asarray(data.X), jnp.asarray(data.Y)
+    d = S.shape[0]
+
+    def L(A):
+        return jnp.sum(task.loss(Y, tasks.preactivations(X, A)))
+
+    G = np.asarray(jax.grad(L)(jnp.asarray(S)))
+    G = (G + G.T) / 2
+    eta = 1.0 / (np.linalg.norm(G) / np.linalg.norm(S) + d * lam)  # any eta > 0 works
+    if penalty == "nuclear":
+        T = np.asarray(train.prox_nuclear_psd(S - eta * G, eta * d * lam))
+    else:
+        T = np.asarray(train.prox_frobenius(S - eta * G, eta * d * lam))
+    return np.linalg.norm(S - T) / np.linalg.norm(S)
+
+
+@pytest.mark.parametrize("kind,penalty", CASES)
+def test_fixed_point_satisfies_erm_optimality(kind, penalty):
+    # KKT of the ERM <=> S is a fixed point of proximal gradient for any step;
+    # GAMP's own residual is 1e-8, so the KKT residual is of that order (1e-6 bound).
+    task, data = _problem(kind)
+    res, _ = _solutions(kind, penalty)
+    assert _prox_gradient_residual(task, data, res.S, LAM, penalty) < 1e-6
+    # and it is not trivially satisfied: a perturbed S fails it clearly
+    rng = np.random.default_rng(0)
+    P = rng.standard_normal((D, D))
+    S_bad = res.S + 0.05 * np.linalg.norm(res.S) * (P + P.T) / np.linalg.norm(P + P.T)
+    if penalty == "nuclear":
+        S_bad = np.asarray(train.prox_nuclear_psd(S_bad, 0.0))
+    assert _prox_gradient_residual(task, data, S_bad, LAM, penalty) > 1e-3
+
+
+def test_data_gradient_sum_is_autodiff_gradient():
+    # sum_mu sum_ab g_ab Z_ab = grad_S sum_mu sum_ab g_ab h_ab(S) (h is linear in S)
+    T, d, n = 3, 7, 5
+    kx, kg = jax.random.split(jax.random.PRNGKey(3))
+    X = jax.random.normal(kx, (n, T, d))
+    g = jax.random.normal(kg, (n, tasks.n_pairs(T)))
+
+    def f(S):
+        return jnp.sum(g * tasks.to_pairs(tasks.preactivations(X, S)))
+
+    G = jax.grad(f)(jnp.zeros((d, d)))
+    np.testing.assert_allclose(amp.data_gradient_sum(X, g), (G + G.T) / 2, atol=1e-12)
+
+
+@pytest.mark.parametrize("penalty", ["nuclear", "frobenius"])
+def test_spectral_divergence_matches_jacobian_trace(penalty):
+    # div F over the d(d+1)/2 orthonormal coordinates of symmetric matrices,
+    # computed as the trace of the Jacobian of F (JAX forward mode).
+    d = 6
+    A = np.random.default_rng(1).standard_normal((d, d))
+    B = jnp.asarray((A + A.T) / 2)
+    tau = 0.3
+    basis = []
+    for i in range(d):
+        for j in range(i, d):
+            E = np.zeros((d, d))
+            if i == j:
+                E[i, i] = 1.0
+            else:
+                E[i, j] = E[j, i] = 1 / math.sqrt(2)
+            basis.append(E)
+
+    def F(M):
+        return amp.spectral_prox(M, tau, penalty)[0]
+
+    trace = sum(float(jnp.sum(jax.jvp(F, (B,), (jnp.asarray(E),))[1] * E)) for E in basis)
+    _, div = amp.spectral_prox(B, tau, penalty)
+    np.testing.assert_allclose(float(div), trace, rtol=1e-8)
+
+
+def test_not_converged_warns_with_residual():
+    task, data = _problem("linear")
+    with pytest.warns(RuntimeWarning, match="residual"):
+        res = amp.gamp(task, data, LAM, max_iter=2)
+    assert not res.converged and res.n_iter == 2 and res.history.shape == (2,)
+    assert math.isfinite(res.residual) and res.residual > 1e-8
+
+
+def test_bad_arguments():
+    task, data = _problem("linear")
+    with pytest.raises(ValueError, match="lam"):
+        amp.gamp(task, data, -1.0)
+    with pytest.raises(ValueError, match="lam"):
+        amp.gamp(task, data, 0.0, "nuclear")
+    with pytest.raises(ValueError, match="penalty"):
+        amp.gamp(task, data, LAM, "l1")
+    with pytest.raises(ValueError, match="damping"):
+        amp.gamp(task, data, LAM, damping=1.0)
+    with pytest.raises(ValueError, match="max_iter"):
+        amp.gamp(task, data, LAM, max_iter=0)
+    with pytest.raises(ValueError, match="S_init"):
+        amp.gamp(task, data, LAM, S_init=np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="data.Y"):
+        amp.gamp(task, tasks.Dataset(data.X, data.Y[:-1], data.h0), LAM)
+    with pytest.raises(ValueError, match="data.X"):
+        amp.gamp(tasks.Seq2Seq(T=2), data, LAM)
+    Xnan = np.array(data.X)
+    Xnan[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        amp.gamp(task, tasks.Dataset(Xnan, data.Y, data.h0), LAM)
+    with pytest.raises(ValueError, match="task"):
+        amp.gamp("linear", data, LAM)
