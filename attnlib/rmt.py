@@ -141,9 +141,7 @@ def _wishart_law(c: float) -> _Law:
     a, b = (1 - sc) ** 2 / sc, (1 + sc) ** 2 / sc
     if c >= 1.0:
         return _Law("wishart", np.array([0.0]), np.array([4.0]), np.array([1.0]), c=1.0)
-    return _Law(
-        "wishart", np.array([0.0, a]), np.array([0.0, b]), np.array([1 - c, c]), c=float(c)
-    )
+    return _Law("wishart", np.array([0.0, a]), np.array([0.0, b]), np.array([1 - c, c]), c=float(c))
 
 
 @functools.lru_cache(maxsize=64)
@@ -311,10 +309,11 @@ def _bracketed_newton(fun, a, b, fa_sign, x0=None, xtol=1e-14, maxiter=200):
     ``fun(x, mask)`` returns ``(f, df)`` at ``x[mask]``; ``fa_sign`` is the sign of ``f``
     at ``a``. Newton steps that leave the bracket are replaced by bisection.
     """
-    a = np.array(a, dtype=float)
-    b = np.array(b, dtype=float)
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(x0) if x0 is not None else ())
+    a = np.array(np.broadcast_to(a, shape), dtype=float)
+    b = np.array(np.broadcast_to(b, shape), dtype=float)
     x = 0.5 * (a + b) if x0 is None else np.clip(x0, np.minimum(a, b), np.maximum(a, b))
-    x = np.array(x, dtype=float)
+    x = np.array(np.broadcast_to(x, shape), dtype=float)
     active = np.ones(x.shape, dtype=bool)
     sa = np.broadcast_to(np.sign(fa_sign), x.shape)
     for _ in range(maxiter):
@@ -433,6 +432,7 @@ def _edge_roots(law: _Law, Delta, base, direction, tmax, guess=None):
     scale = np.maximum(np.abs(base), np.sqrt(Delta))
     s_lo = np.log(np.maximum(1e-17 * scale, _TINY))
     s_hi = np.log(tmax)
+
     def xtol(s, idx):
         # relative accuracy 1e-12 on t, or the resolution of u = base + direction t
         return np.maximum(1e-12, 2e-16 * np.abs(base[idx]) / np.exp(s))
@@ -506,7 +506,9 @@ def _components(law: _Law, Delta: float) -> _Components:
     tmaxs = np.concatenate([[sd], tmax_l, tmax_r, [sd]])
     guess = None
     if law.kind == "atoms":  # an isolated atom of mass m has F ~ m / t^2
-        guess = np.sqrt(np.concatenate([[mass[0]], mass[:-1][oi], mass[1:][oi], [mass[-1]]]) * Delta)
+        guess = np.sqrt(
+            np.concatenate([[mass[0]], mass[:-1][oi], mass[1:][oi], [mass[-1]]]) * Delta
+        )
         guess = np.minimum(guess, 0.9 * tmaxs)
     roots = _edge_roots(law, Delta, bases, dirs, tmaxs, guess)
     k = oi.size
@@ -649,7 +651,9 @@ def _omega_real(law: _Law, Delta, x, comp: _Components):
         ks = k[sel]
         n = comp.x_lo.size
         a = np.where(ks >= 0, comp.u_hi[np.clip(ks, 0, n - 1)], np.minimum(xs, comp.u_lo[0]))
-        b = np.where(ks < n - 1, comp.u_lo[np.clip(ks + 1, 0, n - 1)], np.maximum(xs, comp.u_hi[-1]))
+        b = np.where(
+            ks < n - 1, comp.u_lo[np.clip(ks + 1, 0, n - 1)], np.maximum(xs, comp.u_hi[-1])
+        )
         # H(u) < u left of the support and H(u) > u right of it, so [a, b] brackets the root
 
         def fun(u, idx):
@@ -718,7 +722,9 @@ def cdf(target, Delta, x, *, n_grid: int = 2048, n_atoms: int = 4000) -> np.ndar
     for k in range(comp.u_lo.size):
         m = max(32, int(math.ceil(n_grid * comp.mass[k])))
         th = np.linspace(math.pi, 0.0, m + 1)  # increasing u
-        us.append(0.5 * (comp.u_lo[k] + comp.u_hi[k]) + 0.5 * (comp.u_hi[k] - comp.u_lo[k]) * np.cos(th))
+        us.append(
+            0.5 * (comp.u_lo[k] + comp.u_hi[k]) + 0.5 * (comp.u_hi[k] - comp.u_lo[k]) * np.cos(th)
+        )
         ths.append(th)
         ks.append(np.full(m + 1, k))
     c = _curve(law, Delta, np.concatenate(us))
@@ -883,7 +889,9 @@ def deformed_spectrum(
     law, Delta = _prepare(target, Delta, n_atoms)
     n_nodes = _checks.integer("n_nodes", n_nodes, 1)
     tol = _checks.positive("tol", tol)
-    bps = np.sort(np.atleast_1d(np.asarray(_checks.finite_array("breakpoints", breakpoints), float)))
+    bps = np.sort(
+        np.atleast_1d(np.asarray(_checks.finite_array("breakpoints", breakpoints), float))
+    )
     comp = _components(law, Delta)
     groups = _groups(comp, max_components)
     n_grp = len(groups)
@@ -943,8 +951,10 @@ def deformed_spectrum(
         )
         allowed = tol * g_mass[p_grp] * (p_b - p_a) / math.pi
         # rounding floor of the panel sums (a panel cannot do better than this)
-        floor = 1e-14 * np.sum(np.abs(_KWEIGHTS[None, :] * ph[:, None] * i1), axis=1) * (
-            1 + np.max(np.abs(hs), axis=1) * Delta
+        floor = (
+            1e-14
+            * np.sum(np.abs(_KWEIGHTS[None, :] * ph[:, None] * i1), axis=1)
+            * (1 + np.max(np.abs(hs), axis=1) * Delta)
         )
         ok = (err <= np.maximum(allowed, floor)) | (level == max_levels) | (ph < 1e-13)
         if level == max_levels and not np.all(err <= np.maximum(allowed, floor)):

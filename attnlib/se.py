@@ -462,7 +462,7 @@ class InputSide(NamedTuple):
 
 
 def _spectrum(target, Delta, kink):
-    return rmt.deformed_spectrum(target, Delta)  # TODO breakpoints=(kink,) once rmt handles it
+    return rmt.deformed_spectrum(target, Delta, breakpoints=(kink,))
 
 
 def input_side(target, m_hat, q_hat, a_hat, lam, penalty="nuclear", *, Q0=None) -> InputSide:

@@ -20,6 +20,7 @@ Run from the repository root (about 30-60 minutes on two cores):
 
     python book/data/make_amp_data.py            # everything
     python book/data/make_amp_data.py thresholds # only some parts: fixedpoint | thresholds | curves
+    python book/data/make_amp_data.py se         # only the SE curves of an existing amp_curves.npz
 
 Every random draw derives from explicit PRNG keys, so the files are reproducible.
 """
@@ -151,10 +152,33 @@ def run_point(task, d, alpha, seed, damping, base_key):
     return out
 
 
+def se_curve(name: str) -> dict:
+    """State-evolution learning curve of a setting, on its SE grid and its data alphas."""
+    task, _, alphas, se_alphas, _ = SETTINGS[name]
+    if se_alphas is None:
+        return {}
+    grid = np.union1d(np.asarray(se_alphas), np.asarray(alphas))
+    t0 = time.time()
+    lc = se.learning_curve(task, TARGET, grid, LAM, "nuclear")
+    log(f"{name}: SE learning curve of {len(grid)} points ({time.time() - t0:.0f} s)")
+    fields = ("alpha", "m", "q", "v", "train_loss", "test_error", "converged")
+    return {f"{name}_se_{f}": np.asarray(getattr(lc, f), dtype=float) for f in fields}
+
+
+def update_se(path: Path) -> None:
+    """Recompute only the state-evolution curves of an existing ``amp_curves.npz``."""
+    with np.load(path) as f:
+        arrays = dict(f)
+    for name in SETTINGS:
+        arrays.update(se_curve(name))
+    np.savez_compressed(path, **arrays)
+    log(f"updated {path}")
+
+
 def make_curves(path: Path) -> None:
     arrays = {}
     base_key = jax.random.PRNGKey(20250301)
-    for idx, (name, (task, d, alphas, se_alphas, damping)) in enumerate(SETTINGS.items()):
+    for idx, (name, (task, d, alphas, _, damping)) in enumerate(SETTINGS.items()):
         arrays[f"{name}_alpha"] = np.array(alphas)
         arrays[f"{name}_d"] = np.array(d)
         rows = {}
@@ -171,12 +195,7 @@ def make_curves(path: Path) -> None:
                 )
         for key_, val in rows.items():
             arrays[f"{name}_{key_}"] = val
-        if se_alphas is not None:
-            t0 = time.time()
-            lc = se.learning_curve(task, TARGET, se_alphas, LAM, "nuclear")
-            for field in ("alpha", "m", "q", "v", "train_loss", "test_error", "converged"):
-                arrays[f"{name}_se_{field}"] = np.asarray(getattr(lc, field), dtype=float)
-            log(f"{name}: SE learning curve of {len(se_alphas)} points ({time.time() - t0:.0f} s)")
+        arrays.update(se_curve(name))
     np.savez_compressed(path, **arrays)
     log(f"wrote {path}")
 
@@ -226,6 +245,8 @@ def main(parts) -> None:
         make_thresholds(HERE / "amp_thresholds.npz")
     if "curves" in parts:
         make_curves(HERE / "amp_curves.npz")
+    elif "se" in parts:
+        update_se(HERE / "amp_curves.npz")
 
 
 if __name__ == "__main__":

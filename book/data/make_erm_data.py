@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 import warnings
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import scipy.optimize
 
 HERE = Path(__file__).resolve().parent
 try:
@@ -158,16 +160,57 @@ def quiet(fn, *args, **kwargs):
     return out, notes
 
 
+CURVE_FIELDS = ("train_loss", "test_error", "rank_fraction", "mse", "converged")
+
+
+def _zero_estimator(task, target, alpha, lam, penalty):
+    """Metrics of S_hat = 0: the minimiser when the threshold lam / a_hat exceeds the whole
+    spectrum (large lam, small alpha). ``se.solve`` raises there (its input side returns
+    m = q = v = 0); train loss = E||Y - g(0)||^2, test error = E||g(h0) - g(0)||^2."""
+    Q0 = float(target.Q0)
+    return {
+        "train_loss": se.test_error_from_overlaps(task, Q0, 0.0, 0.0, noisy=True),
+        "test_error": se.test_error_from_overlaps(task, Q0, 0.0, 0.0),
+        "rank_fraction": 0.0,
+        "mse": Q0,
+        "converged": True,
+    }
+
+
+def se_point(task, target, alpha, lam, penalty="nuclear", init=None):
+    """One state-evolution point as a dict of CURVE_FIELDS, and the SEResult (or None)."""
+    try:
+        r, notes = quiet(se.solve, task, target, alpha, lam, penalty, init=init)
+    except RuntimeError as err:
+        numbers = re.findall(r"\(([-+0-9.e]+)\)", str(err))
+        if "input side gave" in str(err) and numbers and all(float(x) == 0 for x in numbers):
+            log(f"    [SE] alpha={alpha:g}, lam={lam:g}: S_hat = 0 (all eigenvalues thresholded)")
+            return _zero_estimator(task, target, alpha, lam, penalty), None
+        raise
+    if notes or not r.converged:
+        log(
+            f"    [SE] alpha={alpha:g}, lam={lam:g}, {penalty}: {notes} (residual {r.residual:.1e})"
+        )
+    return {f: getattr(r, f) for f in CURVE_FIELDS}, r
+
+
 def se_curve(task, target, alphas, lam, penalty="nuclear"):
-    lc, notes = quiet(se.learning_curve, task, target, alphas, lam, penalty=penalty)
-    if notes or not np.all(lc.converged):
-        log(f"    [SE] not converged at alpha = {np.asarray(alphas)[~lc.converged]}: {notes}")
-    return lc
+    """Learning curve along ``alphas`` with warm starts; dict of arrays."""
+    rows, init = [], None
+    for a in alphas:
+        row, r = se_point(task, target, a, lam, penalty, init=init)
+        if r is not None and r.converged:
+            init = r
+        rows.append(row)
+    out = {f: np.array([row[f] for row in rows]) for f in CURVE_FIELDS}
+    out["alpha"] = np.asarray(alphas, float)
+    return out
 
 
-def save(path: Path, arrays: dict) -> None:
+def save(path: Path, arrays: dict, verbose: bool = True) -> None:
     np.savez_compressed(path, **{k: np.asarray(v) for k, v in arrays.items()})
-    log(f"  wrote {path.name} ({path.stat().st_size / 1024:.1f} kB)")
+    if verbose:
+        log(f"  wrote {path.name} ({path.stat().st_size / 1024:.1f} kB)")
 
 
 def load(path: Path) -> dict:
@@ -184,9 +227,16 @@ def scaled(cfg, name, task_name):
 # ----------------------------------------------------------------------------
 
 
+def _cached(arr: dict, group: str, xs, key: str = "alpha") -> bool:
+    """Whether ``arr`` (a resumed partial run) already holds ``group`` on the grid ``xs``."""
+    k = f"{group}.{key}"
+    return k in arr and np.array_equal(arr[k], np.asarray(xs, float))
+
+
 def part_theory(cfg, out: Path) -> None:
     target = targets.Wishart(KAPPA0)
-    arr = {}
+    partial = out / "erm_theory.partial.npz"  # resume an interrupted run
+    arr = load(partial) if partial.exists() else {}
     for noise_name, noise in (("clean", 0.0), ("noisy", NOISE)):
         for task_name, task in make_tasks(noise).items():
             alphas = scaled(cfg, "theory_alphas", task_name)
@@ -194,12 +244,13 @@ def part_theory(cfg, out: Path) -> None:
             if noise_name == "noisy" and cfg["adam_lam"] not in lams:
                 lams.append(cfg["adam_lam"])
             for lam in lams:
+                g = f"curve.{task_name}.{noise_name}.{lam:g}"
+                if _cached(arr, g, alphas):
+                    continue
                 t0 = time.time()
                 lc = se_curve(task, target, alphas, lam)
-                g = f"curve.{task_name}.{noise_name}.{lam:g}"
-                arr[f"{g}.alpha"] = lc.alpha
-                for f in ("train_loss", "test_error", "rank_fraction", "mse", "converged"):
-                    arr[f"{g}.{f}"] = getattr(lc, f)
+                arr.update({f"{g}.{f}": v for f, v in lc.items()})
+                save(partial, arr, verbose=False)
                 log(
                     f"  theory curve {task_name:8s} {noise_name:5s} lam={lam:<6g} "
                     f"{len(alphas)} points, {time.time() - t0:.0f} s"
@@ -208,14 +259,19 @@ def part_theory(cfg, out: Path) -> None:
     # optimal lam against alpha (noisy labels), both penalties
     for task_name, task in make_tasks(NOISE).items():
         alphas = scaled(cfg, "cmp_alphas", task_name)
-        for penalty in ("nuclear", "frobenius"):
-            t0 = time.time()
-            lam_opt, err, rank = optimal_curve(task, target, alphas, penalty)
+        for penalty in PENALTIES:
             g = f"opt.{task_name}.{penalty}"
-            arr[f"{g}.alpha"] = np.array(alphas)
-            arr[f"{g}.lam"] = lam_opt
-            arr[f"{g}.test_error"] = err
-            arr[f"{g}.rank_fraction"] = rank
+            if _cached(arr, g, alphas):
+                continue
+            t0 = time.time()
+            rows, init = [], None
+            for a in alphas:
+                lam, row, init = optimal_point(task, target, a, penalty, init)
+                rows.append((lam, row["test_error"], row["rank_fraction"]))
+            arr[f"{g}.alpha"] = np.asarray(alphas, float)
+            for i, f in enumerate(("lam", "test_error", "rank_fraction")):
+                arr[f"{g}.{f}"] = np.array([r[i] for r in rows])
+            save(partial, arr, verbose=False)
             log(
                 f"  optimal lam {task_name:8s} {penalty:9s} {len(alphas)} alphas, "
                 f"{time.time() - t0:.0f} s"
@@ -224,58 +280,68 @@ def part_theory(cfg, out: Path) -> None:
     # optimal lam against kappa0 at fixed alpha (seq2seq)
     task = make_tasks(NOISE)["seq2seq"]
     alpha = cfg["cmp_alpha_kappa0"]
-    for penalty in ("nuclear", "frobenius"):
+    for penalty in PENALTIES:
+        g = f"kappa0.{penalty}"
+        if _cached(arr, g, cfg["cmp_kappa0s"], key="kappa0"):
+            continue
         t0 = time.time()
-        lams, errs = [], []
+        rows = []
         for k0 in cfg["cmp_kappa0s"]:
-            lam, r = optimal_point(task, targets.Wishart(k0), alpha, penalty)
-            lams.append(lam)
-            errs.append(r.test_error)
-        arr[f"kappa0.{penalty}.kappa0"] = np.array(cfg["cmp_kappa0s"])
-        arr[f"kappa0.{penalty}.lam"] = np.array(lams)
-        arr[f"kappa0.{penalty}.test_error"] = np.array(errs)
+            lam, row, _ = optimal_point(task, targets.Wishart(k0), alpha, penalty)
+            rows.append((lam, row["test_error"]))
+        arr[f"{g}.kappa0"] = np.asarray(cfg["cmp_kappa0s"], float)
+        arr[f"{g}.lam"] = np.array([r[0] for r in rows])
+        arr[f"{g}.test_error"] = np.array([r[1] for r in rows])
+        save(partial, arr, verbose=False)
         log(f"  optimal lam against kappa0 {penalty:9s} {time.time() - t0:.0f} s")
 
     # test error against lam at one alpha (seq2seq, noisy)
     t0 = time.time()
-    res, init = [], None
-    for lam in sorted(cfg["scan_lams_theory"], reverse=True):
-        r, _ = quiet(se.solve, task, target, cfg["scan_alpha"], lam, init=init)
-        init = r if r.converged else init
-        res.append((lam, r.test_error, r.train_loss))
-    res.sort()
-    arr["scan.lam"] = np.array([x[0] for x in res])
-    arr["scan.test_error"] = np.array([x[1] for x in res])
-    arr["scan.train_loss"] = np.array([x[2] for x in res])
+    lams = sorted(cfg["scan_lams_theory"], reverse=True)
+    rows, init = [], None
+    for lam in lams:
+        row, r = se_point(task, target, cfg["scan_alpha"], lam, init=init)
+        init = r if r is not None and r.converged else init
+        rows.append(row)
+    arr["scan.lam"] = np.array(lams[::-1])
+    arr["scan.test_error"] = np.array([r["test_error"] for r in rows[::-1]])
+    arr["scan.train_loss"] = np.array([r["train_loss"] for r in rows[::-1]])
     log(f"  lam scan at alpha = {cfg['scan_alpha']}: {time.time() - t0:.0f} s")
     save(out / "erm_theory.npz", arr)
+    partial.unlink(missing_ok=True)
+
+
+PENALTIES = ("nuclear", "frobenius")
+LAM_BOUNDS = (1e-4, 10.0)  # search range of the optimal lam
+LAM_XATOL = 0.15  # tolerance on log(lam): the test error is flat near its minimum
 
 
 def optimal_point(task, target, alpha, penalty, init=None):
-    (lam, r), notes = quiet(
-        se.optimal_lambda,
-        task,
-        target,
-        alpha,
-        penalty=penalty,
-        bounds=(1e-4, 10.0),
-        xatol=0.15,
-        init=init,
+    """``lam`` minimising the SE test error (bounded Brent search on ``log lam``).
+
+    Like :func:`attnlib.se.optimal_lambda`, but a ``lam`` large enough to make
+    ``S_hat = 0`` is evaluated with :func:`_zero_estimator` instead of raising.
+    Returns ``(lam, metrics dict, SEResult for warm starts)``.
+    """
+    state = {"init": init}
+    cache = {}
+
+    def objective(loglam):
+        row, r = se_point(task, target, alpha, math.exp(loglam), penalty, init=state["init"])
+        if r is not None and r.converged:
+            state["init"] = r
+        cache[loglam] = row
+        return row["test_error"]
+
+    res = scipy.optimize.minimize_scalar(
+        objective,
+        bounds=(math.log(LAM_BOUNDS[0]), math.log(LAM_BOUNDS[1])),
+        method="bounded",
+        options={"xatol": LAM_XATOL},
     )
-    if notes or not r.converged:
-        log(f"    [SE] optimal lam at alpha={alpha:g} ({penalty}): {notes}")
-    return lam, r
-
-
-def optimal_curve(task, target, alphas, penalty):
-    lams, errs, ranks, init = [], [], [], None
-    for a in alphas:
-        lam, r = optimal_point(task, target, a, penalty, init=init)
-        init = r if r.converged else init
-        lams.append(lam)
-        errs.append(r.test_error)
-        ranks.append(r.rank_fraction)
-    return np.array(lams), np.array(errs), np.array(ranks)
+    if res.x not in cache:
+        objective(res.x)
+    return math.exp(res.x), cache[res.x], state["init"]
 
 
 # ----------------------------------------------------------------------------
@@ -545,27 +611,27 @@ def main(argv=None) -> None:
     cfg = QUICK if args.quick else FULL
     args.out.mkdir(parents=True, exist_ok=True)
     meta_path = args.out / "erm_meta.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    meta.update(
-        {
-            "attnlib_version": attnlib.__version__,
-            "seed": SEED,
-            "kappa0": KAPPA0,
-            "noise": NOISE,
-            "noise_on": "logits",
-            "rank_cutoff": RANK_CUTOFF,
-            "quick": bool(args.quick),
-            "config": cfg,
-        }
-    )
-    meta.setdefault("runtime_s", {})
     parts = list(PARTS) if args.part == "all" else [args.part]
     t_all = time.time()
     for name in parts:
         log(f"[{name}]")
         t0 = time.time()
         PARTS[name](cfg, args.out)
-        meta["runtime_s"][name] = round(time.time() - t0, 1)
+        # re-read: parts may run as separate processes
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        meta.update(
+            {
+                "attnlib_version": attnlib.__version__,
+                "seed": SEED,
+                "kappa0": KAPPA0,
+                "noise": NOISE,
+                "noise_on": "logits",
+                "rank_cutoff": RANK_CUTOFF,
+                "quick": bool(args.quick),
+                "config": cfg,
+            }
+        )
+        meta.setdefault("runtime_s", {})[name] = round(time.time() - t0, 1)
         meta_path.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
         log(f"[{name}] done in {time.time() - t0:.0f} s")
     log(f"all done in {time.time() - t_all:.0f} s")

@@ -122,7 +122,7 @@ def quiet(fn, *args, **kwargs):
 
 
 def se_dict(r) -> dict:
-    return {k: (v if isinstance(v, (str, bool)) else float(v)) for k, v in r._asdict().items()}
+    return {k: (v if isinstance(v, (str, bool, int)) else float(v)) for k, v in r._asdict().items()}
 
 
 def se_sweep(task, target, alphas, lams, penalty):
@@ -149,7 +149,7 @@ def save(path: Path, arrays: dict) -> None:
 
 
 DEC_FIELDS = ("over", "under", "approx", "mismatch", "e_test", "c_star", "mse", "kept_fraction",
-              "e_test_mc", "e_test_mc_stderr")
+              "e_test_mc", "e_test_mc_stderr", "kept_in_range")
 
 
 def run_convex(task, target, alpha, lam, penalty, d, key, n_test, S_init=None):
@@ -162,6 +162,10 @@ def run_convex(task, target, alpha, lam, penalty, d, key, n_test, S_init=None):
     if notes:
         log(f"    [convex] {notes}")
     dec = spectrum.decompose_trained(task, res.S, S0, k_test, n_test=n_test)
+    # kept mass lying in the target's range: (1/d) sum_{kept} ||P0 u_i||^2
+    s, _, _, w = spectrum.direction_statistics(res.S, S0)
+    kept = np.abs(s) > 1e-8 * np.abs(s).max()
+    dec = dec._asdict() | {"kept_in_range": float(np.sum(w[kept]) / s.size)}
     return S0, data, res, dec
 
 
@@ -200,7 +204,7 @@ def part_convex(cfg, out: Path) -> None:
             key = key_for(1, int(round(1000 * alpha)), s)
             S0, _, res, dec = run_convex(task, target, alpha, lam, penalty, d, key, n_test)
             eigs.append(np.linalg.eigvalsh(res.S))
-            decs.append([getattr(dec, f) for f in DEC_FIELDS])
+            decs.append([dec[f] for f in DEC_FIELDS])
         g = f"run{i}"
         arr[f"{g}.penalty"] = penalty
         arr[f"{g}.alpha"] = alpha
