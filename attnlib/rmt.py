@@ -78,14 +78,14 @@ _TINY = 1e-300
 
 
 def semicircle_density(x, Delta):
-    """Density of the semicircle law of variance ``Delta`` (support ``[-2 sqrt(Delta), 2 sqrt(Delta)]``)."""
+    """Density of the semicircle law of variance ``Delta`` (support ``|x| <= 2 sqrt(Delta)``)."""
     Delta = _checks.positive("Delta", Delta)
     x = np.asarray(_checks.finite_array("x", x), dtype=float)
     return np.sqrt(np.clip(4 * Delta - x**2, 0.0, None)) / (2 * np.pi * Delta)
 
 
 def semicircle_stieltjes(z, Delta):
-    """Stieltjes transform ``(z - sqrt(z^2 - 4 Delta)) / (2 Delta)`` of the semicircle of variance ``Delta``.
+    """``G(z) = (z - sqrt(z^2 - 4 Delta)) / (2 Delta)``: semicircle of variance ``Delta``.
 
     The branch has ``G ~ 1/z`` at infinity and ``Im G < 0`` for ``Im z > 0``; on the
     real axis it returns the boundary value from above.
@@ -184,7 +184,7 @@ def _chunks(n_rows: int, n_cols: int, budget: int = 1 << 21):
 
 
 def _G(law: _Law, z, nder: int = 0) -> list[np.ndarray]:
-    """``[G, G', ..., G^(nder)]`` of ``mu`` at complex ``z`` (upper boundary value on the support)."""
+    """``[G, G', ..., G^(nder)]`` of ``mu`` at complex ``z`` (upper boundary value on supp mu)."""
     z = np.asarray(z, dtype=complex)
     shape = z.shape
     z = z.ravel()
@@ -522,7 +522,7 @@ def _components(law: _Law, Delta: float) -> _Components:
         x_lo = u_lo + Delta * _G_real(law, u_lo)[0]
         x_hi = u_hi + Delta * _G_real(law, u_hi)[0]
     if law.kind == "wishart":
-        # the atom at 0 (a pole of G_mu), the Marchenko-Pastur edges (branch points; hard at ratio 1)
+        # the atom at 0 (a pole of G_mu), Marchenko-Pastur edges (branch points; hard at ratio 1)
         feats.append(np.concatenate([lo, hi]))
     if law.kind == "atoms":
         # extreme atoms of each component (discretized hard or jump edges of the target)
@@ -549,7 +549,7 @@ def support(target, Delta, *, n_atoms: int = 4000) -> tuple[tuple[float, float],
     """
     law, Delta = _prepare(target, Delta, n_atoms)
     comp = _components(law, Delta)
-    return tuple((float(a), float(b)) for a, b in zip(comp.x_lo, comp.x_hi))
+    return tuple((float(a), float(b)) for a, b in zip(comp.x_lo, comp.x_hi, strict=True))
 
 
 # --------------------------------------------------------------------------------------
@@ -831,7 +831,7 @@ def _graded_cuts(law: _Law, Delta, features, ua, ub, ratio=2.0, max_levels=40):
     # location of the near-singularity u_f +- i v_f in the theta variable
     th_s = np.arccos(((f + 1j * v) - mid) / half + 0j)
     cuts = []
-    for ts, vf in zip(th_s, v):
+    for ts, vf in zip(th_s, v, strict=True):
         if vf > 0.05 * half:
             continue
         th_f = float(np.clip(ts.real, 0.0, math.pi))
@@ -846,7 +846,7 @@ def _graded_cuts(law: _Law, Delta, features, ua, ub, ratio=2.0, max_levels=40):
 
 
 def _groups(comp: _Components, max_panels: int):
-    """Merge support components into at most ``max_panels`` quadrature groups (keep largest gaps)."""
+    """Merge support components into at most ``max_panels`` groups (keeping the largest gaps)."""
     n = comp.u_lo.size
     if n <= max_panels:
         return [(i, i) for i in range(n)]
@@ -854,7 +854,7 @@ def _groups(comp: _Components, max_panels: int):
     keep = np.sort(np.argsort(gaps)[::-1][: max_panels - 1])
     starts = np.concatenate([[0], keep + 1])
     ends = np.concatenate([keep, [n - 1]])
-    return list(zip(starts.tolist(), ends.tolist()))
+    return list(zip(starts.tolist(), ends.tolist(), strict=True))
 
 
 def deformed_spectrum(
@@ -922,7 +922,7 @@ def deformed_spectrum(
     p_grp, p_a, p_b = np.array(p_grp), np.array(p_a), np.array(p_b)
     # adaptive Gauss-Kronrod over all panels at once
     keys_done, y_done = np.zeros(0), np.zeros(0)
-    out_u, out_w = [], []
+    out = []
     for level in range(max_levels + 1):
         n_p = p_a.size
         if n_p == 0:
@@ -965,17 +965,15 @@ def deformed_spectrum(
                 stacklevel=2,
             )
         wk = _KWEIGHTS[None, :] * ph[:, None]
-        sel = np.flatnonzero(ok)
-        out_u.append((c, (wk * i1).ravel(), np.repeat(ok, 15)))
+        out.append((c, (wk * i1).ravel(), np.repeat(ok, 15)))
         split = np.flatnonzero(~ok)
         p_grp = np.repeat(p_grp[split], 2)
         p_a, p_b = (
             np.stack([p_a[split], pm[split]], axis=1).ravel(),
             np.stack([pm[split], p_b[split]], axis=1).ravel(),
         )
-        del sel
     xs_, ws_, rho_, hil_ = [], [], [], []
-    for c, w, keep in out_u:
+    for c, w, keep in out:
         keep = keep & (c.v > 0) & (w != 0)
         xs_.append(c.x[keep])
         ws_.append(w[keep])
@@ -991,12 +989,12 @@ def deformed_spectrum(
             RuntimeWarning,
             stacklevel=2,
         )
-    intervals = tuple((float(a), float(b)) for a, b in zip(comp.x_lo, comp.x_hi))
+    intervals = tuple((float(a), float(b)) for a, b in zip(comp.x_lo, comp.x_hi, strict=True))
     return DeformedSpectrum(Delta, intervals, x, w / mass, rho, hil, mass)
 
 
 def conditional_overlap(spec: DeformedSpectrum) -> np.ndarray:
-    """``E[v^T S0 v | x] = x - 2 Delta h_R(x)`` at the nodes of ``spec`` (eigenvector ``v`` of ``R``)."""
+    """``E[v^T S0 v | x] = x - 2 Delta h_R(x)`` at the nodes of ``spec`` (v: eigenvector of R)."""
     return spec.x - 2 * spec.Delta * spec.hilbert
 
 
@@ -1037,10 +1035,10 @@ class Outlier(NamedTuple):
 
 
 def _gap_solutions(law: _Law, value: float) -> list[float]:
-    """Real ``t`` outside the support of ``mu`` with ``G_mu(t) = value`` (``G`` decreases on each gap)."""
+    """Real ``t`` outside supp ``mu`` with ``G_mu(t) = value`` (``G`` decreases on each gap)."""
     sols = []
     edges = [(-np.inf, law.lo[0])]
-    edges += list(zip(law.hi[:-1], law.lo[1:]))
+    edges += list(zip(law.hi[:-1], law.lo[1:], strict=True))
     edges += [(law.hi[-1], np.inf)]
     for a, b in edges:
         # bracket in a finite interval: G(t) ~ 1/t far away

@@ -254,6 +254,8 @@ class ErrorDecomposition(NamedTuple):
       mse: ``||S_hat - S0||_F^2 / d``.
       mse_star: ``||c* S_hat - S0||_F^2 / d``.
       kept_fraction: fraction of kept directions (``s_i != 0``).
+      kept_in_range: ``(1/d) sum_{kept} w_i``: the part of ``kept_fraction`` that lies in
+        the range of ``S0`` (the rest, ``kept_fraction - kept_in_range``, is kept noise).
       Q0, m, q: overlaps of ``S_hat``: ``Tr(S0^2)/d``, ``Tr(S_hat S0)/d``, ``Tr(S_hat^2)/d``.
       e_test_mc, e_test_mc_stderr: Monte Carlo estimate of ``e_test(S_hat)`` on fresh
         sequences and its standard error (:func:`decompose_trained` with a key; else ``None``).
@@ -272,6 +274,7 @@ class ErrorDecomposition(NamedTuple):
     mse: float
     mse_star: float
     kept_fraction: float
+    kept_in_range: float
     Q0: float
     m: float
     q: float
@@ -332,10 +335,7 @@ def _quantile(x, w, u):
 
 def _deformed(target, Delta, n_nodes, threshold=-math.inf):
     bps = (threshold,) if math.isfinite(threshold) else ()
-    try:
-        ds = rmt.deformed_spectrum(target, Delta, n_nodes, breakpoints=bps)
-    except IndexError:  # TEMPORARY: until rmt's breakpoints handle scalars
-        ds = rmt.deformed_spectrum(target, Delta, n_nodes)
+    ds = rmt.deformed_spectrum(target, Delta, n_nodes, breakpoints=bps)
     x = np.asarray(ds.x, float)
     w = np.asarray(ds.w, float)
     rho = np.asarray(ds.density, float)
@@ -450,7 +450,9 @@ def singular_values_W(spectrum: LearnedSpectrum, kappa: float) -> SingularValueL
     s = np.asarray(spectrum.y)
     sig = kappa**0.25 * np.sqrt(np.maximum(s, 0.0))
     dens = 2.0 * sig * np.asarray(spectrum.density) / kappa**1.5
-    edges = tuple((kappa**0.25 * math.sqrt(lo), kappa**0.25 * math.sqrt(hi)) for lo, hi in spectrum.edges)
+    edges = tuple(
+        (kappa**0.25 * math.sqrt(lo), kappa**0.25 * math.sqrt(hi)) for lo, hi in spectrum.edges
+    )
     outs = tuple(kappa**0.25 * math.sqrt(o.position) for o in spectrum.outliers if o.learned)
     return SingularValueLaw(
         kappa=kappa,
@@ -471,10 +473,7 @@ def singular_values_W(spectrum: LearnedSpectrum, kappa: float) -> SingularValueL
 def _rho_h_at(target, Delta, x):
     """``rho_R(x)`` and ``h_R(x)`` at arbitrary real ``x``."""
     x = np.asarray(x, float)
-    try:
-        G = np.asarray(rmt.stieltjes(target, Delta, x + 0j), complex)
-    except IndexError:  # TEMPORARY: rmt's real-axis path; x + i 1e-12 agrees to ~1e-9
-        G = np.asarray(rmt.stieltjes(target, Delta, x + 1e-12j), complex)
+    G = np.asarray(rmt.stieltjes(target, Delta, x + 0j), complex)  # boundary value G(x + i0)
     return np.maximum(-G.imag / math.pi, 0.0), G.real
 
 
@@ -540,7 +539,7 @@ def direction_statistics(S, S0, *, rank_tol: float = 1e-8):
 
 
 def optimal_scale(task, Q0: float, m: float, q: float) -> tuple[float, float]:
-    r"""``(c*, e_test(c* S))`` with ``c* = argmin_{c >= 0} e_test(c S)`` for ``S`` of overlaps ``(m, q)``.
+    r"""The test-optimal rescaling ``c* = argmin_{c >= 0} e_test(c S)`` and ``e_test(c* S)``.
 
     ``e_test(c S)`` is :func:`attnlib.se.test_error_from_overlaps` at ``(Q0, c m, c^2 q)``.
     Linear task: ``c* = max(m, 0) / q`` in closed form. Otherwise a log-spaced scan
@@ -575,7 +574,7 @@ def optimal_scale(task, Q0: float, m: float, q: float) -> tuple[float, float]:
     return best_c, best_e
 
 
-def _assemble(task, Q0, m, q, c_star, e_star, parts_mse, kept_fraction, **extra):
+def _assemble(task, Q0, m, q, c_star, e_star, parts_mse, kept, **extra):
     e_hat = se.test_error_from_overlaps(task, Q0, m, q)
     mse_star = Q0 - 2 * c_star * m + c_star**2 * q
     tot = float(np.sum(parts_mse))
@@ -595,7 +594,8 @@ def _assemble(task, Q0, m, q, c_star, e_star, parts_mse, kept_fraction, **extra)
         mse_approx=float(parts_mse[2]),
         mse=float(Q0 - 2 * m + q),
         mse_star=float(mse_star),
-        kept_fraction=float(kept_fraction),
+        kept_fraction=float(kept[0]),
+        kept_in_range=float(kept[1]),
         Q0=float(Q0),
         m=float(m),
         q=float(q),
@@ -631,9 +631,8 @@ def decompose(task, target, se_result, *, n_nodes: int = _DEFAULT_NODES) -> Erro
     under = float(np.sum(w[~kept] * e[~kept]))
     over = float(np.sum(w[kept] * (1 - wr[kept]) * e[kept]))
     approx = float(np.sum(w[kept] * wr[kept] * e[kept]))
-    return _assemble(
-        task, Q0, r.m, r.q, c_star, e_star, (over, under, approx), float(np.sum(w[kept]))
-    )
+    kept_mass = (float(np.sum(w[kept])), float(np.sum(w[kept] * wr[kept])))
+    return _assemble(task, Q0, r.m, r.q, c_star, e_star, (over, under, approx), kept_mass)
 
 
 def decompose_trained(
@@ -685,6 +684,5 @@ def decompose_trained(
 
         st = train.test_error_stats(key, task, S0a, Sa, n_test=_checks.integer("n_test", n_test, 2))
         extra = {"e_test_mc": st.mean, "e_test_mc_stderr": st.stderr}
-    return _assemble(
-        task, Q0, m, q, c_star, e_star, (over, under, approx), float(np.mean(kept)), **extra
-    )
+    kept_mass = (float(np.mean(kept)), float(np.sum(wr[kept]) / d))
+    return _assemble(task, Q0, m, q, c_star, e_star, (over, under, approx), kept_mass, **extra)

@@ -16,7 +16,8 @@ import pytest
 import attnlib  # noqa: F401  (float64)
 from attnlib import rmt, se, spectrum, targets, tasks, train
 
-D = 1000
+D = 1000  # overlap checks
+D_MAP = 600  # spectral-map checks
 
 
 def goe(key, d):
@@ -45,7 +46,7 @@ def binned(x, values, n_bins):
 
 @pytest.fixture(scope="module")
 def wishart_sample():
-    """S0 ~ Wishart(kappa0 = 0.5), R = S0 + sqrt(0.5) W_goe at d = 1000, with eigendecompositions."""
+    """S0 ~ Wishart(kappa0 = 0.5), R = S0 + sqrt(0.5) W_goe at d = 1000, eigendecomposed."""
     tg = targets.Wishart(0.5)
     Delta = 0.5
     k0, k1 = jax.random.split(jax.random.PRNGKey(1))
@@ -93,11 +94,11 @@ def test_overlap_density_matches_sampled_eigenvectors(wishart_sample):
     zero = np.abs(lam) < 1e-8
     x_bins = np.array_split(np.arange(D), 8)
     lam_bins = [np.flatnonzero(zero)] + np.array_split(np.flatnonzero(~zero), 4)
-    O = spectrum.overlap_density(tg, Delta, x[:, None], lam[None, :])
+    dens = spectrum.overlap_density(tg, Delta, x[:, None], lam[None, :])
     for ix in x_bins:
         for il in lam_bins:
             emp = M[np.ix_(ix, il)].mean()
-            th = O[np.ix_(ix, il)].mean()
+            th = dens[np.ix_(ix, il)].mean()
             # 125 x 125 (or 125 x 500) entries ~ O chi^2_1: relative error ~ 1 % per cell,
             # plus O(1/d) bias; 8 % leaves room for the correlations between entries.
             assert abs(emp - th) < 0.08 * th + 0.02, (x[ix].mean(), lam[il].mean(), emp, th)
@@ -110,11 +111,11 @@ def test_profile_closed_forms_against_quadrature():
     mu = tg.measure(4000)
     x = np.linspace(-0.8, 3.5, 9)
     prof = spectrum.direction_profile(tg, Delta, x)
-    O = spectrum.overlap_density(tg, Delta, x[:, None], mu.atoms[None, :])
-    a = O @ (mu.weights * mu.atoms)
-    b = O @ (mu.weights * mu.atoms**2)
-    w = O @ (mu.weights * (mu.atoms != 0))
-    norm = O @ mu.weights
+    dens = spectrum.overlap_density(tg, Delta, x[:, None], mu.atoms[None, :])
+    a = dens @ (mu.weights * mu.atoms)
+    b = dens @ (mu.weights * mu.atoms**2)
+    w = dens @ (mu.weights * (mu.atoms != 0))
+    norm = dens @ mu.weights
     np.testing.assert_allclose(norm, 1.0, atol=2e-3)  # int rho_S0 O = 1
     np.testing.assert_allclose(prof.a, a, atol=2e-3)  # x - 2 Delta h_R = int rho lambda O
     np.testing.assert_allclose(prof.b, b, atol=5e-3)
@@ -149,18 +150,18 @@ def test_learned_spectrum_consistent_with_se(linear_se):
 
 
 def test_learned_spectrum_matches_sampled_spectral_map(linear_se):
-    """Eigenvalues of F(S0 + sqrt(Delta_eff) W_goe) at d = 1000 vs the predicted law."""
+    """Eigenvalues of F(S0 + sqrt(Delta_eff) W_goe) at d = 600 vs the predicted law."""
     task, tg, nuc, fro = linear_se
     k0, k1 = jax.random.split(jax.random.PRNGKey(7))
-    S0 = np.asarray(tg.sample(k0, D))
+    S0 = np.asarray(tg.sample(k0, D_MAP))
     for r in (nuc, fro):
         sp = spectrum.learned_spectrum(tg, r)
-        R = S0 + math.sqrt(r.Delta_eff) * goe(k1, D)
+        R = S0 + math.sqrt(r.Delta_eff) * goe(k1, D_MAP)
         s = np.linalg.eigvalsh(spectral_map(R, sp.slope, sp.shift, r.penalty))
         # eigenvalue rigidity: counts deviate by O(log d) eigenvalues, edges by O(d^-2/3)
-        assert abs(np.mean(np.abs(s) < 1e-12) - sp.atom_at_zero) < 0.01
+        assert abs(np.mean(np.abs(s) < 1e-12) - sp.atom_at_zero) < 0.015
         assert abs(s.max() - sp.edges[-1][1]) < 0.05 * sp.edges[-1][1]
-        assert np.mean(np.abs(s - sp.quantiles(D))) < 0.01
+        assert np.mean(np.abs(s - sp.quantiles(D_MAP))) < 0.015
         if r.penalty == "frobenius":
             assert abs(s.min() - sp.edges[0][0]) < 0.05 * abs(sp.edges[0][0]) + 0.02
 
@@ -173,12 +174,12 @@ def test_outliers_match_sampled_spiked_target(linear_se):
     assert len(sp.outliers) == 1 and sp.outliers[0].learned
     out = sp.outliers[0]
     k0, k1 = jax.random.split(jax.random.PRNGKey(3))
-    S0 = np.asarray(tg.sample(k0, D))
+    S0 = np.asarray(tg.sample(k0, D_MAP))
     lam, V = np.linalg.eigh(S0)
-    R = S0 + math.sqrt(r.Delta_eff) * goe(k1, D)
+    R = S0 + math.sqrt(r.Delta_eff) * goe(k1, D_MAP)
     s, U = np.linalg.eigh(spectral_map(R, sp.slope, sp.shift, "nuclear"))
     assert abs(lam[-1] - out.theta) < 0.05 * out.theta  # isolated eigenvalue of S0
-    # outlier eigenvalues and overlaps fluctuate by O(1/sqrt(d)) ~ 0.03
+    # outlier eigenvalues and overlaps fluctuate by O(1/sqrt(d)) ~ 0.04
     assert abs(s[-1] - out.position) < 0.1
     assert abs((U[:, -1] @ V[:, -1]) ** 2 - out.overlap2) < 0.06
     assert s[-1] > sp.edges[-1][1] + 0.2  # it is separated from the bulk
@@ -278,17 +279,17 @@ def test_decompose_trained_exact_identity():
 
 
 def test_decompose_theory_matches_sampled_spectral_map(linear_se):
-    """Theory parts vs the finite-d parts of F(S0 + sqrt(Delta_eff) W_goe) at d = 1000."""
+    """Theory parts vs the finite-d parts of F(S0 + sqrt(Delta_eff) W_goe) at d = 600."""
     task, tg, nuc, fro = linear_se
     k0, k1 = jax.random.split(jax.random.PRNGKey(13))
-    S0 = np.asarray(tg.sample(k0, D))
-    Wg = goe(k1, D)
+    S0 = np.asarray(tg.sample(k0, D_MAP))
+    Wg = goe(k1, D_MAP)
     for r in (nuc, fro):
         th = spectrum.decompose(task, tg, r)
         sp = spectrum.learned_spectrum(tg, r)
         S = spectral_map(S0 + math.sqrt(r.Delta_eff) * Wg, sp.slope, sp.shift, r.penalty)
         emp = spectrum.decompose_trained(task, S, S0)
-        # (1/d) sums of O(1) terms over d = 1000 directions: O(d^-1/2) ~ 3 % fluctuations
+        # (1/d) sums of O(1) terms over d = 600 directions: O(d^-1/2) ~ 4 % fluctuations
         for name in ("mse_over", "mse_under", "mse_approx", "mse"):
             t, e = getattr(th, name), getattr(emp, name)
             assert abs(t - e) < 0.05 * th.mse + 1e-12, (r.penalty, name, t, e)

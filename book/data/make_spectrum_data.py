@@ -54,20 +54,21 @@ SEED = 404
 KAPPA0 = 0.2  # rank fraction of the Wishart target (its spectrum has a gap above 0)
 NOISE = 0.25  # label-noise variance on the logits
 LAM = 0.1  # penalty of the running example
-SPIKES = (3.5, 4.0)  # spiked target: Spiked(SPIKES, bulk=Wishart(KAPPA0))
+SPIKES = (4.0, 7.0)  # spiked target: Spiked(SPIKES, bulk=Wishart(KAPPA0))
 
+# fmt: off
 FULL = {
-    "theory_alphas": [0.01, 0.015, 0.02, 0.03, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.4, 0.6,
-                      0.8, 1.0, 1.5],
+    "theory_alphas": [0.005, 0.0065, 0.008, 0.01, 0.0125, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04,
+                      0.05, 0.06, 0.08, 0.1, 0.12, 0.15, 0.2, 0.3, 0.4, 0.6, 0.8, 1.0, 1.5],
     "lam_alpha": 0.4,
     "theory_lams": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0],
-    "d": 120,
-    "seeds": 3,
+    "d": 100,
+    "seeds": 2,
     "sim_alphas": [0.1, 0.2, 0.4, 0.8],
     "frob_alphas": [0.1, 0.4, 0.8],
     "sim_lams": [0.01, 0.03, 0.3, 1.0],
-    "d_spiked": 200,
-    "spiked_alphas": [0.02, 0.04, 0.08, 0.16, 0.3],
+    "d_spiked": 300,
+    "spiked_alphas": [0.01, 0.02, 0.04, 0.07, 0.12],
     "spiked_seeds": 2,
     "adam_alpha": 0.4,
     "adam_kappa": 0.5,
@@ -90,6 +91,7 @@ QUICK = {
     "adam_steps": 500,
     "n_test": 1000,
 }
+# fmt: on
 
 
 def make_task() -> tasks.Task:
@@ -128,7 +130,7 @@ def se_dict(r) -> dict:
 def se_sweep(task, target, alphas, lams, penalty):
     """SE along paired (alpha, lam) values, warm-starting each point from the previous one."""
     out, init = [], None
-    for alpha, lam in zip(alphas, lams):
+    for alpha, lam in zip(alphas, lams, strict=True):
         t0 = time.time()
         try:
             r, notes = quiet(se.solve, task, target, alpha, lam, penalty, init=init)
@@ -138,8 +140,10 @@ def se_sweep(task, target, alphas, lams, penalty):
         init = r if r.converged else init
         out.append(se_dict(r))
         flag = "" if r.converged else f" NOT CONVERGED (residual {r.residual:.1e})"
-        log(f"  SE {penalty:9s} alpha={alpha:<5g} lam={lam:<6g} e_test={r.test_error:.4f} "
-            f"rank={r.rank_fraction:.3f} {time.time() - t0:.0f} s{flag}")
+        log(
+            f"  SE {penalty:9s} alpha={alpha:<5g} lam={lam:<6g} e_test={r.test_error:.4f} "
+            f"rank={r.rank_fraction:.3f} {time.time() - t0:.0f} s{flag}"
+        )
     return out
 
 
@@ -148,8 +152,19 @@ def save(path: Path, arrays: dict) -> None:
     log(f"  wrote {path.name} ({path.stat().st_size / 1024:.1f} kB)")
 
 
-DEC_FIELDS = ("over", "under", "approx", "mismatch", "e_test", "c_star", "mse", "kept_fraction",
-              "e_test_mc", "e_test_mc_stderr", "kept_in_range")
+DEC_FIELDS = (
+    "over",
+    "under",
+    "approx",
+    "mismatch",
+    "e_test",
+    "c_star",
+    "mse",
+    "kept_fraction",
+    "e_test_mc",
+    "e_test_mc_stderr",
+    "kept_in_range",
+)
 
 
 def run_convex(task, target, alpha, lam, penalty, d, key, n_test, S_init=None):
@@ -157,8 +172,9 @@ def run_convex(task, target, alpha, lam, penalty, d, key, n_test, S_init=None):
     k_s0, k_data, k_test = jax.random.split(key, 3)
     S0 = np.asarray(target.sample(k_s0, d))
     data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
-    res, notes = quiet(train.train_convex, task, data, lam, penalty=penalty, tol=1e-7,
-                       S_init=S_init)
+    res, notes = quiet(
+        train.train_convex, task, data, lam, penalty=penalty, tol=1e-7, S_init=S_init
+    )
     if notes:
         log(f"    [convex] {notes}")
     dec = spectrum.decompose_trained(task, res.S, S0, k_test, n_test=n_test)
@@ -212,8 +228,10 @@ def part_convex(cfg, out: Path) -> None:
         arr[f"{g}.eigs"] = np.array(eigs)
         arr[f"{g}.dec"] = np.array(decs)
         dm = np.mean(decs, axis=0)
-        log(f"  convex {penalty:9s} alpha={alpha:<4g} lam={lam:<5g} d={d} e_test={dm[4]:.4f} "
-            f"(MC {dm[8]:.4f}) kept={dm[7]:.3f} {time.time() - t0:.0f} s")
+        log(
+            f"  convex {penalty:9s} alpha={alpha:<4g} lam={lam:<5g} d={d} e_test={dm[4]:.4f} "
+            f"(MC {dm[8]:.4f}) kept={dm[7]:.3f} {time.time() - t0:.0f} s"
+        )
     arr["n_runs"] = len(runs)
     arr["dec_fields"] = np.array(DEC_FIELDS)
     save(out / "spectrum_convex.npz", arr)
@@ -231,8 +249,9 @@ def part_spiked(cfg, out: Path) -> None:
     for ia, alpha in enumerate(alphas):
         t0 = time.time()
         for s in range(seeds):
-            S0, _, res, _ = run_convex(task, target, alpha, LAM, "nuclear", d,
-                                       key_for(2, ia, s), cfg["n_test"])
+            S0, _, res, _ = run_convex(
+                task, target, alpha, LAM, "nuclear", d, key_for(2, ia, s), cfg["n_test"]
+            )
             ev, U = np.linalg.eigh(res.S)
             l0, V = np.linalg.eigh(S0)
             top[ia, s] = ev[::-1][: k + 2]
@@ -240,10 +259,21 @@ def part_spiked(cfg, out: Path) -> None:
             ov[ia, s] = [(U[:, -1 - j] @ V[:, -1 - j]) ** 2 for j in range(k)]
             if s == 0:
                 eigs.append(ev)
-        log(f"  spiked alpha={alpha:<5g} d={d} top={np.round(top[ia].mean(0), 3).tolist()} "
-            f"overlap2={np.round(ov[ia].mean(0), 3).tolist()} {time.time() - t0:.0f} s")
-    save(out / "spectrum_spiked.npz", {"alpha": alphas, "top": top, "overlap2": ov,
-                                        "theta": theta, "eigs": np.array(eigs), "d": d})
+        log(
+            f"  spiked alpha={alpha:<5g} d={d} top={np.round(top[ia].mean(0), 3).tolist()} "
+            f"overlap2={np.round(ov[ia].mean(0), 3).tolist()} {time.time() - t0:.0f} s"
+        )
+    save(
+        out / "spectrum_spiked.npz",
+        {
+            "alpha": alphas,
+            "top": top,
+            "overlap2": ov,
+            "theta": theta,
+            "eigs": np.array(eigs),
+            "d": d,
+        },
+    )
 
 
 def part_adam(cfg, out: Path) -> None:
@@ -255,22 +285,40 @@ def part_adam(cfg, out: Path) -> None:
     S0 = np.asarray(target.sample(k_s0, d))
     data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
     lam_W = LAM / math.sqrt(p / d)  # weight decay on W = nuclear penalty lam on S
-    res, notes = quiet(train.train_factorized, k_init, task, data, p, lam_W,
-                       steps=cfg["adam_steps"], learning_rate=0.02, decay=0.01,
-                       dtype=jax.numpy.float64)
+    res, notes = quiet(
+        train.train_factorized,
+        k_init,
+        task,
+        data,
+        p,
+        lam_W,
+        steps=cfg["adam_steps"],
+        learning_rate=0.02,
+        decay=0.01,
+        dtype=jax.numpy.float64,
+    )
     if notes:
         log(f"    [adam] {notes}")
     conv, _ = quiet(train.train_convex, task, data, LAM, tol=1e-8)
     W = np.asarray(res.W, float)
     sv = np.linalg.svd(W / math.sqrt(d), compute_uv=False)
     gap = float(np.linalg.norm(res.S - conv.S) / np.linalg.norm(conv.S))
-    log(f"  adam d={d} p={p} alpha={alpha} steps={res.n_steps} |S_adam - S_convex|/|S_convex|"
-        f"={gap:.2e} {time.time() - t0:.0f} s")
-    save(out / "spectrum_adam.npz", {
-        "d": d, "p": p, "alpha": alpha, "sv": np.sort(sv),
-        "eigs_adam": np.linalg.eigvalsh(res.S), "eigs_convex": np.linalg.eigvalsh(conv.S),
-        "rel_dist": gap,
-    })
+    log(
+        f"  adam d={d} p={p} alpha={alpha} steps={res.n_steps} |S_adam - S_convex|/|S_convex|"
+        f"={gap:.2e} {time.time() - t0:.0f} s"
+    )
+    save(
+        out / "spectrum_adam.npz",
+        {
+            "d": d,
+            "p": p,
+            "alpha": alpha,
+            "sv": np.sort(sv),
+            "eigs_adam": np.linalg.eigvalsh(res.S),
+            "eigs_convex": np.linalg.eigvalsh(conv.S),
+            "rel_dist": gap,
+        },
+    )
 
 
 PARTS = {"theory": part_theory, "convex": part_convex, "spiked": part_spiked, "adam": part_adam}
@@ -286,8 +334,17 @@ def main(argv=None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     meta_path = args.out / "spectrum_meta.json"
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    meta.update({"kappa0": KAPPA0, "noise": NOISE, "lam": LAM, "spikes": list(SPIKES),
-                 "seed": SEED, "config": cfg, "attnlib": attnlib.__version__})
+    meta.update(
+        {
+            "kappa0": KAPPA0,
+            "noise": NOISE,
+            "lam": LAM,
+            "spikes": list(SPIKES),
+            "seed": SEED,
+            "config": cfg,
+            "attnlib": attnlib.__version__,
+        }
+    )
     meta.setdefault("seconds", {})
     for name in args.part or list(PARTS):
         log(f"[{name}]")
