@@ -531,8 +531,16 @@ def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPo
     if some QMC problem finds a lower minimum than its warm-started one, the
     iteration goes on from there (the SE needs the global prox minimum).
     """
+    # Anderson mixing acts on y = (m / Q0, log(q / Q0), log v): comparable scales, and v
+    # (which spans orders of magnitude at small lam) stays positive.
+    def to_y(x):
+        return np.array([x[0] / Q0, math.log(x[1] / Q0), math.log(x[2])])
+
+    def to_x(y):
+        return np.array([y[0] * Q0, Q0 * math.exp(min(y[1], 50.0)), math.exp(min(y[2], 50.0))])
+
     x = x0.copy()
-    hist_x, hist_r = [], []
+    hist_y, hist_r = [], []
     best = None
     n_iter = 0
     residual = math.inf
@@ -546,19 +554,20 @@ def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPo
             fx, o, i = F(x)
         except _Invalid as err:
             fail_msg = str(err)
-            hist_x, hist_r = [], []
+            hist_y, hist_r = [], []
             if last_good is None:
                 # shrink v and move towards a safer point
                 x = np.array([x[0] * 0.5, x[1], x[2] * 0.5])
                 continue
             step *= 0.5
-            x = last_good[0] + step * (last_good[1] - last_good[0])
+            y0, fy0 = last_good
+            x = to_x(y0 + step * (fy0 - y0))
             continue
-        r = fx - x
         residual = _relres(x, fx)
         if best is None or residual < best[0]:
             best = (residual, x.copy(), o, i)
-        last_good = (x.copy(), fx.copy())
+        y, fy = to_y(x), to_y(fx)
+        last_good = (y, fy)
         if residual < tol:
             # confirm with a multi-start prox (global minimum) before accepting: if some
             # problems find a lower minimum from the cold starts, continue from there
@@ -567,33 +576,34 @@ def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPo
                 n_iter += 1
                 if out_eval.n_better > 0:
                     residual = _relres(x, fx2)
-                    x = x + beta * (fx2 - x)
-                    hist_x, hist_r = [], []
+                    x = to_x(y + beta * (to_y(fx2) - y))
+                    hist_y, hist_r = [], []
                     continue
             converged = True
             best = (residual, x.copy(), o, i)
             break
+        r = fy - y
         step = min(beta, 2 * step) if step < beta else beta
-        hist_x.append(x.copy())
-        hist_r.append(r.copy())
-        if len(hist_x) > anderson + 1:
-            hist_x.pop(0)
+        hist_y.append(y)
+        hist_r.append(r)
+        if len(hist_y) > anderson + 1:
+            hist_y.pop(0)
             hist_r.pop(0)
-        x_new = x + step * r
-        if anderson > 0 and len(hist_x) >= 2:
-            dX = np.diff(np.array(hist_x), axis=0).T
+        y_new = y + step * r
+        if anderson > 0 and len(hist_y) >= 2:
+            dY = np.diff(np.array(hist_y), axis=0).T
             dR = np.diff(np.array(hist_r), axis=0).T
             gamma, *_ = np.linalg.lstsq(dR, r, rcond=None)
-            x_aa = x + step * r - (dX + step * dR) @ gamma
-            if _valid(x_aa, Q0):
-                x_new = x_aa
+            y_aa = y + step * r - (dY + step * dR) @ gamma
+            if np.all(np.isfinite(y_aa)) and _valid(to_x(y_aa), Q0):
+                y_new = y_aa
             else:
-                hist_x, hist_r = hist_x[-1:], hist_r[-1:]
+                hist_y, hist_r = hist_y[-1:], hist_r[-1:]
+        x_new = to_x(y_new)
         if not _valid(x_new, Q0):
-            x_new = x + 0.5 * step * r
+            x_new = to_x(y + 0.5 * step * r)
             if not _valid(x_new, Q0):
-                x_new = x.copy()
-                x_new[2] *= 1.5
+                x_new = fx.copy()
         x = x_new
 
     return _FixedPoint(best, converged, n_iter, fail_msg)

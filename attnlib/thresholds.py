@@ -20,7 +20,11 @@ Thresholds (all in the limit ``d -> infinity``, ``lam -> 0+``):
   ``delta`` from the free-probability formulas of the state evolution, for any
   target spectrum; :func:`perfect_recovery_bayes` is the information-theoretic
   (Bayes-optimal) count ``(kappa0 - kappa0^2 / 2) / m_eff`` for comparison.
-- :func:`interpolation`: largest ``alpha`` at which noisy labels are fitted exactly.
+- :func:`interpolation`: largest ``alpha`` at which noisy labels are fitted exactly,
+  for noise-dominated labels (``1/(4 m_eff)``; exact for ``S0 = 0``). With a PSD
+  target the threshold grows as the noise shrinks, up to
+  :func:`interpolation_small_noise` (``Delta -> 0+``); :func:`interpolation_se`
+  computes it at the task's noise from the state evolution.
 - :func:`minimal_width`: rank fraction of the convex minimiser (state evolution).
 """
 
@@ -42,6 +46,9 @@ __all__ = [
     "perfect_recovery_se",
     "recovery_mse_ratio",
     "interpolation",
+    "tangent_cone_dimension",
+    "interpolation_small_noise",
+    "interpolation_se",
     "minimal_width",
 ]
 
@@ -333,43 +340,50 @@ def _labels_leave_range(task: Task) -> bool:
 
 
 def interpolation(task: Task, kappa: float | None = None, penalty: str = "nuclear") -> float:
-    r"""Interpolation threshold: largest ``alpha`` at which noisy labels are fitted exactly.
+    r"""Interpolation threshold for noise-dominated labels: ``1/(4 m_eff)`` (nuclear + PSD).
 
-    Limit ``d -> infinity`` then ``lam -> 0+``, labels with noise on the logits (any
-    task) or a linear task. A training loss of zero means ``h_mu(S) = h0_mu + noise``
-    on every sequence (softmax: up to the lost shift), i.e. ``M = n m_eff = alpha
-    m_eff d^2`` generic linear equations ``A(S) = y`` in the ``N = d^2 / 2``
-    dimensional space of symmetric matrices.
+    Largest ``alpha`` at which the training loss reaches zero (``d -> infinity``,
+    then ``lam -> 0+``) when the labels carry no usable signal: exact for a zero
+    target ``S0 = 0`` at any noise level, and the limit of the true threshold when
+    the noise variance is large compared with ``Q0``. For a non-zero PSD target the
+    threshold depends on the noise: see :func:`interpolation_small_noise` (the
+    other end of the range) and :func:`interpolation_se` (the exact value).
+
+    Derivation. A training loss of zero means ``h_mu(S) = h0_mu + noise`` on every
+    sequence (softmax: up to the lost global shift), i.e. ``M = n m_eff =
+    alpha m_eff d^2`` linear equations ``A(S - S0) = e`` in the ``N = d^2/2``
+    dimensional space of symmetric matrices, with ``e`` the label noise.
 
     - ``penalty="frobenius"`` (direct ``S``, no constraint): solvable iff ``M < N``,
-      so ``alpha_interp = 1 / (2 m_eff)``.
-    - ``penalty="nuclear"``, ``kappa=None`` (convex problem over the PSD cone ``C``):
-      solvable iff the null space of ``A`` (dimension ``N - M``, uniformly oriented
-      for Gaussian-like sensing) meets the interior of ``C`` -- then a large
-      multiple of that null direction added to any solution makes it PSD, so every
-      ``y`` is reached; otherwise ``A(C)`` is a proper cone that generic noisy
-      labels miss. By the approximate kinematic formula (Amelunxen et al. 2014) a
-      random subspace of dimension ``N - M`` meets ``C`` iff ``N - M + delta(C) > N``,
-      with ``delta(C) = N / 2 = d^2 / 4`` for the self-dual PSD cone. Hence
-      ``alpha_interp = 1 / (4 m_eff)``. The same number follows from the state
-      evolution: the training loss vanishes as ``lam -> 0+`` iff ``a_hat -> 0``,
-      i.e. the ``v -> infinity`` branch, which exists below ``1/(4 m_eff)``.
+      so ``alpha_interp = 1 / (2 m_eff)``, whatever the target and the noise.
+    - ``penalty="nuclear"``, ``kappa=None`` (convex problem, ``S`` in the PSD cone
+      ``C``): ``A(S - S0) = e`` with ``S - S0`` in ``C - S0``. By Gordon's
+      comparison (CGMT) for Gaussian-like sensing, a solution exists iff
+      ``sup_r [w(r)^2 - ||e||^2 / r^2] > M``, where ``w(r)^2`` is the squared
+      Gaussian width of ``(C - S0) / r`` intersected with the unit sphere. ``w(r)``
+      decreases from the statistical dimension of the tangent cone
+      ``T_C(S0)`` (``r -> 0``) to that of ``C`` itself (``r -> infinity``;
+      ``delta(C) = N/2 = d^2/4`` for the self-dual PSD cone). Noise-dominated labels
+      (``||e|| -> infinity``) need ``r -> infinity``: ``alpha_interp = 1/(4 m_eff)``.
+      With ``S0 = 0``, ``C - S0 = C`` and this holds at every noise level. (Zero
+      noise gives the other end, :func:`interpolation_small_noise`.)
     - ``penalty="nuclear"`` with a factorised width ``kappa < 1``: the rank
       ``<= kappa d`` PSD matrices form a manifold of dimension
       ``kappa d^2 - (kappa d)^2 / 2 = d^2 (kappa - kappa^2/2)``, so the dimension
-      count predicts ``alpha_interp = min(1/4, kappa - kappa^2/2) / m_eff``
-      (a count, not a theorem: it assumes the generic equations can be met on the
-      manifold whenever its dimension exceeds their number, and the cone bound
-      applies as well).
+      count predicts ``alpha_interp = min(1/4, kappa - kappa^2/2) / m_eff`` for
+      noise-dominated labels (a count, not a theorem: it assumes generic equations
+      can be met on the manifold whenever its dimension exceeds their number).
+
+    Checked by simulation (tests): ``train_convex`` at ``lam -> 0`` fits pure-noise
+    labels at ``0.7 alpha_interp`` and not at ``1.3 alpha_interp`` (linear ``T = 1``
+    and seq2seq ``T = 2``, ``d = 40``).
 
     Noise placement. With ``noise_on="outputs"`` on a non-linear task the labels
     ``g(h0) + sqrt(Delta) xi`` leave the range of ``g`` (for softmax seq2seq the
     ``T^2`` outputs of ``g`` lie on a ``K - 1`` dimensional manifold of row-stochastic
     matrices; for the softmax readouts the range is bounded), so a positive fraction
     of the sequences cannot be fitted and the training loss stays positive at every
-    ``alpha``: the function returns ``0.0``. Noise-free labels are fitted by ``S0``
-    itself at any ``alpha``; the returned value is then the threshold for generic
-    (noisy) labels of the same task.
+    ``alpha``: the function returns ``0.0``.
 
     Args:
       task: the task (gives ``m_eff`` and the noise placement).
@@ -389,6 +403,95 @@ def interpolation(task: Task, kappa: float | None = None, penalty: str = "nuclea
         return 1.0 / (2.0 * task.m_eff)
     dim = 0.25 if kappa is None else min(0.25, kappa - kappa * kappa / 2)
     return dim / task.m_eff
+
+
+def tangent_cone_dimension(kappa0: float) -> float:
+    r"""Statistical dimension over ``d^2`` of the tangent cone of the PSD cone at a PSD
+    matrix of rank ``kappa0 d``: ``kappa0 - kappa0^2/2 + (1 - kappa0)^2 / 4``.
+
+    The tangent cone is ``{D symmetric : P D P PSD}`` with ``P`` the projector on the
+    null space of ``S0``: a linear space (the range block, ``kappa0^2 d^2 / 2``, and
+    the off-diagonal block, ``kappa0 (1 - kappa0) d^2``) times a PSD cone of size
+    ``(1 - kappa0) d`` (half its dimension, ``(1 - kappa0)^2 d^2 / 4``).
+    """
+    k = _checks.in_interval("kappa0", kappa0, 0.0, 1.0)
+    return k - k * k / 2 + (1 - k) ** 2 / 4
+
+
+def interpolation_small_noise(task: Task, target) -> float:
+    r"""Interpolation threshold for vanishing label noise, ``Delta -> 0+`` (nuclear + PSD).
+
+    With ``||e|| -> 0`` the comparison of :func:`interpolation` is decided at
+    ``r -> 0``, where ``(C - S0)/r`` becomes the tangent cone ``T_C(S0)``:
+    ``alpha = tangent_cone_dimension(kappa0) / m_eff`` (``0.4375`` for the linear
+    ``T = 1`` task and ``kappa0 = 1/2``). For ``0 < Delta < infinity`` the threshold lies
+    between :func:`interpolation` and this value and decreases with ``Delta``
+    (:func:`interpolation_se`). It exceeds :func:`perfect_recovery`, since the
+    descent cone of the trace at ``S0`` is contained in ``T_C(S0)``.
+    """
+    task = _check_task(task)
+    _check_psd_target(target)
+    if _labels_leave_range(task):
+        return 0.0
+    return tangent_cone_dimension(_target_kappa0(target)) / task.m_eff
+
+
+def interpolation_se(
+    task: Task,
+    target,
+    *,
+    lam: float = 1e-6,
+    rel_loss: float = 1e-5,
+    xtol: float = 2e-3,
+    **se_kwargs,
+) -> float:
+    r"""Interpolation threshold at the task's noise level, from the state evolution.
+
+    Bisection in ``alpha`` between :func:`interpolation` and
+    :func:`interpolation_small_noise` (slightly widened) on the criterion
+    ``train_loss < rel_loss * test_error_noisy`` of ``se.solve(task, target, alpha, lam)``:
+    below the threshold the training loss vanishes as ``lam -> 0+`` (like ``lam^2``),
+    above it stays of the order of the noise. ``xtol`` is the relative width of the
+    final bracket; each step is one state-evolution solve (seconds), so expect
+    about a minute. Extra keyword arguments go to :func:`attnlib.se.solve`.
+    """
+    import warnings
+
+    from attnlib import se
+
+    task = _check_task(task)
+    _check_psd_target(target)
+    lam = _checks.positive("lam", lam)
+    rel_loss = _checks.positive("rel_loss", rel_loss)
+    xtol = _checks.positive("xtol", xtol)
+    if _labels_leave_range(task):
+        return 0.0
+    if task.noise == 0.0:
+        raise ValueError("interpolation_se needs noisy labels (task.noise > 0)")
+
+    def fits(alpha):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            r = se.solve(task, target, alpha, lam, **se_kwargs)
+        return r.train_loss < rel_loss * max(r.test_error_noisy, 1e-300)
+
+    lo = 0.95 * interpolation(task)
+    hi = 1.02 * interpolation_small_noise(task, target)
+    if not fits(lo) or fits(hi):
+        warnings.warn(
+            "interpolation_se: the state evolution does not bracket the threshold between "
+            f"{lo:.4g} and {hi:.4g}; returning the nearer end",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return lo if not fits(lo) else hi
+    while hi - lo > xtol * lo:
+        mid = 0.5 * (lo + hi)
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
 
 
 def minimal_width(task: Task, target, alpha: float, lam: float, **se_kwargs) -> float:

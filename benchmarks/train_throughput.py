@@ -35,8 +35,8 @@ from attnlib import targets, tasks, train
 from attnlib.train import _optax_chunk, _optimizer
 
 D, T, ALPHA = 100, 2, 1.0
-CHUNK = 50  # Adam steps per timed call
-REPEATS = 7
+CHUNK = 10  # Adam steps per timed call
+REPEATS = 15
 
 
 def best_time(fn, repeats=REPEATS):
@@ -87,7 +87,7 @@ def main():
     rate_step = flops_step / t_step
     rate_mm = flops_mm / t_mm
     # the same steps through the public entry point (host loop, checks, final float64 loss)
-    steps = 4 * CHUNK
+    steps = 20 * CHUNK
     kwargs = dict(steps=steps, chunk=CHUNK, tol=0.0, learning_rate=0.05)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # tol = 0: "did not converge"

@@ -95,6 +95,17 @@ def test_factorized_preactivations_equal_direct():
     )
 
 
+@pytest.mark.parametrize("T", [1, 2, 3, 10])
+def test_fast_preactivations_equal_tasks_preactivations(T):
+    """The solvers' pair-product pre-activations (unrolled for T <= 8, einsum above)."""
+    d = 6
+    X = jax.random.normal(jax.random.PRNGKey(T), (13, T, d))
+    S = jnp.asarray(_sym_random(jax.random.PRNGKey(0), d))
+    np.testing.assert_allclose(
+        train._preacts(X, S), tasks.preactivations(X, S), rtol=1e-12, atol=1e-12
+    )
+
+
 @pytest.mark.parametrize("task", SMALL_TASKS, ids=lambda t: f"{t.name}-T{t.T}")
 def test_weight_decay_is_trace_penalty(task):
     """sum loss + lam_W ||W||^2 = nuclear objective at S = W W^T/sqrt(pd), lam = sqrt(p/d) lam_W."""
@@ -429,6 +440,7 @@ def _bad_calls():
         ("lam", lambda: train.objective(task, data, S, -0.1)),
         ("penalty", lambda: train.objective(task, data, S, 0.1, penalty="l1")),
         ("S", lambda: train.objective(task, data, np.eye(5), 0.1)),
+        ("S", lambda: train.objective(task, data, np.triu(np.ones((6, 6))), 0.1)),
         ("data.X", lambda: train.train_convex(task, nan_data, 0.1)),
         ("data.Y", lambda: train.train_convex(task, short_Y, 0.1)),
         ("data.X", lambda: train.train_convex(task, lin_data, 0.1)),

