@@ -24,13 +24,19 @@ increasingly onto the support of ``rho_R``, where ``v(u) > 0`` solves
 
 The edges of ``rho_R`` are ``H(u)`` at the boundary points of ``U`` (``F(u, 0) = 1/Delta``),
 and each connected piece of the support carries the ``mu``-mass of the matching
-piece of ``U``. The curve parameter ``u`` is smooth across square-root edges, so a
-cosine substitution in ``u`` gives spectrally accurate quadrature (``deformed_spectrum``).
+piece of ``U``. The curve parameter ``u`` is smooth across square-root edges.
 
 A target enters through its limiting measure: the Wishart family through its
-algebraic Stieltjes transform, every other target through the atoms of
-``target.measure(n_atoms)``; isolated eigenvalues of the target (spikes) are
-handled by :func:`outliers`.
+algebraic Stieltjes transform (implemented here with the branch cut exactly on the
+Marchenko-Pastur support, so that it is also valid on the real axis; it equals
+``Wishart.stieltjes`` off the axis), every other target through the atoms of
+``target.measure(n_atoms)`` (an atomic measure: for small ``Delta`` isolated atoms
+become separate small bumps of ``rho_R``). Isolated eigenvalues of the target
+(spikes) are handled by :func:`outliers`.
+
+Quadrature (:func:`deformed_spectrum`): on each support interval, ``u = mid + half
+cos(theta)`` and adaptive Gauss-Kronrod (7-15) panels in ``theta``, graded towards
+near-singular points (hard edges, closing gaps) and cut at user breakpoints.
 
 References: P. Biane, "On the free convolution with a semi-circular distribution",
 Indiana Univ. Math. J. 46 (1997); M. Capitaine, C. Donati-Martin, D. Feral, M. Fevrier,
@@ -898,12 +904,14 @@ def deformed_spectrum(
     g_mid = np.empty(n_grp)
     g_half = np.empty(n_grp)
     g_mass = np.empty(n_grp)
+    g_eps = np.empty(n_grp)
     p_grp, p_a, p_b = [], [], []
     for j, (g0, g1) in enumerate(groups):
         ua, ub = comp.u_lo[g0], comp.u_hi[g1]
         mid, half = 0.5 * (ua + ub), 0.5 * (ub - ua)
         g_mid[j], g_half[j] = mid, half
         g_mass[j] = float(np.sum(comp.mass[g0 : g1 + 1]))
+        g_eps[j] = 30 * np.finfo(float).eps * max(abs(ua), abs(ub)) / max(half, _TINY)
         n_init = max(1, int(math.ceil(n_nodes * g_mass[j] / 15)))
         th_cuts = list(np.linspace(0.0, math.pi, n_init + 1))
         inner = bps[(bps > comp.x_lo[g0]) & (bps < comp.x_hi[g1])]
@@ -949,17 +957,20 @@ def deformed_spectrum(
             + np.abs(np.sum(dw * i1 * xs, axis=1)) / (1 + np.max(np.abs(xs), axis=1))
             + np.abs(np.sum(dw * i1 * hs, axis=1)) / (1 + np.max(np.abs(hs), axis=1))
         )
-        allowed = tol * g_mass[p_grp] * (p_b - p_a) / math.pi
-        # rounding floor of the panel sums (a panel cannot do better than this)
+        # tolerance, raised to the rounding level of u = mid + half cos(theta) for narrow
+        # intervals far from 0 (u - t then carries a relative error eps |u| / half)
+        allowed = np.maximum(tol, g_eps[p_grp]) * g_mass[p_grp] * (p_b - p_a) / math.pi
         floor = (
             1e-14
             * np.sum(np.abs(_KWEIGHTS[None, :] * ph[:, None] * i1), axis=1)
             * (1 + np.max(np.abs(hs), axis=1) * Delta)
         )
-        ok = (err <= np.maximum(allowed, floor)) | (level == max_levels) | (ph < 1e-13)
-        if level == max_levels and not np.all(err <= np.maximum(allowed, floor)):
+        n_next = 2 * np.count_nonzero(err > np.maximum(allowed, floor))
+        last = level == max_levels or n_next > 20000  # at most 300000 new nodes per level
+        ok = (err <= np.maximum(allowed, floor)) | last | (ph < 1e-10)
+        if last and not np.all(err <= np.maximum(allowed, floor)):
             warnings.warn(
-                f"deformed_spectrum: adaptive quadrature reached max_levels at Delta={Delta:g} "
+                f"deformed_spectrum: adaptive quadrature stopped refining at Delta={Delta:g} "
                 f"(largest panel error {np.max(err - allowed):.2e} above tolerance)",
                 RuntimeWarning,
                 stacklevel=2,

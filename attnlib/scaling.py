@@ -247,9 +247,11 @@ class SpectralSummary(NamedTuple):
     """Large-``d`` quantities of ``F(R)``, ``R = S0 + sqrt(Delta) W_goe``, ``f(x) = (c x - tau)_+``.
 
     ``mse = ||F(R) - S0||_F^2 / d`` (Stein form, no cancellation between ``O(1)`` terms),
-    ``div = div F / d^2 = int rho_R f h_R``, ``rank_fraction`` (mass above ``tau / c``),
-    ``fractions`` (per mode, decreasing eigenvalue order): ``phi_k``, the fraction of
-    mode ``k``'s spectral component above ``tau / c``.
+    ``div = div F / d^2 = int rho_R f h_R``, ``rank_fraction`` (mass above ``tau / c``);
+    per mode (decreasing eigenvalue order): ``fractions`` ``phi_k``, the fraction of
+    mode ``k``'s spectral component above ``tau / c`` (the limit of
+    ``||P_+ P_k||_F^2 / Tr P_k``), and ``strengths``, the learned part of the mode,
+    ``Tr(P_k F(R)) / Tr(P_k S0)``.
     """
 
     Delta: float
@@ -258,6 +260,7 @@ class SpectralSummary(NamedTuple):
     div: float
     rank_fraction: float
     fractions: np.ndarray
+    strengths: np.ndarray
 
 
 def spectral_summary(
@@ -293,19 +296,22 @@ def spectral_summary(
     v = np.pi * Delta * rho[above]
     share = pi_k[None, :] * Delta / ((u[:, None] - lam_k[None, :]) ** 2 + v[:, None] ** 2)
     fractions = np.clip((w[above] @ share) / pi_k, 0.0, 1.0)
-    return SpectralSummary(Delta, t, mse, div, float(np.sum(w[above])), fractions)
+    strengths = ((w[above] * f[above]) @ share) / (pi_k * lam_k)
+    return SpectralSummary(Delta, t, mse, div, float(np.sum(w[above])), fractions, strengths)
 
 
 class RecoveredModes(NamedTuple):
     """Which modes are learned.
 
     ``count``: number of modes with ``fractions > level``; ``fractions`` (``n_modes``,
-    decreasing eigenvalue order): learned fraction ``phi_k`` of each mode;
+    decreasing eigenvalue order): learned fraction ``phi_k`` of each mode (share of its
+    eigenspace inside the range of ``S_hat``); ``strengths``: ``Tr(P_k S_hat) / Tr(P_k S0)``;
     ``threshold``: ``tau / c`` (theory) or the eigenvalue cut used (trained); ``level``.
     """
 
     count: int
     fractions: np.ndarray
+    strengths: np.ndarray
     threshold: float
     level: float
 
@@ -323,7 +329,9 @@ def recovered_modes(target, se_result, *, level: float = 0.5, n_nodes: int = 400
     if getattr(se_result, "penalty", "nuclear") != "nuclear":
         raise ValueError("recovered_modes needs the nuclear penalty (a threshold tau / c)")
     s = spectral_summary(target, se_result.Delta_eff, se_result.tau, se_result.c, n_nodes=n_nodes)
-    return RecoveredModes(int(np.sum(s.fractions > level)), s.fractions, s.threshold, level)
+    return RecoveredModes(
+        int(np.sum(s.fractions > level)), s.fractions, s.strengths, s.threshold, level
+    )
 
 
 def recovered_modes_trained(
@@ -345,21 +353,25 @@ def recovered_modes_trained(
     if S0.shape != (d, d):
         raise ValueError(f"S0 must be square, got shape {S0.shape}")
     lam_k, _ = _modes_of(target)
+    S_hat = (S_hat + S_hat.T) / 2
     e0, U0 = np.linalg.eigh((S0 + S0.T) / 2)
     cand = np.concatenate([lam_k, [0.0]])
     lab = np.argmin(np.abs(e0[:, None] - cand[None, :]), axis=1)
-    e1, U1 = np.linalg.eigh((S_hat + S_hat.T) / 2)
+    e1, U1 = np.linalg.eigh(S_hat)
     top = float(np.max(np.abs(e1))) if e1.size else 0.0
     cut = rtol * top
     Up = U1[:, e1 > cut]
     proj = (Up.T @ U0) ** 2  # (n_kept, d): squared overlaps
     col = proj.sum(axis=0)
+    diag = np.einsum("ij,ik,kj->j", U0, S_hat, U0)  # u_i^T S_hat u_i
     fr = np.full(lam_k.size, np.nan)
+    st = np.full(lam_k.size, np.nan)
     for k in range(lam_k.size):
         sel = lab == k
         if sel.any():
             fr[k] = float(col[sel].mean())
-    return RecoveredModes(int(np.sum(fr > level)), fr, cut, level)
+            st[k] = float(diag[sel].mean() / lam_k[k])
+    return RecoveredModes(int(np.sum(fr > level)), fr, st, cut, level)
 
 
 # ----------------------------------------------------------------------------

@@ -531,13 +531,18 @@ def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPo
     if some QMC problem finds a lower minimum than its warm-started one, the
     iteration goes on from there (the SE needs the global prox minimum).
     """
-    # Anderson mixing acts on y = (m / Q0, log(q / Q0), log v): comparable scales, and v
-    # (which spans orders of magnitude at small lam) stays positive.
+    # Anderson mixing acts on y = (atanh(rho), log(q / Q0), log v) with the correlation
+    # rho = m / sqrt(q Q0): every y is a valid point (q, v > 0, |rho| < 1), scales are
+    # comparable, and the approach to perfect recovery (rho -> 1) and the large v of
+    # small lam are resolved on a log scale.
     def to_y(x):
-        return np.array([x[0] / Q0, math.log(x[1] / Q0), math.log(x[2])])
+        rho = np.clip(x[0] / math.sqrt(x[1] * Q0), -1 + 1e-15, 1 - 1e-15)
+        return np.array([math.atanh(rho), math.log(x[1] / Q0), math.log(x[2])])
 
     def to_x(y):
-        return np.array([y[0] * Q0, Q0 * math.exp(min(y[1], 50.0)), math.exp(min(y[2], 50.0))])
+        y = np.clip(y, -40.0, 40.0)
+        q = Q0 * math.exp(y[1])
+        return np.array([math.tanh(y[0]) * math.sqrt(q * Q0), q, math.exp(y[2])])
 
     x = x0.copy()
     hist_y, hist_r = [], []

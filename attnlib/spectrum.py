@@ -559,7 +559,7 @@ def optimal_scale(task, Q0: float, m: float, q: float) -> tuple[float, float]:
         c = max(m, 0.0) / q
         return c, e(c)
     ref = max(abs(m) / q, 1e-3)
-    grid = np.unique(np.concatenate([[0.0, 1.0], ref * np.geomspace(1e-2, 1e2, 41)]))
+    grid = np.unique(np.concatenate([[0.0, 1.0], ref * np.geomspace(0.05, 20.0, 27)]))
     vals = np.array([e(c) for c in grid])
     i = int(np.argmin(vals))
     best_c, best_e = float(grid[i]), float(vals[i])

@@ -100,8 +100,9 @@ def test_spectral_summary_matches_sampled_matrices():
     mse = np.sum((F - S0) ** 2) / d
     assert math.isclose(th.mse, mse, rel_tol=0.03)
     assert math.isclose(th.rank_fraction, np.mean(e > tau), abs_tol=0.01)
-    fr = scaling.recovered_modes_trained(F, S0, tg).fractions
-    np.testing.assert_allclose(th.fractions, fr, atol=0.02)
+    rm = scaling.recovered_modes_trained(F, S0, tg)
+    np.testing.assert_allclose(th.fractions, rm.fractions, atol=0.02)
+    np.testing.assert_allclose(th.strengths, rm.strengths, atol=0.02)
     # the group fractions are not trivial here: some modes are partly kept
     assert np.any((th.fractions > 0.05) & (th.fractions < 0.95))
 
