@@ -132,9 +132,15 @@ class Wishart(Target):
         # Marchenko-Pastur law of ratio c = kappa0 (unit variance): invert its CDF numerically.
         c = self.kappa0
         lo, hi = (1 - np.sqrt(c)) ** 2, (1 + np.sqrt(c)) ** 2
-        x = np.linspace(lo, hi, 20001)
-        dens = np.sqrt(np.clip((hi - x) * (x - lo), 0, None)) / (2 * np.pi * c * x)
-        cdf = np.concatenate([[0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(x))])
+        # x = lo + (hi - lo)(1 - cos t)/2 turns the square-root edges (and the 1/sqrt(x)
+        # divergence at lo = 0 when c = 1) into a smooth integrand in t.
+        t = np.linspace(0.0, np.pi, 20001)
+        x = lo + (hi - lo) * (1 - np.cos(t)) / 2
+        num = (hi - lo) ** 2 * np.sin(t) ** 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            dens_dt = num / (8 * np.pi * c * x)
+        dens_dt[0] = hi / (2 * np.pi * c) if lo == 0 else 0.0
+        cdf = np.concatenate([[0], np.cumsum((dens_dt[1:] + dens_dt[:-1]) / 2 * np.diff(t))])
         cdf /= cdf[-1]
         return np.interp(u, cdf, x)
 
