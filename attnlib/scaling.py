@@ -133,7 +133,10 @@ class PowerLawModes(Target):
 
     @property
     def r(self) -> float:
-        """Counting exponent ``r = (1 - share_exponent) / gamma``: ``sum_{lambda_k > t} pi_k ~ t^{-r}``."""
+        """Counting exponent ``r = (1 - share_exponent) / gamma``.
+
+        The rank fraction of the modes above ``t`` grows like ``t^{-r}``.
+        """
         return (1.0 - self.share_exponent) / self.gamma
 
     def mode_weights(self) -> np.ndarray:
@@ -143,7 +146,7 @@ class PowerLawModes(Target):
         return self.kappa0 * w / w.sum()
 
     def mode_eigenvalues(self) -> np.ndarray:
-        """``lambda_k = A k^{-gamma}`` (``n_modes``,), decreasing, with ``sum pi_k lambda_k^2 = 1``."""
+        """``lambda_k = A k^{-gamma}`` (``n_modes``,), decreasing; ``sum pi_k lambda_k^2 = 1``."""
         k = np.arange(1, self.n_modes + 1, dtype=float)
         shape = k ** (-float(self.gamma))
         A = 1.0 / math.sqrt(float(np.sum(self.mode_weights() * shape**2)))
@@ -189,12 +192,12 @@ class PowerLawModes(Target):
     def sample(self, key, d):
         """``S0 = O diag(sample_eigenvalues(d)) O^T`` with ``O = haar_orthogonal(key, d)``."""
         lam = jnp.asarray(self.sample_eigenvalues(d))
-        O = haar_orthogonal(key, d)
-        S = (O * lam[None, :]) @ O.T
+        U = haar_orthogonal(key, d)
+        S = (U * lam[None, :]) @ U.T
         return (S + S.T) / 2
 
     def measure(self, n_atoms: int = 4000) -> SpectralMeasure:
-        """The exact limiting measure (``n_atoms`` is ignored): ``pi_k`` at ``lambda_k``, rest at 0."""
+        """The exact limit (``n_atoms`` is ignored): ``pi_k`` at ``lambda_k``, the rest at 0."""
         atoms = self.mode_eigenvalues()[::-1]
         weights = self.mode_weights()[::-1]
         if self.kappa0 < 1.0:
@@ -287,7 +290,9 @@ def spectral_summary(
         spec = rmt.deformed_spectrum(target, Delta, n_nodes, breakpoints=(t,))
     except IndexError:  # TEMPORARY: rmt's breakpoint handling is being fixed
         spec = rmt.deformed_spectrum(target, Delta, n_nodes)
-    x, w, rho, h = (np.asarray(a, dtype=float) for a in (spec.x, spec.w, spec.density, spec.hilbert))
+    x, w, rho, h = (
+        np.asarray(a, dtype=float) for a in (spec.x, spec.w, spec.density, spec.hilbert)
+    )
     f = np.maximum(c * x - tau, 0.0)
     div = float(np.sum(w * f * h))
     mse = float(np.sum(w * (f - x) ** 2) + 4.0 * Delta * div - Delta)
@@ -385,21 +390,38 @@ class PowerLawFit(NamedTuple):
     Error model: ``log y_i = log C - exponent log x_i + eps_i`` with i.i.d. centred
     ``eps_i`` of unknown variance ``s^2``, estimated from the residuals with ``n - 2``
     degrees of freedom; ``stderr = s / sqrt(sum_i (log x_i - mean log x)^2)`` is the
-    ordinary-least-squares standard error of the slope. For a deterministic curve
-    (state evolution) the residuals measure its departure from a pure power law
-    (steps where modes enter, curvature at the ends of the window), so ``stderr``
-    states how well one exponent describes the curve over the fitted range.
+    ordinary-least-squares standard error of the slope. A deterministic curve (state
+    evolution) is not a pure power law: it has steps where modes enter (correlated
+    residuals) and a slowly drifting local slope (corrections to scaling at the ends of
+    the window). ``drift`` measures the latter: half the difference between the
+    exponents fitted on the first and on the second half of the points (``0`` for fewer
+    than 6 points). ``uncertainty = sqrt(stderr^2 + drift^2)`` is the error bar to
+    compare a derived exponent with.
 
-    Attributes: ``exponent``, ``stderr``, ``prefactor`` (``C``), ``n`` (points),
-    ``log_residual_rms`` (``s``), ``x_range`` (``(min x, max x)``).
+    Attributes: ``exponent``, ``stderr``, ``drift``, ``uncertainty``, ``prefactor`` (``C``),
+    ``n`` (points), ``log_residual_rms`` (``s``), ``x_range`` (``(min x, max x)``).
     """
 
     exponent: float
     stderr: float
+    drift: float
+    uncertainty: float
     prefactor: float
     n: int
     log_residual_rms: float
     x_range: tuple
+
+
+def _ols(lx, ly):
+    mx = lx.mean()
+    sxx = float(np.sum((lx - mx) ** 2))
+    if sxx <= 0:
+        raise ValueError("x must take at least two distinct values in the window")
+    slope = float(np.sum((lx - mx) * (ly - ly.mean())) / sxx)
+    icpt = float(ly.mean() - slope * mx)
+    res = ly - (icpt + slope * lx)
+    s = float(math.sqrt(np.sum(res**2) / (lx.size - 2)))
+    return slope, icpt, s, s / math.sqrt(sxx)
 
 
 def fit_power_law(x, y, *, x_min: float | None = None, x_max: float | None = None) -> PowerLawFit:
@@ -425,23 +447,23 @@ def fit_power_law(x, y, *, x_min: float | None = None, x_max: float | None = Non
         keep &= x <= _checks.positive("x_max", x_max)
     if keep.sum() < 3:
         raise ValueError(f"fit_power_law needs at least 3 points in the window, got {keep.sum()}")
-    lx, ly = np.log(x[keep]), np.log(y[keep])
+    order = np.argsort(x[keep])
+    lx, ly = np.log(x[keep][order]), np.log(y[keep][order])
     n = lx.size
-    mx = lx.mean()
-    sxx = float(np.sum((lx - mx) ** 2))
-    if sxx <= 0:
-        raise ValueError("x must take at least two distinct values in the window")
-    slope = float(np.sum((lx - mx) * (ly - ly.mean())) / sxx)
-    icpt = float(ly.mean() - slope * mx)
-    res = ly - (icpt + slope * lx)
-    s = float(math.sqrt(np.sum(res**2) / (n - 2))) if n > 2 else 0.0
+    slope, icpt, s, se_ = _ols(lx, ly)
+    drift = 0.0
+    if n >= 6:
+        h = (n + 1) // 2
+        drift = 0.5 * abs(_ols(lx[:h], ly[:h])[0] - _ols(lx[n - h :], ly[n - h :])[0])
     return PowerLawFit(
         exponent=-slope,
-        stderr=s / math.sqrt(sxx),
+        stderr=se_,
+        drift=drift,
+        uncertainty=math.sqrt(se_**2 + drift**2),
         prefactor=math.exp(icpt),
         n=int(n),
         log_residual_rms=s,
-        x_range=(float(x[keep].min()), float(x[keep].max())),
+        x_range=(float(np.exp(lx[0])), float(np.exp(lx[-1]))),
     )
 
 
@@ -639,7 +661,8 @@ def predicted_exponent(
     Args:
       gamma: eigenvalue decay exponent ``> 0``.
       schedule: ``ell`` (a float, ``> -1``) or a :class:`LamSchedule`.
-      share_exponent: ``beta`` of :class:`PowerLawModes`; ``r = (1 - beta)/gamma`` must lie in ``(0, 2)``.
+      share_exponent: ``beta`` of :class:`PowerLawModes`; ``r = (1 - beta)/gamma`` must lie
+        in ``(0, 2)``.
       noisy: whether the labels carry noise.
     """
     r = _counting_exponent(gamma, share_exponent)
@@ -723,7 +746,7 @@ class LassoSE(NamedTuple):
 
 
 def _theta_of_tau(s, p, delta, lam, tau):
-    """The calibrated threshold: the root of ``theta (delta - dof(tau, theta)) = lam``, ``dof < delta``."""
+    """Calibrated threshold: the root of ``theta (delta - dof) = lam`` with ``dof < delta``."""
 
     def dof(th):
         return float(np.sum(p * _soft_stats(s, tau, th)[1]))
@@ -822,7 +845,9 @@ def lasso_curve(target, deltas, lam, noise: float = 0.0) -> LassoSE:
     if deltas.size == 0 or np.any(deltas <= 0):
         raise ValueError(f"deltas must be a non-empty list of values > 0, got {deltas}")
     lams = lam(deltas) if isinstance(lam, LamSchedule) else np.full(deltas.shape, float(lam))
-    rs = [lasso_se(target, float(d_), float(l_), noise) for d_, l_ in zip(deltas, lams)]
+    rs = [
+        lasso_se(target, float(d_), float(l_), noise) for d_, l_ in zip(deltas, lams, strict=True)
+    ]
     return LassoSE(*(np.array([getattr(r, f) for r in rs]) for f in LassoSE._fields))
 
 
@@ -851,7 +876,7 @@ def lasso_data(key: jax.Array, target, N: int, delta: float, noise: float = 0.0)
 
 
 def lasso_recovered_fractions(x, x0, target) -> np.ndarray:
-    """Per atom of ``target``'s measure: fraction of the entries of ``x0`` equal to it with ``x != 0``."""
+    """Per atom of ``target``'s measure: the fraction of its entries in ``x0`` kept (``x != 0``)."""
     s, _ = _law_of(target)
     x = np.asarray(_checks.finite_array("x", x, ndim=1), dtype=float)
     x0 = np.asarray(_checks.finite_array("x0", x0, ndim=1, shape=x.shape), dtype=float)

@@ -511,6 +511,30 @@ def _default_init(Q0):
     return np.array([0.3 * Q0, 0.5 * Q0, 1.0])
 
 
+def _make_map(target, lam, penalty, Q0, out_eval):
+    """The SE map ``(m, q, v) -> (m, q, v)``; raises ``_Invalid`` outside its domain."""
+
+    def F(x, mode=None):
+        o = out_eval(*x, mode=mode)
+        if not (o.a_hat > 0 and o.m_hat > 0 and o.q_hat >= 0 and math.isfinite(o.q_hat)):
+            raise _Invalid(f"a_hat={o.a_hat:.3g}, m_hat={o.m_hat:.3g}, q_hat={o.q_hat:.3g}")
+        i = input_side(target, o.m_hat, o.q_hat, o.a_hat, lam, penalty, Q0=Q0)
+        fx = np.array([i.m, i.q, i.v])
+        if not _valid(fx, Q0):
+            raise _Invalid(f"input side gave (m, q, v) = {tuple(fx)}")
+        return fx, o, i
+
+    return F
+
+
+_DEBUG = False
+
+
+def _debug(*args):
+    if _DEBUG:
+        print("[se]", *args)
+
+
 class _FixedPoint(NamedTuple):
     best: tuple | None  # (residual, x, OutputSide, InputSide)
     converged: bool
@@ -531,18 +555,14 @@ def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPo
     if some QMC problem finds a lower minimum than its warm-started one, the
     iteration goes on from there (the SE needs the global prox minimum).
     """
-    # Anderson mixing acts on y = (atanh(rho), log(q / Q0), log v) with the correlation
-    # rho = m / sqrt(q Q0): every y is a valid point (q, v > 0, |rho| < 1), scales are
-    # comparable, and the approach to perfect recovery (rho -> 1) and the large v of
-    # small lam are resolved on a log scale.
+    # Anderson mixing acts on y = (m / Q0, log(q / Q0), log v): comparable scales, and v
+    # (which spans orders of magnitude at small lam) stays positive.
     def to_y(x):
-        rho = np.clip(x[0] / math.sqrt(x[1] * Q0), -1 + 1e-15, 1 - 1e-15)
-        return np.array([math.atanh(rho), math.log(x[1] / Q0), math.log(x[2])])
+        return np.array([x[0] / Q0, math.log(x[1] / Q0), math.log(x[2])])
 
     def to_x(y):
-        y = np.clip(y, -40.0, 40.0)
-        q = Q0 * math.exp(y[1])
-        return np.array([math.tanh(y[0]) * math.sqrt(q * Q0), q, math.exp(y[2])])
+        y = np.clip(y, -50.0, 50.0)
+        return np.array([y[0] * Q0, Q0 * math.exp(y[1]), math.exp(y[2])])
 
     x = x0.copy()
     hist_y, hist_r = [], []
@@ -559,6 +579,7 @@ def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPo
             fx, o, i = F(x)
         except _Invalid as err:
             fail_msg = str(err)
+            _debug("invalid", x, fail_msg)
             hist_y, hist_r = [], []
             if last_good is None:
                 # shrink v and move towards a safer point
@@ -600,12 +621,21 @@ def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPo
             dR = np.diff(np.array(hist_r), axis=0).T
             gamma, *_ = np.linalg.lstsq(dR, r, rcond=None)
             y_aa = y + step * r - (dY + step * dR) @ gamma
-            if np.all(np.isfinite(y_aa)) and _valid(to_x(y_aa), Q0):
-                y_new = y_aa
+            # outside the domain (typically m^2 >= q Q0 near perfect recovery): pull the
+            # Anderson step back towards the damped one until it is valid
+            t = 1.0
+            while t > 1e-3 and not (
+                np.all(np.isfinite(y_aa)) and _valid(to_x(y_new + t * (y_aa - y_new)), Q0)
+            ):
+                t *= 0.5
+            if t > 1e-3:
+                y_new = y_new + t * (y_aa - y_new)
             else:
+                _debug("AA rejected", to_x(y_aa))
                 hist_y, hist_r = hist_y[-1:], hist_r[-1:]
         x_new = to_x(y_new)
         if not _valid(x_new, Q0):
+            _debug("step rejected", x_new)
             x_new = to_x(y + 0.5 * step * r)
             if not _valid(x_new, Q0):
                 x_new = fx.copy()
@@ -682,17 +712,7 @@ def solve(
     beta = 1.0 - damping
 
     def make_map(out_eval):
-        def F(x, mode=None):
-            o = out_eval(*x, mode=mode)
-            if not (o.a_hat > 0 and o.m_hat > 0 and o.q_hat >= 0 and math.isfinite(o.q_hat)):
-                raise _Invalid(f"a_hat={o.a_hat:.3g}, m_hat={o.m_hat:.3g}, q_hat={o.q_hat:.3g}")
-            i = input_side(target, o.m_hat, o.q_hat, o.a_hat, lam, penalty, Q0=Q0)
-            fx = np.array([i.m, i.q, i.v])
-            if not _valid(fx, Q0):
-                raise _Invalid(f"input side gave (m, q, v) = {tuple(fx)}")
-            return fx, o, i
-
-        return F
+        return _make_map(target, lam, penalty, Q0, out_eval)
 
     n_used = 0
     if init is None and not isinstance(task, _tasks.Linear) and n_qmc // n_rep > _COARSE_PER_REP:

@@ -302,6 +302,12 @@ def _check_se(se_result):
     return se_result
 
 
+def _check_task(task):
+    if not isinstance(task, _tasks.Task):
+        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
+    return task
+
+
 def _check_target(target):
     if not hasattr(target, "measure") or not hasattr(target, "outliers"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
@@ -546,6 +552,7 @@ def optimal_scale(task, Q0: float, m: float, q: float) -> tuple[float, float]:
     (which includes ``c = 1``, so that ``e_test(c* S) <= e_test(S)``) refined by a
     bounded Brent search.
     """
+    task = _check_task(task)
     Q0 = _checks.positive("Q0", Q0)
     q = _checks.nonnegative("q", q)
     m = float(m)
@@ -613,7 +620,7 @@ def decompose(task, target, se_result, *, n_nodes: int = _DEFAULT_NODES) -> Erro
     SE result; the three mse parts add up to ``Q0 - 2 c* m + c*^2 q`` up to the
     quadrature error (a test checks it).
     """
-    task = se._check_task(task)
+    task = _check_task(task)
     target = _check_target(target)
     r = _check_se(se_result)
     n_nodes = _checks.integer("n_nodes", n_nodes, 16)
@@ -663,7 +670,7 @@ def decompose_trained(
     (``= b_i`` when ``s_i = 0``), so ``mse_over + mse_under + mse_approx`` equals
     ``||c* S_hat - S0||_F^2 / d`` to rounding.
     """
-    task = se._check_task(task)
+    task = _check_task(task)
     zero_tol = _checks.nonnegative("zero_tol", zero_tol)
     s, a, b, wr = direction_statistics(S_hat, S0, rank_tol=rank_tol)
     d = s.size

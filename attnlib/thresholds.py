@@ -157,7 +157,10 @@ def _target_kappa0(target) -> float:
 
 
 def _check_psd_target(target) -> None:
-    mu = target.measure()
+    if not hasattr(target, "measure") or not hasattr(target, "outliers"):
+        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = target.measure()
     if np.any(np.asarray(mu.atoms) < -1e-12) or any(x < 0 for x in target.outliers()):
         raise ValueError(
             "target must be positive semi-definite (the nuclear + PSD estimator cannot "
@@ -208,7 +211,9 @@ def _mse_ratio_fn(spec):
     return ratio
 
 
-def recovery_mse_ratio(target, Delta: float, t: float, *, n_nodes: int = 400) -> float:
+def recovery_mse_ratio(
+    target, Delta: float, t: float, *, n_nodes: int = 90, n_atoms: int = 400
+) -> float:
     r"""``mse(Delta, tau = t sqrt(Delta)) / Delta`` for the soft-threshold denoiser.
 
     ``mse = (1/d) ||F(S0 + sqrt(Delta) W_goe) - S0||_F^2`` with ``f(x) = (x - tau)_+``,
@@ -222,14 +227,14 @@ def recovery_mse_ratio(target, Delta: float, t: float, *, n_nodes: int = 400) ->
     whose terms are each of order ``Delta``, so ``mse / Delta`` is computed without the
     cancellation between the ``O(1)`` quantities ``Q0``, ``m`` and ``q``
     (``(f(x) - x)^2 = min(x, tau)^2`` for ``x >= 0``, ``x^2`` for ``x < 0``).
-    Integrals use :func:`attnlib.rmt.deformed_spectrum` with ``n_nodes`` nodes.
+    Integrals use :func:`attnlib.rmt.deformed_spectrum` (``n_nodes``, ``n_atoms``).
     """
     from attnlib import rmt
 
     Delta = _checks.positive("Delta", Delta)
     t = _checks.nonnegative("t", t)
     _check_psd_target(target)
-    return _mse_ratio_fn(rmt.deformed_spectrum(target, Delta, n_nodes))(t)
+    return _mse_ratio_fn(rmt.deformed_spectrum(target, Delta, n_nodes, n_atoms=n_atoms))(t)
 
 
 def _min_ratio(spec) -> tuple[float, float]:
@@ -247,25 +252,27 @@ def _min_ratio(spec) -> tuple[float, float]:
     return float(best[0]), float(best[1])
 
 
-def _delta_se(target, deltas, n_nodes) -> float:
+def _delta_se(target, deltas, n_nodes, n_atoms) -> float:
     from attnlib import rmt
 
-    r = np.array([_min_ratio(rmt.deformed_spectrum(target, D, n_nodes))[0] for D in deltas]) / 2
-    # r(Delta) = r0 + b Delta^p: with Delta_{k+1} = Delta_k / s, (r1 - r2) / (r2 - r3) = s^p
+    specs = [rmt.deformed_spectrum(target, D, n_nodes, n_atoms=n_atoms) for D in deltas]
+    r = np.array([_min_ratio(s)[0] for s in specs]) / 2
+    # r(Delta) = r0 + b Delta^p, Delta_{k+1} = Delta_k / s: (r1 - r2) / (r2 - r3) = s^p and
+    # r3 - r0 = b Delta_3^p = (r2 - r3) / (s^p - 1)
     d12, d23 = r[0] - r[1], r[1] - r[2]
-    s = deltas[0] / deltas[1]
-    if not (d12 * d23 > 0 and abs(d12) > abs(d23) and math.isclose(s, deltas[1] / deltas[2])):
+    if not (d12 * d23 > 0 and abs(d12) > abs(d23)):
         return float(r[2])  # no clean power law: report the smallest-Delta value
     sp = d12 / d23
-    return float(r[2] + d23 / (sp - 1.0))
+    return float(r[2] - d23 / (sp - 1.0))
 
 
 def perfect_recovery_se(
     task: Task,
     target,
     *,
-    deltas: tuple[float, ...] = (1e-5, 1e-6, 1e-7),
-    n_nodes: int = 400,
+    deltas: tuple[float, ...] = (1e-3, 1e-4, 1e-5),
+    n_nodes: int = 90,
+    n_atoms: int = 400,
 ) -> float:
     r"""Perfect-recovery threshold from the state evolution, for any PSD target spectrum.
 
@@ -314,15 +321,26 @@ def perfect_recovery_se(
     Args:
       task: the task (gives ``m_eff``).
       target: a PSD :class:`attnlib.targets.Target`.
-      deltas: three decreasing noise levels for the extrapolation.
-      n_nodes: quadrature nodes passed to :func:`attnlib.rmt.deformed_spectrum`.
+      deltas: three decreasing noise levels, in a constant ratio, for the extrapolation.
+        For an atomic description of the target (``target.measure(n_atoms)``), the
+        smallest ``sqrt(Delta)`` must exceed the spacing of the atoms, or ``rho_R``
+        is a comb of separate bumps: the defaults suit ``n_atoms = 400``.
+      n_nodes, n_atoms: passed to :func:`attnlib.rmt.deformed_spectrum`.
     """
     task = _check_task(task)
     _check_psd_target(target)
     deltas = tuple(float(x) for x in deltas)
-    if len(deltas) != 3 or not all(0 < b < a for a, b in zip(deltas, deltas[1:])):
-        raise ValueError(f"deltas must be three decreasing positive values, got {deltas!r}")
-    return _delta_se(target, deltas, n_nodes) / task.m_eff
+    if (
+        len(deltas) != 3
+        or not all(0 < b < a for a, b in zip(deltas, deltas[1:]))
+        or not math.isclose(deltas[0] / deltas[1], deltas[1] / deltas[2], rel_tol=1e-9)
+    ):
+        raise ValueError(
+            f"deltas must be three decreasing positive values in a constant ratio, got {deltas!r}"
+        )
+    n_nodes = _checks.integer("n_nodes", n_nodes, 1)
+    n_atoms = _checks.integer("n_atoms", n_atoms, 1)
+    return _delta_se(target, deltas, n_nodes, n_atoms) / task.m_eff
 
 
 # ----------------------------------------------------------------------------

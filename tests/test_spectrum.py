@@ -194,7 +194,7 @@ def test_singular_values_of_factor(linear_se):
     sp = spectrum.learned_spectrum(tg, nuc)
     kappa = 0.75
     law = spectrum.singular_values_W(sp, kappa)
-    d = 800
+    d = 400
     p = int(kappa * d)
     k0, k1, k2 = jax.random.split(jax.random.PRNGKey(5), 3)
     S0 = np.asarray(tg.sample(k0, d))
@@ -204,8 +204,9 @@ def test_singular_values_of_factor(linear_se):
     Q = np.asarray(targets.haar_orthogonal(k2, p))
     W = (U * np.sqrt(math.sqrt(p * d) * np.maximum(s, 0))) @ Q  # W W^T = sqrt(pd) S_hat
     sv = np.sort(np.linalg.svd(W / math.sqrt(d), compute_uv=False))
-    assert abs(np.mean(sv < 1e-6) - law.atom_at_zero) < 0.01
-    assert np.mean(np.abs(sv - law.quantiles(p))) < 0.01
+    # rigidity of the eigenvalue counting function, as in the spectral-map test
+    assert abs(np.mean(sv < 1e-6) - law.atom_at_zero) < 0.015
+    assert np.mean(np.abs(sv - law.quantiles(p))) < 0.015
     assert abs(sv.max() - law.edges[-1][1]) < 0.05 * law.edges[-1][1]
     # the density integrates to the non-zero fraction
     assert abs(np.trapezoid(law.density, law.sigma) - (1 - law.atom_at_zero)) < 1e-2

@@ -1,0 +1,352 @@
+"""Thresholds of the convex ERM (attnlib.thresholds).
+
+Independent checks: direct numerical quadrature of the statistical-dimension
+formula, Monte Carlo distances of Gaussian matrices to the scaled subdifferential
+(finite d), the free-probability route of perfect_recovery_se, ERM simulations
+with attnlib.train.train_convex at lam -> 0, and the state evolution.
+"""
+
+import math
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.optimize import minimize_scalar
+
+import attnlib  # noqa: F401  (float64)
+from attnlib import tasks, thresholds, train
+from attnlib.targets import Explicit, PowerLaw, Wishart
+
+# ----------------------------------------------------------------------------
+# Statistical dimension
+# ----------------------------------------------------------------------------
+
+
+def _delta_by_quadrature(k):
+    """delta(kappa0) with the semicircle expectation done by adaptive quadrature."""
+    if k == 1.0:
+        return 0.5
+    r = math.sqrt(2 * (1 - k))
+
+    def e2(t):
+        dens = lambda u: 2 * math.sqrt(max(r * r - u * u, 0.0)) / (math.pi * r * r)  # noqa: E731
+        lo = max(t, -r)
+        if lo >= r:
+            return 0.0
+        return integrate.quad(lambda u: (u - t) ** 2 * dens(u), lo, r, epsabs=1e-13)[0]
+
+    obj = lambda t: k * k / 2 + k * (1 - k) + k * t * t + (1 - k) * e2(t)  # noqa: E731
+    return minimize_scalar(obj, bounds=(0, r), method="bounded", options={"xatol": 1e-10}).fun
+
+
+@pytest.mark.parametrize("k,value", [(0.2, 0.25556), (0.5, 0.42217), (1.0, 0.5)])
+def test_statistical_dimension_values(k, value):
+    # THEORY.md values to 5 digits (0.42217498 rounds to 0.42217; the theory page
+    # quotes 0.42218, the same number to within its last digit)
+    d = thresholds.statistical_dimension(k)
+    assert abs(d - value) <= 1e-5
+    # closed-form semicircle moments vs adaptive quadrature + bounded Brent
+    assert abs(d - _delta_by_quadrature(k)) < 1e-9
+
+
+@pytest.mark.parametrize("t", [-2.0, -0.7, 0.0, 0.3, 0.9, 1.5])
+def test_semicircle_moment2_matches_quadrature(t):
+    r = 1.2
+    ref = integrate.quad(
+        lambda u: max(u - t, 0) ** 2 * 2 * math.sqrt(r * r - u * u) / (math.pi * r * r),
+        -r,
+        r,
+        points=[t] if -r < t < r else None,
+        epsabs=1e-13,
+    )[0]
+    assert abs(thresholds.semicircle_moment2(t, r) - ref) < 1e-10
+
+
+def test_statistical_dimension_monotone_and_bounded():
+    ks = np.linspace(0.02, 1.0, 25)
+    ds = np.array([thresholds.statistical_dimension(k) for k in ks])
+    assert np.all(np.diff(ds) > 0)
+    # Bayes count <= convex <= tangent cone of the PSD cone (descent cone inside T_C(S0))
+    assert np.all(ds >= ks - ks**2 / 2 - 1e-12)
+    assert np.all(ds <= np.array([thresholds.tangent_cone_dimension(k) for k in ks]) + 1e-12)
+
+
+def _goe_coords(rng, n):
+    """Standard Gaussian in the orthonormal coordinates of n x n symmetric matrices."""
+    A = rng.standard_normal((n, n))
+    return (A + A.T) / 2  # diagonal variance 1, off-diagonal variance 1/2
+
+
+@pytest.mark.parametrize("k", [0.2, 0.5])
+def test_statistical_dimension_monte_carlo(k):
+    # delta d^2 = E min_{lam >= 0} dist^2(G, lam * subdiff(Tr + PSD)(S0)) with
+    # subdiff = {I - M: M PSD on null(S0)}: in the (range, null) blocks,
+    # dist^2 = ||G11 - lam I||^2 + 2 ||G12||^2 + ||(G22 - lam I)_+||^2.
+    # Finite size: O(d) terms out of d^2 (e.g. r(r+1)/2 vs r^2/2), measured
+    # |bias| <= 1/d at d = 200-400; 4 samples give a standard error < 1e-3.
+    d = 300
+    r = int(k * d)
+    rng = np.random.default_rng(7)
+    vals = []
+    for _ in range(4):
+        G = _goe_coords(rng, d)
+        e11 = np.linalg.eigvalsh(G[:r, :r])
+        e22 = np.linalg.eigvalsh(G[r:, r:])
+        c12 = 2 * np.sum(G[:r, r:] ** 2)
+
+        def dist2(lam, e11=e11, e22=e22, c12=c12):
+            return np.sum((e11 - lam) ** 2) + c12 + np.sum(np.clip(e22 - lam, 0, None) ** 2)
+
+        res = minimize_scalar(dist2, bounds=(0, 3 * math.sqrt(d)), method="bounded")
+        vals.append(res.fun / d**2)
+    assert abs(np.mean(vals) - thresholds.statistical_dimension(k)) < 3.0 / d
+
+
+def test_tangent_cone_dimension_monte_carlo():
+    # stat. dim. of T = E ||Pi_T(G)||^2: free blocks plus E||(G22)_+||^2 (PSD cone of size (1-k)d)
+    d, k = 300, 0.5
+    r = int(k * d)
+    rng = np.random.default_rng(3)
+    vals = []
+    for _ in range(3):
+        G = _goe_coords(rng, d)
+        e22 = np.linalg.eigvalsh(G[r:, r:])
+        vals.append((np.sum(G[:r, :r] ** 2) + 2 * np.sum(G[:r, r:] ** 2) + np.sum(e22[e22 > 0] ** 2)))
+    assert abs(np.mean(vals) / d**2 - thresholds.tangent_cone_dimension(k)) < 3.0 / d
+
+
+def test_statistical_dimension_bad_arguments():
+    for bad in (0.0, -0.1, 1.5, float("nan"), "a"):
+        with pytest.raises(ValueError, match="kappa0"):
+            thresholds.statistical_dimension(bad)
+
+
+# ----------------------------------------------------------------------------
+# Perfect recovery
+# ----------------------------------------------------------------------------
+
+
+def test_perfect_recovery_values():
+    pr = thresholds.perfect_recovery(tasks.Seq2Seq(T=2), Wishart(0.5))
+    assert abs(pr - 0.2111) < 5e-5  # THEORY.md: 0.2111
+    assert pr == pytest.approx(thresholds.statistical_dimension(0.5) / 2, rel=1e-14)
+    lin = thresholds.perfect_recovery(tasks.Linear(T=2), Wishart(0.2))
+    assert lin == pytest.approx(thresholds.statistical_dimension(0.2) / 3, rel=1e-14)
+    bayes = thresholds.perfect_recovery_bayes(tasks.Seq2Seq(T=2), Wishart(0.5))
+    assert bayes == pytest.approx((0.5 - 0.125) / 2) and bayes < pr
+
+
+@pytest.mark.parametrize("k", [0.2, 0.5, 1.0])
+def test_perfect_recovery_se_matches_closed_form(k):
+    # Free-probability route (rmt.deformed_spectrum, extrapolation Delta -> 0)
+    # against the closed formula: agreement to 3 decimals required; measured
+    # differences are <= 2e-5.
+    task = tasks.Linear(T=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # MP density evaluated at its edge
+        se_val = thresholds.perfect_recovery_se(task, Wishart(k))
+    assert abs(se_val - thresholds.perfect_recovery(task, Wishart(k))) < 5e-4
+
+
+def test_perfect_recovery_se_any_spectrum():
+    # Non-Wishart targets: only the rank fraction matters in the limit
+    task = tasks.Seq2Seq(T=2)
+    vals = tuple([0.0] * 50 + list(np.linspace(0.5, 2.0, 50)))
+    tgt = Explicit(vals)
+    assert tgt.kappa0 == pytest.approx(0.5)
+    assert abs(thresholds.perfect_recovery_se(task, tgt) - 0.42217498 / 2) < 5e-4
+    pl = PowerLaw(gamma=0.1, kappa0=0.2)
+    assert abs(thresholds.perfect_recovery_se(task, pl) - thresholds.perfect_recovery(task, pl)) < 5e-4
+
+
+def test_recovery_mse_ratio_stein_form():
+    # The Stein form mse/Delta must equal (Q0 - 2m + q)/Delta computed directly from
+    # the rmt quadrature (moderate Delta, where the cancellation is harmless).
+    from attnlib import rmt
+
+    tgt, Delta, t = Wishart(0.5), 0.05, 0.4
+    spec = rmt.deformed_spectrum(tgt, Delta, 90, n_atoms=400)
+    f = np.maximum(spec.x - t * math.sqrt(Delta), 0)
+    q = np.sum(spec.w * f**2)
+    m = np.sum(spec.w * f * (spec.x - 2 * Delta * spec.hilbert))
+    direct = (tgt.Q0 - 2 * m + q) / Delta
+    assert thresholds.recovery_mse_ratio(tgt, Delta, t) == pytest.approx(direct, rel=1e-6)
+
+
+def test_recovery_mse_ratio_sampled():
+    # mse/Delta of the soft-threshold denoiser on sampled matrices (d = 600)
+    d, Delta, t = 600, 0.01, 0.5
+    tgt = Wishart(0.5)
+    k0, kw = jax.random.split(jax.random.PRNGKey(11))
+    S0 = np.asarray(tgt.sample(k0, d))
+    A = np.asarray(jax.random.normal(kw, (d, d)))
+    W = (A + A.T) / np.sqrt(2 * d)  # GOE: off-diagonal variance 1/d, diagonal 2/d
+    x, U = np.linalg.eigh(S0 + math.sqrt(Delta) * W)
+    F = (U * np.maximum(x - t * math.sqrt(Delta), 0)) @ U.T
+    sampled = np.sum((F - S0) ** 2) / d / Delta
+    # finite-d fluctuations of ||F - S0||^2/d are O(1/d) relative; 3 % is generous
+    assert thresholds.recovery_mse_ratio(tgt, Delta, t) == pytest.approx(sampled, rel=0.03)
+
+
+def test_perfect_recovery_bad_arguments():
+    with pytest.raises(ValueError, match="task"):
+        thresholds.perfect_recovery("linear", Wishart(0.5))
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        thresholds.perfect_recovery(tasks.Linear(), Explicit((-1.0, 1.0)))
+    with pytest.raises(ValueError, match="deltas"):
+        thresholds.perfect_recovery_se(tasks.Linear(), Wishart(0.5), deltas=(1e-4, 1e-3, 1e-5))
+    with pytest.raises(ValueError, match="Delta"):
+        thresholds.recovery_mse_ratio(Wishart(0.5), 0.0, 0.3)
+
+
+# ----------------------------------------------------------------------------
+# Interpolation
+# ----------------------------------------------------------------------------
+
+
+def test_interpolation_values():
+    assert thresholds.interpolation(tasks.Linear(T=1)) == 0.25
+    assert thresholds.interpolation(tasks.Linear(T=1), penalty="frobenius") == 0.5
+    assert thresholds.interpolation(tasks.Seq2Seq(T=2, noise=0.3)) == 0.125
+    assert thresholds.interpolation(tasks.Linear(T=2)) == pytest.approx(1 / 12)
+    # factorised width: manifold dimension kappa - kappa^2/2, capped by the cone's 1/4
+    assert thresholds.interpolation(tasks.Linear(T=1), kappa=0.2) == pytest.approx(0.18)
+    assert thresholds.interpolation(tasks.Linear(T=1), kappa=0.5) == 0.25
+    # output noise on softmax labels: never interpolated
+    assert thresholds.interpolation(tasks.Seq2Seq(T=2, noise=0.1, noise_on="outputs")) == 0.0
+    # small-noise end of the range: tangent cone of the PSD cone at S0
+    small = thresholds.interpolation_small_noise(tasks.Linear(T=1), Wishart(0.5))
+    assert small == pytest.approx(0.4375)
+    assert small > thresholds.perfect_recovery(tasks.Linear(T=1), Wishart(0.5))
+
+
+def test_interpolation_bad_arguments():
+    with pytest.raises(ValueError, match="penalty"):
+        thresholds.interpolation(tasks.Linear(), penalty="l1")
+    with pytest.raises(ValueError, match="kappa"):
+        thresholds.interpolation(tasks.Linear(), kappa=1.5)
+    with pytest.raises(ValueError, match="kappa"):
+        thresholds.interpolation(tasks.Linear(), kappa=0.5, penalty="frobenius")
+    with pytest.raises(ValueError, match="task"):
+        thresholds.interpolation(None)
+
+
+def _fit(task, S0, alpha, penalty, lam=1e-4, d=40, seed=2):
+    """train_convex at small lam: (train loss, label-noise energy per sequence)."""
+    data = tasks.make_dataset(jax.random.PRNGKey(seed), task, S0, tasks.n_samples(alpha, d))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = train.train_convex(task, data, lam, penalty=penalty, tol=1e-10, max_iter=20000)
+    noise = float(jnp.mean(task.loss(data.Y, data.h0)))
+    return res.train_loss, noise
+
+
+# Simulations at d = 40, alpha 30 % away from the threshold on each side. The
+# interpolation transition has a relative width O(1/d) in alpha, so 30 % is
+# many widths. Below: the loss of the lam-regularised fit is O(lam^2) (measured
+# <= 1e-5 of the noise energy at lam = 1e-4); above: a finite fraction of the
+# noise energy (measured >= 4 %). Thresholds 1e-3 and 1e-2 separate the two.
+INTERP_CASES = [
+    ("linear-nuclear", tasks.Linear(T=1, noise=1.0), "nuclear", 0.25),
+    ("linear-frobenius", tasks.Linear(T=1, noise=1.0), "frobenius", 0.5),
+    ("seq2seq-nuclear", tasks.Seq2Seq(T=2, noise=1.0), "nuclear", 0.125),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,task,penalty,alpha_c", INTERP_CASES, ids=[c[0] for c in INTERP_CASES])
+def test_interpolation_simulation_pure_noise(name, task, penalty, alpha_c):
+    # S0 = 0: the labels are pure noise, and interpolation() is exact at any noise level
+    d = 40
+    assert thresholds.interpolation(task, penalty=penalty) == pytest.approx(alpha_c)
+    S0 = jnp.zeros((d, d))
+    below, noise_b = _fit(task, S0, 0.7 * alpha_c, penalty, d=d)
+    above, noise_a = _fit(task, S0, 1.3 * alpha_c, penalty, d=d)
+    assert below < 1e-3 * noise_b
+    assert above > 1e-2 * noise_a
+
+
+@pytest.mark.slow
+def test_interpolation_threshold_moves_with_noise():
+    # A PSD target with small noise is interpolated beyond 1/(4 m_eff) (here at
+    # 0.33 > 0.25) and not beyond the small-noise limit 0.4375 (at 0.50).
+    d = 40
+    task = tasks.Linear(T=1, noise=0.005)
+    S0 = Wishart(0.5).sample(jax.random.PRNGKey(1), d)
+    hi = thresholds.interpolation_small_noise(task, Wishart(0.5))
+    below, noise_b = _fit(task, S0, 0.75 * hi, "nuclear", d=d)
+    above, noise_a = _fit(task, S0, 1.15 * hi, "nuclear", d=d)
+    assert 0.75 * hi > 1.3 * thresholds.interpolation(task)
+    assert below < 1e-3 * noise_b
+    assert above > 1e-2 * noise_a
+
+
+@pytest.mark.slow
+def test_interpolation_state_evolution():
+    # SE train loss at lam -> 0 (Linear T=1, Wishart(0.5)): zero below 1/4 at any
+    # noise; positive above the small-noise limit; in between it depends on the noise.
+    from attnlib import se
+
+    tgt = Wishart(0.5)
+    lo = thresholds.interpolation(tasks.Linear(T=1))
+    hi = thresholds.interpolation_small_noise(tasks.Linear(T=1), tgt)
+
+    def rel_train_loss(noise, alpha, lam=1e-5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            r = se.solve(tasks.Linear(T=1, noise=noise), tgt, alpha, lam)
+        return r.train_loss / r.test_error_noisy
+
+    for noise in (0.05, 5.0):
+        assert rel_train_loss(noise, 0.8 * lo) < 1e-6
+        assert rel_train_loss(noise, 1.1 * hi) > 1e-3
+    assert rel_train_loss(0.05, 0.32) < 1e-6  # small noise: interpolates above 1/4
+    assert rel_train_loss(5.0, 0.32) > 1e-3  # large noise: does not
+
+
+@pytest.mark.slow
+def test_interpolation_se_bisection():
+    # Linear T=1, Wishart(0.5), noise 0.5: simulations at d = 40 interpolate at
+    # alpha = 0.25 and not at 0.325; the SE threshold must lie inside the range.
+    task = tasks.Linear(T=1, noise=0.5)
+    a = thresholds.interpolation_se(task, Wishart(0.5), xtol=0.02)
+    assert thresholds.interpolation(task) < a < thresholds.interpolation_small_noise(task, Wishart(0.5))
+    assert 0.26 < a < 0.33
+
+
+# ----------------------------------------------------------------------------
+# State-evolution checks of perfect recovery and of the minimal width
+# ----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", [tasks.Linear(T=1), tasks.Seq2Seq(T=2)], ids=["linear", "seq2seq"])
+def test_perfect_recovery_state_evolution(task):
+    # Noise-free labels, small lam: the SE mse vanishes above alpha_PR and not below
+    from attnlib import se
+
+    tgt = Wishart(0.5)
+    a_pr = thresholds.perfect_recovery(task, tgt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        below = se.solve(task, tgt, 0.85 * a_pr, 1e-4)
+        above = se.solve(task, tgt, 1.15 * a_pr, 1e-5)
+    assert below.mse > 1e-2
+    assert above.mse < 1e-3 * below.mse
+
+
+@pytest.mark.slow
+def test_minimal_width_matches_trained_rank():
+    # kappa* from the SE vs the rank of the convex minimiser at d = 80
+    d = 80
+    task, tgt, alpha, lam = tasks.Linear(T=1, noise=0.1), Wishart(0.5), 0.5, 0.1
+    kappa_star = thresholds.minimal_width(task, tgt, alpha, lam)
+    S0 = tgt.sample(jax.random.PRNGKey(5), d)
+    data = tasks.make_dataset(jax.random.PRNGKey(6), task, S0, tasks.n_samples(alpha, d))
+    res = train.train_convex(task, data, lam, tol=1e-9)
+    rank = np.sum(np.linalg.eigvalsh(res.S) > 1e-6 * np.abs(res.S).max())
+    # finite-d fluctuation of the rank fraction: O(1/sqrt(d)) edge effects -> 0.05
+    assert abs(rank / d - kappa_star) < 0.05
