@@ -158,9 +158,10 @@ def _local_prox(task, Y, omega, V, p0, n_newton):
     Each of the ``n_newton`` steps takes the Newton direction when the Hessian of the
     prox objective is positive definite and it is a descent direction (else
     ``-V * grad``): the full step when it does not raise the objective beyond
-    rounding, else the best of the step lengths ``2^-k``, ``k = 0..7``, that lowers it. Returns ``(OutputStep, ok)`` with ``ok``
-    true for a sequence whose final point is a strict local minimum (positive
-    definite ``H + diag(1/V)``) with a small gradient.
+    rounding, else the best of the step lengths ``2^-k``, ``k = 0..7``, that lowers
+    it. Returns ``(OutputStep, ok)`` with ``ok`` true for a sequence whose final point
+    is a strict local minimum (positive definite ``H + diag(1/V)``) with a small
+    gradient.
     """
 
     def loss(y, p):
@@ -284,7 +285,9 @@ def gamp(
       non-positive ``a_hat``.
     """
     _checks.choice("penalty", penalty, PENALTIES)
-    lam = _checks.nonnegative("lam", lam) if penalty == "frobenius" else _checks.positive("lam", lam)
+    lam = (
+        _checks.nonnegative("lam", lam) if penalty == "frobenius" else _checks.positive("lam", lam)
+    )
     damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
     max_iter = _checks.integer("max_iter", max_iter, 1)
     tol = _checks.positive("tol", tol)

@@ -543,6 +543,7 @@ class _FixedPoint(NamedTuple):
 
 
 _COARSE_PER_REP = 256
+_MAX_STEP = 1.0
 _COARSE_TOL = 1e-3
 
 
@@ -633,6 +634,12 @@ def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPo
             else:
                 _debug("AA rejected", to_x(y_aa))
                 hist_y, hist_r = hist_y[-1:], hist_r[-1:]
+        # trust region: |dy| <= 1 per step (a factor e in q or v, Q0 in m)
+        dy = y_new - y
+        big = np.max(np.abs(dy))
+        if big > _MAX_STEP:
+            y_new = y + dy * (_MAX_STEP / big)
+            hist_y, hist_r = hist_y[-1:], hist_r[-1:]
         x_new = to_x(y_new)
         if not _valid(x_new, Q0):
             _debug("step rejected", x_new)

@@ -332,7 +332,7 @@ def perfect_recovery_se(
     deltas = tuple(float(x) for x in deltas)
     if (
         len(deltas) != 3
-        or not all(0 < b < a for a, b in zip(deltas, deltas[1:]))
+        or not (0 < deltas[2] < deltas[1] < deltas[0])
         or not math.isclose(deltas[0] / deltas[1], deltas[1] / deltas[2], rel_tol=1e-9)
     ):
         raise ValueError(
@@ -413,7 +413,9 @@ def interpolation(task: Task, kappa: float | None = None, penalty: str = "nuclea
     _checks.choice("penalty", penalty, PENALTIES)
     if kappa is not None:
         if penalty != "nuclear":
-            raise ValueError("kappa applies to the factorised (nuclear) student only; use kappa=None")
+            raise ValueError(
+                "kappa applies to the factorised (nuclear) student only; use kappa=None"
+            )
         kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
     if _labels_leave_range(task):
         return 0.0

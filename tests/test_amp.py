@@ -23,7 +23,7 @@ ALPHA = 0.5
 LAM = 0.1
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _problem(kind: str):
     task = tasks.Linear(T=1, noise=0.1) if kind == "linear" else tasks.Seq2Seq(T=2, noise=0.1)
     S0 = Wishart(0.5).sample(jax.random.PRNGKey(1), D)
@@ -31,7 +31,7 @@ def _problem(kind: str):
     return task, data
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _solutions(kind: str, penalty: str):
     task, data = _problem(kind)
     res = amp.gamp(task, data, LAM, penalty)

@@ -114,7 +114,7 @@ def test_tangent_cone_dimension_monte_carlo():
     for _ in range(3):
         G = _goe_coords(rng, d)
         e22 = np.linalg.eigvalsh(G[r:, r:])
-        vals.append((np.sum(G[:r, :r] ** 2) + 2 * np.sum(G[:r, r:] ** 2) + np.sum(e22[e22 > 0] ** 2)))
+        vals.append(np.sum(G[:r, :r] ** 2) + 2 * np.sum(G[:r, r:] ** 2) + np.sum(e22[e22 > 0] ** 2))
     assert abs(np.mean(vals) / d**2 - thresholds.tangent_cone_dimension(k)) < 3.0 / d
 
 
@@ -159,7 +159,9 @@ def test_perfect_recovery_se_any_spectrum():
     assert tgt.kappa0 == pytest.approx(0.5)
     assert abs(thresholds.perfect_recovery_se(task, tgt) - 0.42217498 / 2) < 5e-4
     pl = PowerLaw(gamma=0.1, kappa0=0.2)
-    assert abs(thresholds.perfect_recovery_se(task, pl) - thresholds.perfect_recovery(task, pl)) < 5e-4
+    assert (
+        abs(thresholds.perfect_recovery_se(task, pl) - thresholds.perfect_recovery(task, pl)) < 5e-4
+    )
 
 
 def test_recovery_mse_ratio_stein_form():
@@ -257,7 +259,9 @@ INTERP_CASES = [
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,task,penalty,alpha_c", INTERP_CASES, ids=[c[0] for c in INTERP_CASES])
+@pytest.mark.parametrize(
+    "name,task,penalty,alpha_c", INTERP_CASES, ids=[c[0] for c in INTERP_CASES]
+)
 def test_interpolation_simulation_pure_noise(name, task, penalty, alpha_c):
     # S0 = 0: the labels are pure noise, and interpolation() is exact at any noise level
     d = 40
@@ -313,7 +317,11 @@ def test_interpolation_se_bisection():
     # alpha = 0.25 and not at 0.325; the SE threshold must lie inside the range.
     task = tasks.Linear(T=1, noise=0.5)
     a = thresholds.interpolation_se(task, Wishart(0.5), xtol=0.02)
-    assert thresholds.interpolation(task) < a < thresholds.interpolation_small_noise(task, Wishart(0.5))
+    assert (
+        thresholds.interpolation(task)
+        < a
+        < thresholds.interpolation_small_noise(task, Wishart(0.5))
+    )
     assert 0.26 < a < 0.33
 
 
