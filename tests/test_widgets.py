@@ -26,7 +26,10 @@ def test_erm_figure_plots_the_se_curve_and_threshold():
     np.testing.assert_allclose(alphas, [0.2, 0.4, 0.6, 0.8])
     task, target = tasks.Linear(T=1), targets.Wishart(0.5)
     expected = [se.solve(task, target, a, 0.1).test_error for a in alphas]
-    np.testing.assert_allclose(test_line.get_ydata(), expected, rtol=1e-6)
+    # The curve is warm-started along alpha, these are cold solves: both stop when
+    # (m, q, v) change by less than the SE tolerance 1e-6 (relative) per map, so they
+    # may differ at ~1e-5; a wrong quantity or stale data would differ at O(1).
+    np.testing.assert_allclose(test_line.get_ydata(), expected, rtol=1e-4)
     vlines = [ln.get_xdata()[0] for ln in ax.get_lines() if ln.get_linestyle() == ":"]
     assert pytest.approx(thresholds.perfect_recovery(task, target)) in vlines
     plt.close(fig)
