@@ -41,6 +41,7 @@ For :class:`~attnlib.tasks.Linear` the map is the closed form
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import NamedTuple
 
@@ -377,16 +378,14 @@ def _masked_steps(task, n_steps, Y, omega, V, P, F, done, H, tol):
     return jax.lax.fori_loop(0, n_steps, body, (P, F, done, H))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _masked_steps_on(task, n_steps, sel, Y, omega, V, P, F, done, H, tol):
-    """``_masked_steps`` on the rows ``sel`` (padded with repeats), scattered back."""
-    Ys, Os, Vs = Y[sel], omega[sel], V[sel]
+@jax.jit
+def _gather(sel, arrays):
+    return tuple(a[sel] for a in arrays)
 
-    def body(_, st):
-        return _masked_step(task, Ys, Os, Vs, *st, tol)
 
-    st = jax.lax.fori_loop(0, n_steps, body, (P[sel], F[sel], done[sel], H[sel]))
-    return tuple(a.at[sel].set(b) for a, b in zip((P, F, done, H), st, strict=True))
+@jax.jit
+def _scatter(sel, arrays, values):
+    return tuple(a.at[sel].set(b) for a, b in zip(arrays, values, strict=True))
 
 
 _flatten_starts = jax.jit(_flatten_starts_impl, static_argnums=(0,))
@@ -414,12 +413,21 @@ def _bucket(k: int, n: int) -> int:
     return n
 
 
+def _loss_task(task):
+    """The task with its label noise removed: the loss (all the prox needs) is the same,
+    and tasks differing only in noise share their compiled solvers."""
+    if task.noise == 0.0 and task.noise_on == "logits":
+        return task
+    return dataclasses.replace(task, noise=0.0, noise_on="logits")
+
+
 def _compact_minimize(task, Y, omega, V, starts, max_iter, tol):
     """Best prox point over the starts: ``P`` (n, K), objective ``F`` (n,), Hessian ``H``.
 
     ``H`` (n, K, K) is the prox objective's Hessian at ``P`` (up to a last Newton
     step of relative size ``<= sqrt(tol)``).
     """
+    task = _loss_task(task)
     n, S, K = starts.shape
     Yr, Or, Vr, P, F, done, H = _flatten_starts(task, Y, omega, V, starts)
     tol = jnp.asarray(tol, dtype=P.dtype)
@@ -435,7 +443,8 @@ def _compact_minimize(task, Y, omega, V, starts, max_iter, tol):
             st = _masked_steps(task, ns, Yr, Or, Vr, *st, tol)
         else:
             sel = jnp.asarray(np.concatenate([idx, np.full(size - idx.size, idx[0])]))
-            st = _masked_steps_on(task, ns, sel, Yr, Or, Vr, *st, tol)
+            sub = _gather(sel, (Yr, Or, Vr, *st))
+            st = _scatter(sel, st, _masked_steps(task, ns, *sub, tol))
         steps += ns
     P, F, _, H = st
     if S == 1:
@@ -445,7 +454,7 @@ def _compact_minimize(task, Y, omega, V, starts, max_iter, tol):
 
 def _compact_step(task, Y, omega, V, starts, max_iter, tol):
     P, _, H = _compact_minimize(task, Y, omega, V, starts, max_iter, tol)
-    return _finish_from_hessian(task, Y, omega, V, P, H)
+    return _finish_from_hessian(_loss_task(task), Y, omega, V, P, H)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
@@ -521,4 +530,4 @@ def output_step(
     st = jnp.concatenate(st, axis=1)
     if all(_is_concrete(a) for a in (Y, omega, V, st)):
         return _compact_step(task, Y, omega, V, st, int(max_iter), float(tol))
-    return _general_step(task, Y, omega, V, st, int(max_iter), float(tol))
+    return _general_step(_loss_task(task), Y, omega, V, st, int(max_iter), float(tol))

@@ -309,7 +309,7 @@ def _output_side_raw(task, z, m, q, v, Q0, warm, mode):
             P, Fv, H = channels._best_of(
                 *(jnp.stack([a, b], 1) for a, b in zip((P, Fv, H), warm, strict=True))
             )
-    out = channels._finish_from_hessian(task, Y, omega, V, P, H)
+    out = channels._finish_from_hessian(channels._loss_task(task), Y, omega, V, P, H)
     return _reduce(task, R, zf, out), (P, Fv, H), csd, n_better
 
 
@@ -556,6 +556,7 @@ def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPo
     if some QMC problem finds a lower minimum than its warm-started one, the
     iteration goes on from there (the SE needs the global prox minimum).
     """
+
     # Anderson mixing acts on y = (m / Q0, log(q / Q0), log v): comparable scales, and v
     # (which spans orders of magnitude at small lam) stays positive.
     def to_y(x):

@@ -461,7 +461,7 @@ def interpolation_se(
     target,
     *,
     lam: float = 1e-6,
-    rel_loss: float = 1e-5,
+    rel_loss: float = 1e-4,
     xtol: float = 2e-3,
     **se_kwargs,
 ) -> float:

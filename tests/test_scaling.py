@@ -80,16 +80,17 @@ def test_modes_errors():
 
 
 def test_spectral_summary_matches_sampled_matrices():
-    """mse, divergence and per-mode fractions of F(S0 + sqrt(Delta) W) at d = 800.
+    """mse, learned fractions and strengths of F(S0 + sqrt(Delta) W) at d = 500.
 
-    Finite-size errors: the learned fractions and the normalised traces fluctuate by
-    O(1/d) around their limits; 1/d = 1.3e-3, so a tolerance of 0.02 (fractions)
-    and 3 % (mse) leaves room for the O(1/d) bias near the edges of the groups.
+    Finite-size errors: the normalised traces fluctuate by O(1/d) around their limits
+    (1/d = 2e-3) and the per-mode fractions average over 125 eigenvectors each (their
+    spread is a few 1e-3); tolerances of 0.03 (fractions, strengths) and 4 % (mse) leave
+    room for the O(1/d) bias near the edges of the groups.
     """
     tg = PowerLawModes(gamma=1.0, n_modes=4, kappa0=0.75)
     Delta, tau = 0.05, 0.7
     th = scaling.spectral_summary(tg, Delta, tau)
-    d = 800
+    d = 500
     k1, k2 = jax.random.split(jax.random.PRNGKey(0))
     S0 = np.asarray(tg.sample(k1, d))
     G = np.asarray(jax.random.normal(k2, (d, d)))
@@ -98,11 +99,11 @@ def test_spectral_summary_matches_sampled_matrices():
     f = np.maximum(e - tau, 0.0)
     F = (V * f) @ V.T
     mse = np.sum((F - S0) ** 2) / d
-    assert math.isclose(th.mse, mse, rel_tol=0.03)
+    assert math.isclose(th.mse, mse, rel_tol=0.04)
     assert math.isclose(th.rank_fraction, np.mean(e > tau), abs_tol=0.01)
     rm = scaling.recovered_modes_trained(F, S0, tg)
-    np.testing.assert_allclose(th.fractions, rm.fractions, atol=0.02)
-    np.testing.assert_allclose(th.strengths, rm.strengths, atol=0.02)
+    np.testing.assert_allclose(th.fractions, rm.fractions, atol=0.03)
+    np.testing.assert_allclose(th.strengths, rm.strengths, atol=0.03)
     # the group fractions are not trivial here: some modes are partly kept
     assert np.any((th.fractions > 0.05) & (th.fractions < 0.95))
 
@@ -238,3 +239,104 @@ def test_lasso_se_limits_and_errors():
         lasso_solve(np.eye(3), np.ones(3), -1.0)
     with pytest.raises(ValueError, match="y has shape"):
         lasso_solve(np.eye(3), np.ones(2), 0.1)
+
+
+# ----------------------------------------------------------------------------
+# State evolution: recovered modes vs trained models, fitted vs derived exponents
+# ----------------------------------------------------------------------------
+
+
+def test_recovered_modes_theory_vs_trained():
+    """Mode counts of the state evolution vs the convex solver at d = 50 (10 dims per mode).
+
+    At each alpha the theory fractions are at least 0.18 away from the level 1/2, while
+    the learned fractions of a trained matrix fluctuate by O(1/sqrt(dims of a mode)) and
+    are biased by O(1/d) (measured spread about 0.05 at d = 60): the counts must agree
+    exactly and the fractions within 0.12.
+    """
+    task = tasks.Linear(T=2)
+    tg = PowerLawModes(gamma=2.0, n_modes=5)
+    lam, d = 0.5, 50
+    init = None
+    for i, alpha in enumerate((0.08, 0.2, 0.35)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", se.SEConvergenceWarning)
+            res = se.solve(task, tg, alpha, lam, init=init)
+        init = res
+        th = scaling.recovered_modes(tg, res)
+        assert np.all(np.abs(th.fractions - 0.5) > 0.18), th.fractions  # a clear-cut count
+        k1, k2 = jax.random.split(jax.random.PRNGKey(10 + i))
+        S0 = tg.sample(k1, d)
+        data = tasks.make_dataset(k2, task, S0, tasks.n_samples(alpha, d))
+        fit = train.train_convex(task, data, lam, tol=1e-8)
+        sim = scaling.recovered_modes_trained(fit.S, S0, tg)
+        assert sim.count == th.count, (alpha, th.fractions, sim.fractions)
+        np.testing.assert_allclose(sim.fractions, th.fractions, atol=0.12)
+
+
+def _exponent_case(gamma, ell, n_modes, k_lo, k_hi, n_points):
+    """Noise-free excess-risk curve in the threshold phase and its fit.
+
+    Window: the threshold t ~ lam / (4 m_eff alpha) runs from the eigenvalue of mode
+    k_lo to that of mode k_hi, starting where t / sqrt(Delta_eff) ~ 4 (the threshold
+    phase of the derivation); m_eff = 3 for Linear(T=2).
+    """
+    task = tasks.Linear(T=2)
+    tg = PowerLawModes(gamma=gamma, n_modes=n_modes)
+    lk = tg.mode_eigenvalues()
+    rho = float(np.sum(tg.mode_weights()[:k_lo]))
+    a_lo = 16 * rho / (3 * (2 - tg.r))
+    lam0 = 12 * lk[k_lo - 1] * a_lo ** (1 + ell)
+    a_hi = (lam0 / (12 * lk[k_hi - 1])) ** (1 / (1 + ell))
+    alphas = np.logspace(math.log10(a_lo), math.log10(a_hi), n_points)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", se.SEConvergenceWarning)
+        c = scaling.excess_risk_curve(task, tg, alphas, LamSchedule(lam0, ell))
+    assert c.converged.all()
+    assert np.all(c.threshold / np.sqrt(c.Delta_eff) > 3.0)  # threshold phase throughout
+    return c, fit_power_law(c.alpha, c.excess)
+
+
+def test_fitted_exponent_matches_derived_fixed_penalty():
+    """gamma = 2, fixed penalty: derived f = 2 - 1/gamma = 1.5 (threshold phase).
+
+    Fails if the fit drifts from the derived exponent by more than twice its error bar
+    (OLS standard error and half-window drift combined). The alternatives that a wrong
+    derivation would give differ by much more (e.g. 2 - r/2 = 1.75, 2 = no mode effect).
+    """
+    c, fit = _exponent_case(2.0, 0.0, 100, 4, 25, 8)
+    pred = predicted_exponent(2.0, 0.0)
+    assert pred.phase == "threshold"
+    assert abs(fit.exponent - pred.f) < 2 * fit.uncertainty + 1e-3, fit
+    assert fit.uncertainty < 0.1  # the test has power: the error bar is small
+    # the recovered-mode count grows like t^{-1/gamma}, i.e. alpha^{1/gamma}
+    cnt = fit_power_law(c.alpha, 1.0 / c.n_recovered)
+    assert abs(-cnt.exponent - 0.5) < 0.1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gamma, ell", [(1.5, -0.5), (2.0, 0.5)])
+def test_fitted_exponent_matches_derived_schedules(gamma, ell):
+    """Growing and decaying penalties: derived f = (1 + ell)(2 - 1/gamma), 200 modes."""
+    c, fit = _exponent_case(gamma, ell, 200, 4, 50, 12)
+    pred = predicted_exponent(gamma, ell)
+    assert pred.phase == "threshold"
+    assert abs(fit.exponent - pred.f) < 2 * fit.uncertainty + 1e-3, fit
+    assert math.log10(c.alpha[-1] / c.alpha[0]) > 1.4
+
+
+def test_excess_risk_curve_errors():
+    tg = PowerLawModes(gamma=2.0, n_modes=5)
+    task = tasks.Linear(T=2)
+    with pytest.raises(ValueError, match="increasing"):
+        scaling.excess_risk_curve(task, tg, [0.5, 0.2], 0.5)
+    with pytest.raises(ValueError, match="lam"):
+        scaling.excess_risk_curve(task, tg, [0.2, 0.5], -1.0)
+    with pytest.raises(ValueError, match="nuclear"):
+        scaling.excess_risk_curve(task, tg, [0.2, 0.5], 0.5, penalty="frobenius")
+    with pytest.raises(ValueError, match="se_result"):
+        scaling.recovered_modes(tg, object())
+    with pytest.raises(ValueError, match="level"):
+        scaling.recovered_modes_trained(np.eye(10), np.eye(10), tg, level=1.5)
+    with pytest.raises(ValueError, match="S_hat has shape"):
+        scaling.recovered_modes_trained(np.eye(9), np.eye(10), tg)

@@ -304,11 +304,14 @@ def test_interpolation_state_evolution():
             r = se.solve(tasks.Linear(T=1, noise=noise), tgt, alpha, lam)
         return r.train_loss / r.test_error_noisy
 
+    # interpolating: train loss O(lam^2), measured <= 2e-6 of the noisy test error
+    # (the SE iteration drifts slowly there as v -> infinity); not interpolating:
+    # measured >= 1.4e-2. Cut at 1e-4 and 3e-3.
     for noise in (0.05, 5.0):
-        assert rel_train_loss(noise, 0.8 * lo) < 1e-6
-        assert rel_train_loss(noise, 1.1 * hi) > 1e-3
-    assert rel_train_loss(0.05, 0.32) < 1e-6  # small noise: interpolates above 1/4
-    assert rel_train_loss(5.0, 0.32) > 1e-3  # large noise: does not
+        assert rel_train_loss(noise, 0.8 * lo) < 1e-4
+        assert rel_train_loss(noise, 1.1 * hi) > 3e-3
+    assert rel_train_loss(0.05, 0.32) < 1e-4  # small noise: interpolates above 1/4
+    assert rel_train_loss(5.0, 0.32) > 3e-3  # large noise: does not
 
 
 @pytest.mark.slow

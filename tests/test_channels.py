@@ -1,0 +1,187 @@
+"""Output channels (attnlib.channels): the K-dimensional proximal map and its derivatives.
+
+Independent references: first-order optimality by JAX autodiff of the prox
+objective written out here, random perturbations, scipy.optimize.minimize from
+several starts (BFGS, a different algorithm), finite differences of g in omega,
+and the closed form of the linear task.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.optimize
+
+import attnlib  # noqa: F401  (float64)
+from attnlib import channels, tasks
+
+
+def _readout_first_row(A):
+    return A[..., 0, :]
+
+
+CASES = {
+    "seq2seq_T2": tasks.Seq2Seq(T=2),
+    "seq2seq_T3_beta2": tasks.Seq2Seq(T=3, beta=2.0),
+    "seq2lab_T2": tasks.Seq2Lab(T=2),
+    "custom_tanh": tasks.Custom(T=2, g=lambda h: jnp.tanh(h)),
+    "seq2lab_vector_readout": tasks.Seq2Lab(T=3, readout=_readout_first_row),
+}
+
+
+def _problem(task, n=48, v=4.0, seed=0, noise=0.2):
+    """Labels from random logits (plus logit noise), prox centres correlated with them."""
+    K = task.n_pairs
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(seed), 3)
+    s2 = jnp.asarray(tasks.pair_variances(task.T))
+    h0 = jax.random.normal(k1, (n, K)) * jnp.sqrt(1.5 * s2)
+    xi = jax.random.normal(k3, (n, K)) * np.sqrt(noise)
+    Y = task.output(tasks.to_matrix(h0 + xi, task.T))
+    omega = 0.6 * h0 + jax.random.normal(k2, (n, K)) * jnp.sqrt(s2)
+    V = v * s2
+    return Y, omega, V
+
+
+def _objective(task, y, omega, V, p):
+    """Prox objective written independently of channels (square loss of the task's output)."""
+    r = y - task.output(tasks.to_matrix(p, task.T))
+    return jnp.sum(r**2) + jnp.sum((p - omega) ** 2 / (2 * V))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_prox_is_stationary_and_not_improvable(name):
+    task = CASES[name]
+    Y, omega, V = _problem(task, v=6.0)
+    out = channels.output_step(task, Y, omega, V)
+    grad = jax.vmap(jax.grad(lambda p, y, om: _objective(task, y, om, V, p)))(out.h, Y, omega)
+    # Newton converged to relative step 1e-12: gradients are at rounding level
+    assert float(jnp.max(jnp.abs(grad))) < 1e-7
+    f_star = jax.vmap(lambda p, y, om: _objective(task, y, om, V, p))(out.h, Y, omega)
+    # the reported loss is the task's loss at h*
+    loss = jax.vmap(lambda p, y: channels.pair_loss(task, y, p))(out.h, Y)
+    np.testing.assert_allclose(out.loss, loss, rtol=1e-12, atol=1e-14)
+    rng = np.random.default_rng(1)
+    for scale in (1e-3, 1e-1, 1.0):
+        pert = out.h + scale * rng.standard_normal(out.h.shape)
+        f_pert = jax.vmap(lambda p, y, om: _objective(task, y, om, V, p))(pert, Y, omega)
+        assert bool(jnp.all(f_pert >= f_star - 1e-12))
+    # a different optimiser from several starts never finds a lower objective
+    for i in range(0, Y.shape[0], 6):
+        fun = jax.jit(lambda p, i=i: _objective(task, Y[i], omega[i], V, p))
+        jac = jax.jit(jax.grad(lambda p, i=i: _objective(task, Y[i], omega[i], V, p)))
+        for start in (omega[i], jnp.zeros(task.n_pairs), 3 * rng.standard_normal(task.n_pairs)):
+            res = scipy.optimize.minimize(
+                lambda p: float(fun(p)), np.asarray(start), jac=lambda p: np.asarray(jac(p))
+            )
+            assert res.fun >= float(f_star[i]) - 1e-9, (name, i, res.fun, float(f_star[i]))
+
+
+@pytest.mark.parametrize("name", ["seq2seq_T2", "seq2seq_T3_beta2", "custom_tanh"])
+def test_dg_matches_finite_differences(name):
+    task = CASES[name]
+    Y, omega, V = _problem(task, n=16, v=2.0, seed=3)
+    out = channels.output_step(task, Y, omega, V)
+    eps = 1e-5
+    K = task.n_pairs
+    fd = np.zeros((Y.shape[0], K))
+    for k in range(K):
+        e = jnp.zeros(K).at[k].set(eps)
+        gp = channels.output_step(task, Y, omega + e, V).g[:, k]
+        gm = channels.output_step(task, Y, omega - e, V).g[:, k]
+        fd[:, k] = (gp - gm) / (2 * eps)
+    # central differences: O(eps^2) truncation + O(1e-12/eps) Newton error
+    np.testing.assert_allclose(out.dg, fd, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out.g, (out.h - omega) / V, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("T", [1, 2, 3])
+def test_linear_closed_form_and_newton_path_agree(T):
+    task = tasks.Linear(T=T, noise=0.1)
+    Y, omega, V = _problem(task, n=32, v=1.5, seed=T)
+    out = channels.output_step(task, Y, omega, V)
+    # closed form written out here: minimise sum_ab w_ab (y_ab - h_ab)^2 + (h - omega)^2/(2V)
+    w = np.where(np.equal(*tasks.pair_indices(T)), 1.0, 2.0)
+    y = np.asarray(tasks.to_pairs(Y))
+    h = (np.asarray(omega) + 2 * w * np.asarray(V) * y) / (1 + 2 * w * np.asarray(V))
+    np.testing.assert_allclose(out.h, h, rtol=1e-12)
+    np.testing.assert_allclose(out.dg, np.broadcast_to(-2 * w / (1 + 2 * w * V), h.shape), rtol=1e-12)
+    # the general safeguarded Newton, both the compacted and the traceable version
+    Vb = jnp.broadcast_to(V, omega.shape)
+    for solver in (channels._compact_step, channels._general_step):
+        gen = solver(task, Y, omega, Vb, omega[:, None, :], 100, 1e-12)
+        np.testing.assert_allclose(gen.h, out.h, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(gen.dg, out.dg, rtol=1e-10)
+        np.testing.assert_allclose(gen.loss, out.loss, rtol=1e-9, atol=1e-14)
+
+
+def test_softmax_closed_form_derivatives_match_autodiff():
+    task = tasks.Seq2Seq(T=3, beta=1.7)
+    Y, omega, _ = _problem(task, n=8, seed=5)
+    for i in range(8):
+        G, H = channels._softmax_grad_hess(task, Y[i], omega[i])
+        f = lambda p, i=i: channels.pair_loss(task, Y[i], p)  # noqa: E731
+        np.testing.assert_allclose(G, jax.grad(f)(omega[i]), rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(H, jax.hessian(f)(omega[i]), rtol=1e-10, atol=1e-13)
+
+
+def test_shapes_variance_forms_and_traced_path():
+    task = tasks.Seq2Seq(T=2)
+    Y, omega, V = _problem(task, n=20, v=3.0, seed=7)
+    a = channels.output_step(task, Y, omega, V)
+    b = channels.output_step(task, Y, omega, jnp.broadcast_to(V, omega.shape))
+    assert a.h.shape == a.g.shape == a.dg.shape == (20, 3) and a.loss.shape == (20,)
+    np.testing.assert_allclose(a.h, b.h, rtol=1e-13)
+    # per-sequence V differs row by row
+    Vn = V * (1 + jnp.arange(20)[:, None] / 10)
+    c = channels.output_step(task, Y, omega, Vn)
+    d = jnp.stack([channels.output_step(task, Y[i : i + 1], omega[i : i + 1], Vn[i]).h[0] for i in range(20)])
+    np.testing.assert_allclose(c.h, d, rtol=1e-10, atol=1e-12)
+    # under jit (tracers: the while_loop path) the result is the same
+    traced = jax.jit(lambda Y, om, V: channels.output_step(task, Y, om, V))(Y, omega, V)
+    for x, y in zip(a, traced, strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
+    # extra starts are accepted in both layouts
+    e = channels.output_step(task, Y, omega, V, starts=omega + 1.0)
+    f = channels.output_step(task, Y, omega, V, starts=jnp.stack([omega + 1.0, omega - 1.0], 1))
+    np.testing.assert_allclose(e.h, a.h, atol=1e-8)
+    np.testing.assert_allclose(f.h, a.h, atol=1e-8)
+
+
+def test_saturated_softmax_reaches_the_label_consistent_minimum():
+    """With a large V, far-out omega and labels from distant logits, the global minimum
+    sits near the logits that fit Y; starting only from omega (saturated softmax, flat
+    loss) Newton would stop at a worse local minimum."""
+    task = tasks.Seq2Seq(T=2)
+    h_true = jnp.array([[6.0, -4.0, 5.0]])
+    Y = task.output(tasks.to_matrix(h_true, 2))
+    omega = jnp.array([[-6.0, 5.0, -6.0]])
+    V = jnp.array([40.0, 20.0, 40.0])
+    out = channels.output_step(task, Y, omega, V)
+    f = lambda p: _objective(task, Y[0], omega[0], V, p)  # noqa: E731
+    best = min(
+        scipy.optimize.minimize(lambda p: float(f(p)), s, jac=lambda p: np.asarray(jax.grad(f)(p))).fun
+        for s in (np.asarray(omega[0]), np.asarray(h_true[0]), np.zeros(3))
+    )
+    assert float(f(out.h[0])) <= best + 1e-9
+    assert float(out.loss[0]) < 1e-3  # fits the labels
+
+
+def test_bad_arguments_raise():
+    task = tasks.Seq2Seq(T=2)
+    Y, omega, V = _problem(task, n=4)
+    with pytest.raises(ValueError, match="omega"):
+        channels.output_step(task, Y, omega[:, :2], V)
+    with pytest.raises(ValueError, match="Y"):
+        channels.output_step(task, Y[:, :1], omega, V)
+    with pytest.raises(ValueError, match="V"):
+        channels.output_step(task, Y, omega, -V)
+    with pytest.raises(ValueError, match="V"):
+        channels.output_step(task, Y, omega, V[:2])
+    with pytest.raises(ValueError, match="omega"):
+        channels.output_step(task, Y, omega.at[0, 0].set(jnp.nan), V)
+    with pytest.raises(ValueError, match="max_iter"):
+        channels.output_step(task, Y, omega, V, max_iter=0)
+    with pytest.raises(ValueError, match="starts"):
+        channels.output_step(task, Y, omega, V, starts=omega[:, :2])
+    with pytest.raises(ValueError, match="pairs"):
+        channels.pair_loss(task, Y, omega[:, :2])
