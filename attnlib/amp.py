@@ -144,11 +144,12 @@ def spectral_prox(B: jax.Array, tau: float, penalty: str = "nuclear"):
     eigenvalues ``x -> max(x - tau, 0)`` (nuclear + PSD) or ``x / (1 + tau)`` (Frobenius)."""
     _checks.choice("penalty", penalty, PENALTIES)
     tau = _checks.nonnegative("tau", tau)
-    B = np.asarray(B, dtype=np.float64)
+    B = jnp.asarray(B)
     if B.ndim != 2 or B.shape[0] != B.shape[1]:
         raise ValueError(f"B must be a square (d, d) matrix, got shape {B.shape}")
-    _checks.finite_array("B", B)
-    return _spectral_prox(jnp.asarray(B), tau, penalty)
+    if not isinstance(B, jax.core.Tracer):  # stays differentiable under jax transforms
+        _checks.finite_array("B", np.asarray(B))
+    return _spectral_prox(B, tau, penalty)
 
 
 @functools.partial(jax.jit, static_argnames=("penalty",))

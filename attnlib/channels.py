@@ -424,8 +424,8 @@ def _loss_task(task):
 def _compact_minimize(task, Y, omega, V, starts, max_iter, tol):
     """Best prox point over the starts: ``P`` (n, K), objective ``F`` (n,), Hessian ``H``.
 
-    ``H`` (n, K, K) is the prox objective's Hessian at ``P`` (up to a last Newton
-    step of relative size ``<= sqrt(tol)``).
+    ``H`` (n, K, K) is the prox objective's Hessian at ``P`` up to a last Newton step of
+    relative size ``<= sqrt(tol)``; :func:`_finish` recomputes it exactly at ``P``.
     """
     task = _loss_task(task)
     n, S, K = starts.shape
@@ -453,8 +453,8 @@ def _compact_minimize(task, Y, omega, V, starts, max_iter, tol):
 
 
 def _compact_step(task, Y, omega, V, starts, max_iter, tol):
-    P, _, H = _compact_minimize(task, Y, omega, V, starts, max_iter, tol)
-    return _finish_from_hessian(_loss_task(task), Y, omega, V, P, H)
+    P, _, _ = _compact_minimize(task, Y, omega, V, starts, max_iter, tol)
+    return _finish(_loss_task(task), Y, omega, V, P)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))

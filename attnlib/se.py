@@ -309,7 +309,7 @@ def _output_side_raw(task, z, m, q, v, Q0, warm, mode):
             P, Fv, H = channels._best_of(
                 *(jnp.stack([a, b], 1) for a, b in zip((P, Fv, H), warm, strict=True))
             )
-    out = channels._finish_from_hessian(channels._loss_task(task), Y, omega, V, P, H)
+    out = channels._finish(channels._loss_task(task), Y, omega, V, P)  # exact Hessian at P
     return _reduce(task, R, zf, out), (P, Fv, H), csd, n_better
 
 
