@@ -17,6 +17,8 @@ Parts and the files they write next to this script (``book/data/``):
   decomposition (:func:`attnlib.spectrum.decompose_trained`). -> ``spectrum_convex.npz``
 - ``spiked``  the same for a spiked target: top eigenvalues of ``S_hat`` and the
   overlaps of their eigenvectors with the target's. -> ``spectrum_spiked.npz``
+- ``spiked_small``  the same at half the dimension (finite-size check).
+  -> ``spectrum_spiked_small.npz``
 - ``adam``    Adam on the factorised model (:func:`attnlib.train.train_factorized`):
   singular values of ``W`` and eigenvalues of ``S``. -> ``spectrum_adam.npz``
 - ``minilm``  query-key spectra of a small pretrained transformer (all-MiniLM-L6-v2, 6
@@ -243,10 +245,10 @@ def part_convex(cfg, out: Path) -> None:
     save(out / "spectrum_convex.npz", arr)
 
 
-def part_spiked(cfg, out: Path) -> None:
+def spiked_runs(cfg, out: Path, d: int, key_base: int, filename: str) -> None:
     task = make_task()
     target = targets.Spiked(spikes=SPIKES, bulk=targets.Wishart(KAPPA0))
-    d, seeds, k = cfg["d_spiked"], cfg["spiked_seeds"], len(SPIKES)
+    seeds, k = cfg["spiked_seeds"], len(SPIKES)
     alphas = cfg["spiked_alphas"]
     top = np.zeros((len(alphas), seeds, k + 2))  # largest k + 2 eigenvalues of S_hat
     ov = np.zeros((len(alphas), seeds, k))  # (u_i . e_i)^2 for the top k of S_hat and S0
@@ -256,7 +258,7 @@ def part_spiked(cfg, out: Path) -> None:
         t0 = time.time()
         for s in range(seeds):
             S0, _, res, _ = run_convex(
-                task, target, alpha, LAM, "nuclear", d, key_for(2, ia, s), cfg["n_test"]
+                task, target, alpha, LAM, "nuclear", d, key_for(key_base, ia, s), cfg["n_test"]
             )
             ev, U = np.linalg.eigh(res.S)
             l0, V = np.linalg.eigh(S0)
@@ -269,17 +271,17 @@ def part_spiked(cfg, out: Path) -> None:
             f"  spiked alpha={alpha:<5g} d={d} top={np.round(top[ia].mean(0), 3).tolist()} "
             f"overlap2={np.round(ov[ia].mean(0), 3).tolist()} {time.time() - t0:.0f} s"
         )
-    save(
-        out / "spectrum_spiked.npz",
-        {
-            "alpha": alphas,
-            "top": top,
-            "overlap2": ov,
-            "theta": theta,
-            "eigs": np.array(eigs),
-            "d": d,
-        },
-    )
+    arrays = {"alpha": alphas, "top": top, "overlap2": ov, "theta": theta, "d": d}
+    save(out / filename, arrays | {"eigs": np.array(eigs)})
+
+
+def part_spiked(cfg, out: Path) -> None:
+    spiked_runs(cfg, out, cfg["d_spiked"], 2, "spectrum_spiked.npz")
+
+
+def part_spiked_small(cfg, out: Path) -> None:
+    """The spiked runs at half the dimension: how the finite-size gap shrinks with d."""
+    spiked_runs(cfg, out, cfg["d_spiked"] // 2, 4, "spectrum_spiked_small.npz")
 
 
 def part_adam(cfg, out: Path) -> None:
@@ -372,6 +374,7 @@ PARTS = {
     "theory": part_theory,
     "convex": part_convex,
     "spiked": part_spiked,
+    "spiked_small": part_spiked_small,
     "adam": part_adam,
     "minilm": part_minilm,
 }
