@@ -131,6 +131,7 @@ def _linear_step(task, Y, omega, V):
 # curvature direction (in units of sqrt(max V)); the best candidate is taken.
 _T_NEWTON = tuple(2.0**-k for k in (0, 1, 2, 3, 4, 6, 8, 11))
 _T_CURV = (1.0, 0.25)
+_ARMIJO = 1e-4
 
 
 def _label_start(task, Y, omega, V):
@@ -206,10 +207,16 @@ def _newton_step(task, Y, omega, V, P, F, tol):
 
     Where every Hessian of the batch is safely positive definite (the usual case
     near a minimum) the direction comes from a Cholesky solve (and the full Newton
-    step is taken directly when it lowers every objective); otherwise from an
-    eigendecomposition with the shift ``|lambda_min| + 0.1 min(1/V)`` and extra
-    candidates along the most negative curvature direction. The two branches give
-    the same direction where both apply. ``done``: no candidate lowers the
+    step is taken directly when it decreases every objective sufficiently, with a
+    lower objective than the half step); otherwise from an eigendecomposition with
+    the shift ``|lambda_min| + 0.1 min(1/V)`` and extra candidates along the most
+    negative curvature direction. The two branches give the same direction where
+    both apply. Step: the first local minimum along the ray on a geometric grid of
+    step lengths (walking out from the shortest one), else the best candidate that
+    lowers the objective (monotone descent). A greedy "best of the grid" rule would
+    let a start hop into another basin (e.g. from the label-consistent point back
+    to the saturated region around ``omega``), defeating the multi-start.
+    ``done``: no candidate lowers the
     objective, or the point is safely positive definite and the full Newton step
     is below ``sqrt(tol)`` (then taken: quadratic convergence leaves an error
     ``O(tol)``).
@@ -237,7 +244,7 @@ def _newton_step(task, Y, omega, V, P, F, tol):
         pad_c = jnp.broadcast_to(P[:, None, :], (N, nn - 1 + 2 * nc, K))
         pad_f = jnp.full((N, nn - 1 + 2 * nc), jnp.inf, dtype=dt)
 
-        def newton_ok(_):  # the full Newton step lowers every objective: take it
+        def newton_ok(_):  # full Newton step, same basin: take it
             return jnp.concatenate([c1[:, None], pad_c], 1), jnp.concatenate(
                 [f1[:, None], pad_f], 1
             )
@@ -249,8 +256,13 @@ def _newton_step(task, Y, omega, V, P, F, tol):
                 [fc, pad_f[:, nn - 1 :]], 1
             )
 
-        cands, fc = jax.lax.cond(jnp.all(f1 < F), newton_ok, line_search, None)
-        return cands, fc, jnp.full((N,), jnp.inf, dtype=dt)
+        # the full step is taken when it decreases sufficiently and the objective also
+        # decreases from the half step to the full one (no hop into another basin)
+        f_half = jax.vmap(functools.partial(_obj, task))(Y, omega, V, P + 0.5 * d)
+        slope = jnp.sum(G * d, axis=-1)
+        full_ok = (f1 <= F + _ARMIJO * slope) & (f1 <= f_half) & (f_half < F)
+        cands, fc = jax.lax.cond(jnp.all(full_ok), newton_ok, line_search, None)
+        return cands, fc, d
 
     def full(_):
         lam, U = jnp.linalg.eigh(H)
@@ -270,11 +282,21 @@ def _newton_step(task, Y, omega, V, P, F, tol):
         fc = objv(Y, omega, V, cands)
         # curvature steps only where the Hessian is not positive definite
         fc = fc.at[:, nn:].set(jnp.where((lam0 < 0)[:, None], fc[:, nn:], jnp.inf))
-        return cands, fc, lam0
+        return cands, fc, d
 
-    cands, fc, lam0 = jax.lax.cond(jnp.all(safe), cheap, full, None)
+    cands, fc, d = jax.lax.cond(jnp.all(safe), cheap, full, None)
     fc = jnp.where(jnp.isfinite(fc), fc, jnp.inf)
-    k = jnp.argmin(fc, axis=1)
+    # Newton step length: the first local minimum of the objective along the ray on the
+    # geometric grid, walking out from the shortest step (stays in the basin of the
+    # start, so that several starts explore several minima); if even the shortest step
+    # does not lower the objective, the best candidate (negative-curvature steps
+    # included) that does
+    fa = fc[:, nn - 1 :: -1]  # Newton candidates, ascending step length
+    dec = fa[:, 1:] < fa[:, :-1]
+    stop = jnp.where(jnp.all(dec, axis=1), nn - 1, jnp.argmax(~dec, axis=1))
+    k_newton = nn - 1 - stop
+    f_newton = jnp.take_along_axis(fc, k_newton[:, None], 1)[:, 0]
+    k = jnp.where(f_newton < F, k_newton, jnp.argmin(fc, axis=1))
     f_new = jnp.take_along_axis(fc, k[:, None], 1)[:, 0]
     p_best = jnp.take_along_axis(cands, k[:, None, None], 1)[:, 0]
     improved = f_new < F
@@ -286,7 +308,6 @@ def _newton_step(task, Y, omega, V, P, F, tol):
     P_new = jnp.where(conv[:, None], cands[:, 0], jnp.where(improved[:, None], p_best, P))
     F_new = jnp.where(conv, fc[:, 0], jnp.where(improved, f_new, F))
     done = conv | ~improved
-    del lam0
     return P_new, F_new, done, H
 
 
@@ -402,7 +423,7 @@ def _best_of(P, F, H):
     return take(P), take(F), take(H)
 
 
-_BUCKETS = (256, 2048)
+_BUCKETS = (64, 256, 2048)
 
 
 def _bucket(k: int, n: int) -> int:
@@ -429,7 +450,14 @@ def _compact_minimize(task, Y, omega, V, starts, max_iter, tol):
     """
     task = _loss_task(task)
     n, S, K = starts.shape
-    Yr, Or, Vr, P, F, done, H = _flatten_starts(task, Y, omega, V, starts)
+    N = n * S
+    arrays = _flatten_starts(task, Y, omega, V, starts)
+    M = next((b for b in _BUCKETS if N <= b), N)
+    if M > N:  # small problems: pad (as done) to a bucket size, to reuse its compilation
+        sel = jnp.asarray(np.concatenate([np.arange(N), np.zeros(M - N, dtype=int)]))
+        arrays = _gather(sel, arrays)
+        arrays = (*arrays[:5], arrays[5].at[N:].set(True), arrays[6])
+    Yr, Or, Vr, P, F, done, H = arrays
     tol = jnp.asarray(tol, dtype=P.dtype)
     steps = min(_FIRST_STEPS, max_iter)
     st = _masked_steps(task, steps, Yr, Or, Vr, P, F, done, H, tol)
@@ -437,16 +465,16 @@ def _compact_minimize(task, Y, omega, V, starts, max_iter, tol):
         idx = np.flatnonzero(~np.asarray(st[2]))
         if idx.size == 0:
             break
-        size = _bucket(idx.size, n * S)
+        size = _bucket(idx.size, M)
         ns = min(_LATER_STEPS, max_iter - steps)
-        if size == n * S:
+        if size == M:
             st = _masked_steps(task, ns, Yr, Or, Vr, *st, tol)
         else:
             sel = jnp.asarray(np.concatenate([idx, np.full(size - idx.size, idx[0])]))
             sub = _gather(sel, (Yr, Or, Vr, *st))
             st = _scatter(sel, st, _masked_steps(task, ns, *sub, tol))
         steps += ns
-    P, F, _, H = st
+    P, F, _, H = (a[:N] for a in st)
     if S == 1:
         return P, F, H
     return _best_of(P.reshape(n, S, K), F.reshape(n, S), H.reshape(n, S, K, K))

@@ -19,16 +19,17 @@ Recovered modes. In the state evolution the learned matrix is ``S_hat = F(R)`` w
 ``R = S0 + sqrt(Delta_eff) W_goe`` and ``f(x) = (c x - tau)_+``: the eigenvectors of ``R``
 with eigenvalue above ``t = tau / c`` are kept. Writing ``omega(x) = u + i v`` for the
 subordination function at ``x + i0`` (``u = x - Delta h_R(x)``, ``v = pi Delta rho_R(x)``),
-``G_R(x) = sum_k pi_k / (omega - lambda_k)``, so the density of ``R`` splits into the
-spectral components of the modes, ``rho_R(x) = sum_k rho_k(x)`` with
+``G_R(x) = sum_k pi_k / (omega - lambda_k)`` (plus the zero eigenvalues), so the density
+of ``R`` splits into the spectral components of the modes, ``rho_R = sum_k rho_k + rho_null``
+with
 
-    rho_k(x) / rho_R(x) = pi_k Delta / ((u - lambda_k)^2 + v^2)
-                        = E[ ||P_k v_x||^2 | x ] / pi_k ... (the posterior share of mode k),
+    rho_k(x) / rho_R(x) = pi_k Delta / ((u - lambda_k)^2 + v^2) = E[ ||P_k v_x||^2 | x ],
 
 ``P_k`` the projector on the eigenspace of mode ``k`` and ``v_x`` a unit eigenvector of ``R``
-at ``x``. The fraction of mode ``k`` that is learned is ``phi_k = int_{x > t} rho_k / pi_k``,
-the limit of ``||P_+ P_k||_F^2 / (pi_k d)`` with ``P_+`` the projector on the range of
-``S_hat``. A mode is *recovered* when ``phi_k > 1/2`` (:func:`recovered_modes`); the same
+at ``x`` (the share of mode ``k`` among the eigenvectors at ``x``). The learned fraction of
+mode ``k`` is ``phi_k = int_{x > t} rho_k / pi_k``, the limit of
+``||P_+ P_k||_F^2 / (pi_k d)`` with ``P_+`` the projector on the range of ``S_hat``. A mode
+is *recovered* when ``phi_k > 1/2`` (:func:`recovered_modes`); the same
 fractions of a trained matrix are :func:`recovered_modes_trained`.
 
 Scaling laws. :func:`excess_risk_curve` runs the state evolution along ``alpha`` with a
@@ -286,10 +287,7 @@ def spectral_summary(
     n_nodes = _checks.integer("n_nodes", n_nodes, 8)
     lam_k, pi_k = _modes_of(target)
     t = tau / c
-    try:
-        spec = rmt.deformed_spectrum(target, Delta, n_nodes, breakpoints=(t,))
-    except IndexError:  # TEMPORARY: rmt's breakpoint handling is being fixed
-        spec = rmt.deformed_spectrum(target, Delta, n_nodes)
+    spec = rmt.deformed_spectrum(target, Delta, n_nodes, breakpoints=(t,))
     x, w, rho, h = (
         np.asarray(a, dtype=float) for a in (spec.x, spec.w, spec.density, spec.hilbert)
     )

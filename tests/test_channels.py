@@ -103,7 +103,7 @@ def test_dg_matches_finite_differences(name):
     np.testing.assert_allclose(out.g, (out.h - omega) / V, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("T", [1, 2, 3])
+@pytest.mark.parametrize("T", [1, 3])
 def test_linear_closed_form_and_newton_path_agree(T):
     task = tasks.Linear(T=T, noise=0.1)
     Y, omega, V = _problem(task, n=32, v=1.5, seed=T)
@@ -128,11 +128,10 @@ def test_linear_closed_form_and_newton_path_agree(T):
 def test_softmax_closed_form_derivatives_match_autodiff():
     task = tasks.Seq2Seq(T=3, beta=1.7)
     Y, omega, _ = _problem(task, n=8, seed=5)
-    for i in range(8):
-        G, H = channels._softmax_grad_hess(task, Y[i], omega[i])
-        f = lambda p, i=i: channels.pair_loss(task, Y[i], p)  # noqa: E731
-        np.testing.assert_allclose(G, jax.grad(f)(omega[i]), rtol=1e-10, atol=1e-13)
-        np.testing.assert_allclose(H, jax.hessian(f)(omega[i]), rtol=1e-10, atol=1e-13)
+    G, H = jax.jit(jax.vmap(lambda y, p: channels._softmax_grad_hess(task, y, p)))(Y, omega)
+    f = lambda p, y: channels.pair_loss(task, y, p)  # noqa: E731
+    np.testing.assert_allclose(G, jax.vmap(jax.grad(f))(omega, Y), rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(H, jax.vmap(jax.hessian(f))(omega, Y), rtol=1e-10, atol=1e-13)
 
 
 def test_shapes_variance_forms_and_traced_path():
@@ -142,48 +141,45 @@ def test_shapes_variance_forms_and_traced_path():
     b = channels.output_step(task, Y, omega, jnp.broadcast_to(V, omega.shape))
     assert a.h.shape == a.g.shape == a.dg.shape == (20, 3) and a.loss.shape == (20,)
     np.testing.assert_allclose(a.h, b.h, rtol=1e-13)
-    # per-sequence V differs row by row
+    # per-sequence V: permuting the sequences permutes the results
     Vn = V * (1 + jnp.arange(20)[:, None] / 10)
     c = channels.output_step(task, Y, omega, Vn)
-    d = jnp.stack(
-        [channels.output_step(task, Y[i : i + 1], omega[i : i + 1], Vn[i]).h[0] for i in range(20)]
-    )
-    np.testing.assert_allclose(c.h, d, rtol=1e-10, atol=1e-12)
+    perm = np.random.default_rng(0).permutation(20)
+    d = channels.output_step(task, Y[perm], omega[perm], Vn[perm])
+    np.testing.assert_allclose(c.h[perm], d.h, rtol=1e-10, atol=1e-12)
+    assert float(jnp.max(jnp.abs(c.h - a.h))) > 1e-3  # V matters
     # under jit (tracers: the while_loop path) the result is the same
     traced = jax.jit(lambda Y, om, V: channels.output_step(task, Y, om, V))(Y, omega, V)
     for x, y in zip(a, traced, strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
     # extra starts are accepted in both layouts
     e = channels.output_step(task, Y, omega, V, starts=omega + 1.0)
-    f = channels.output_step(task, Y, omega, V, starts=jnp.stack([omega + 1.0, omega - 1.0], 1))
+    f = channels.output_step(task, Y, omega, V, starts=(omega + 1.0)[:, None, :])
     np.testing.assert_allclose(e.h, a.h, atol=1e-8)
     np.testing.assert_allclose(f.h, a.h, atol=1e-8)
 
 
-@pytest.mark.xfail(
-    reason="open (issue 3): in the saturated regime the safeguarded Newton prox can stop at a "
-    "worse stationary point than the label-consistent one",
-    strict=False,
-)
-def test_saturated_softmax_reaches_the_label_consistent_minimum():
-    """With a large V, far-out omega and labels from distant logits, the global minimum
-    sits near the logits that fit Y; starting only from omega (saturated softmax, flat
-    loss) Newton would stop at a worse local minimum."""
+def test_saturated_softmax_finds_the_minimum_between_labels_and_omega():
+    """Large V, omega far from the logits that fit Y (issue 3): Newton from omega stays
+    in the saturated basin around omega, the global minimum lies between the two points,
+    and the built-in label-consistent start reaches it (the step rule must not hop back
+    into the omega basin, as a full quadratic-model step from the saturated start does)."""
     task = tasks.Seq2Seq(T=2)
     h_true = jnp.array([[6.0, -4.0, 5.0]])
     Y = task.output(tasks.to_matrix(h_true, 2))
     omega = jnp.array([[-6.0, 5.0, -6.0]])
     V = jnp.array([40.0, 20.0, 40.0])
     out = channels.output_step(task, Y, omega, V)
-    f = lambda p: _objective(task, Y[0], omega[0], V, p)  # noqa: E731
+    f = jax.jit(lambda p: _objective(task, Y[0], omega[0], V, p))
+    g = jax.jit(jax.grad(lambda p: _objective(task, Y[0], omega[0], V, p)))
     best = min(
-        scipy.optimize.minimize(
-            lambda p: float(f(p)), s, jac=lambda p: np.asarray(jax.grad(f)(p))
-        ).fun
+        scipy.optimize.minimize(lambda p: float(f(p)), s, jac=lambda p: np.asarray(g(p))).fun
         for s in (np.asarray(omega[0]), np.asarray(h_true[0]), np.zeros(3))
     )
     assert float(f(out.h[0])) <= best + 1e-9
-    assert float(out.loss[0]) < 1e-3  # fits the labels
+    Vb = jnp.broadcast_to(V, omega.shape)
+    only_omega = channels._compact_step(task, Y, omega, Vb, omega[:, None, :], 100, 1e-12)
+    assert float(f(only_omega.h[0])) > best + 1.0  # the omega basin is much worse here
 
 
 def test_bad_arguments_raise():

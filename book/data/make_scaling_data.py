@@ -125,8 +125,10 @@ def threshold_window(target, ell: float, m_eff: int, k_lo: int, k_hi: int, ratio
     return lam0, a_lo, a_hi
 
 
-def curve_arrays(c: scaling.ExcessRiskCurve, prefix: str) -> dict:
-    return {f"{prefix}/{name}": np.asarray(getattr(c, name)) for name in c._fields}
+def curve_arrays(c: scaling.ExcessRiskCurve, prefix: str, skip=()) -> dict:
+    return {
+        f"{prefix}/{name}": np.asarray(getattr(c, name)) for name in c._fields if name not in skip
+    }
 
 
 def progress_printer(name: str, t0: float):
@@ -212,7 +214,7 @@ def part_curves(P, out: Path, meta: dict) -> None:
                 scaling.LamSchedule(lam0, ell),
                 progress=progress_printer(name, t0),
             )
-        arrays.update(curve_arrays(c, name))
+        arrays.update(curve_arrays(c, name, skip=("fractions",)))  # per-mode arrays: large
         cases.append(
             {
                 "name": name,
@@ -240,7 +242,7 @@ def part_curves(P, out: Path, meta: dict) -> None:
                 scaling.LamSchedule(lam0, ell),
                 progress=progress_printer(name, t0),
             )
-        arrays.update(curve_arrays(c, name))
+        arrays.update(curve_arrays(c, name, skip=("fractions",)))  # per-mode arrays: large
         cases.append(
             {
                 "name": name,

@@ -1,0 +1,350 @@
+r"""State evolution (attnlib.se) against independent computations.
+
+References used here (none of them calls the SE code under test):
+
+- Ridge regression with an isotropic Gaussian design (linear task, Frobenius
+  penalty), in closed form from the Marchenko-Pastur law (derivation in
+  :func:`_ridge`);
+- the linear channel computed by the generic QMC path (a :class:`Custom` task with
+  ``g = identity`` is the linear task, but goes through the Newton prox and QMC);
+- Monte Carlo test errors of sampled matrices (:func:`attnlib.train.test_error_stats`);
+- the ERM solved on finite data sets by accelerated proximal gradient
+  (:func:`attnlib.train.train_convex`), averaged over seeds;
+- finite differences of the prox in ``h0`` (for the Stein form of ``m_hat``).
+
+Finite-size tolerances: ``|mean_d - SE| <= 3 sem_d + b / d`` with ``sem_d`` the
+standard error over seeds and ``b / d`` an allowance for the O(1/d) corrections
+(``D = d(d+1)/2`` coordinates instead of ``d^2/2``, the trace/diagonal terms, edge
+eigenvalues). Measured biases at d = 50 and 100 (4 seeds) were at most ``2.8 / d``
+relative for train loss and test error and ``0.9 / d`` for the rank fraction (about one
+eigenvalue); the allowances below are ``4 / d`` (relative) and ``1.5 / d``.
+"""
+
+import functools
+import math
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import attnlib  # noqa: F401  (float64)
+from attnlib import channels, se, tasks, train
+from attnlib.targets import Wishart
+
+TARGET = Wishart(0.5)
+Q0 = TARGET.Q0
+
+
+def _ridge(alpha, lam, Delta, Q0):
+    r"""Asymptotic ridge regression for the linear task with ``T = 1``.
+
+    Derivation. In the ``D = d(d+1)/2`` orthonormal coordinates ``x`` of ``S``, a
+    sequence gives ``y = a . x + sqrt(Delta) xi`` with ``a`` of i.i.d. ``N(0, 2/d)``
+    entries (``sigma^2 = 2``) and the objective is ``sum (y - a.x)^2 + d (lam/2)|x|^2``.
+    With ``a = sqrt(2/d) a~`` (``a~`` standard), ``beta = sqrt(2/d) x`` and
+    ``Sigma = A~^T A~ / n`` this is ridge regression
+    ``beta_hat = (Sigma + lam')^{-1} A~^T y / n`` with ``lam' = lam d^2 / (4 n) = lam / (4 alpha)``,
+    aspect ratio ``gamma = D / n -> 1 / (2 alpha)`` and signal ``r^2 = |beta0|^2 = 2 Q0``.
+    With ``m(z)`` the Stieltjes transform ``int dF(x)/(x - z)`` of the Marchenko-Pastur
+    law of ratio ``gamma`` (root of ``gamma z m^2 - (1 - gamma - z) m + 1 = 0``):
+
+    - ``|beta_hat - beta0|^2 -> r^2 lam'^2 m'(-lam') + Delta gamma (m - lam' m')(-lam')``
+      (bias + variance); ``mse_S = |x_hat - x0|^2 / d = |beta_hat - beta0|^2 / 2``,
+      test error ``E(h0 - h)^2 = 2 mse_S``;
+    - the residual is ``lam' (A~A~^T/n + lam')^{-1} y``, so the train loss is
+      ``lam'^2 [r^2 (m - lam' m') + Delta (gamma m' + (1 - gamma) / lam'^2)]``.
+    """
+    g = 1.0 / (2.0 * alpha)
+    lp = lam / (4.0 * alpha)
+    z = -lp
+    m = (1 - g - z - math.sqrt((1 - g - z) ** 2 - 4 * g * z)) / (2 * g * z)
+    mp = -(g * m * m + m) / (2 * g * z * m - (1 - g - z))
+    r2 = 2.0 * Q0
+    err = r2 * lp * lp * mp + Delta * g * (m - lp * mp)
+    train = lp * lp * (r2 * (m - lp * mp) + Delta * (g * mp + (1 - g) / lp**2))
+    return err / 2.0, err, train
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.4, 2.0])
+@pytest.mark.parametrize("lam", [0.01, 0.3])
+@pytest.mark.parametrize("noise", [0.0, 0.2])
+def test_linear_frobenius_is_ridge_regression(alpha, lam, noise):
+    r = se.solve(tasks.Linear(T=1, noise=noise), TARGET, alpha, lam, "frobenius", tol=1e-12)
+    mse, test, trn = _ridge(alpha, lam, noise, Q0)
+    assert r.converged and r.integration_error == 0.0
+    np.testing.assert_allclose([r.mse, r.test_error, r.train_loss], [mse, test, trn], rtol=1e-7)
+    np.testing.assert_allclose(r.test_error_noisy, test + noise, rtol=1e-7)
+    assert r.rank_fraction == 1.0
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.5])
+def test_linear_T2_frobenius_maps_to_ridge(alpha):
+    """Every pair of the linear task enters the loss as ``w (y - sigma z)^2`` with
+    ``w sigma^2 = 2`` (``w`` = 1 diagonal, 2 off-diagonal): the T = 2 problem is the
+    T = 1 ridge problem with ``K = 3`` rows per sequence (``alpha -> K alpha``) and mean
+    row noise ``Delta_1 / 2 = mean_ab Delta / sigma_ab^2``; test error ``= 2 K mse``,
+    train loss ``= K x`` the T = 1 one."""
+    noise, lam, K = 0.3, 0.2, 3
+    r = se.solve(tasks.Linear(T=2, noise=noise), TARGET, alpha, lam, "frobenius", tol=1e-12)
+    d1 = 2 * noise * np.mean(1.0 / tasks.pair_variances(2))
+    mse, _, trn = _ridge(K * alpha, lam, d1, Q0)
+    np.testing.assert_allclose(
+        [r.mse, r.test_error, r.train_loss], [mse, 2 * K * mse, K * trn], rtol=1e-7
+    )
+
+
+IDENTITY_T1 = tasks.Custom(T=1, g=lambda h: h, noise=0.2)
+IDENTITY_T2 = tasks.Custom(T=2, g=lambda h: h, noise=0.2)
+
+
+@pytest.mark.parametrize("T", [1, 2])
+def test_qmc_output_side_matches_linear_closed_form(T):
+    """The QMC + Newton path on g = identity against the Gaussian closed form."""
+    custom = IDENTITY_T1 if T == 1 else IDENTITY_T2
+    linear = tasks.Linear(T=T, noise=0.2)
+    for m, q, v in [(0.5, 0.6, 0.8), (1.2, 1.1, 0.2)]:
+        a = se.output_side(custom, 0.4, Q0, m, q, v)
+        b = se.output_side(linear, 0.4, Q0, m, q, v)
+        for got, want, err in zip(a[:4], b[:4], a.stderr, strict=True):
+            # scrambled-Sobol error bars (4 replicates); 5 sigma plus a 0.5 % floor
+            assert abs(got - want) <= 5 * err + 5e-3 * abs(want), (got, want, err)
+        # a_hat is exact along both paths (dg is constant for the linear channel)
+        np.testing.assert_allclose(a.a_hat, b.a_hat, rtol=1e-10)
+
+
+def test_qmc_solve_matches_linear_closed_form_and_reports_error():
+    a = se.solve(IDENTITY_T1, TARGET, 0.3, 0.1)
+    b = se.solve(tasks.Linear(T=1, noise=0.2), TARGET, 0.3, 0.1)
+    assert a.converged and b.converged
+    assert 0 < a.integration_error < 1e-2 and b.integration_error == 0.0
+    for f in ("m", "q", "v", "train_loss", "test_error", "mse", "rank_fraction"):
+        np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=1e-2, err_msg=f)
+
+
+def test_stein_form_of_m_hat_matches_derivative_form():
+    """m_hat = alpha sum_ab E[g_ab (h0_ab - (m/q) omega_ab)] / (Q0 - m^2/q) (computed by
+    the SE) against alpha sum_ab sigma_ab^2 E[d g_ab / d h0_ab] by central differences of
+    the prox in h0, on the same QMC points (softmax with logit noise)."""
+    task = tasks.Seq2Seq(T=2, noise=0.1)
+    alpha, m, q, v = 0.3, 0.7, 0.4, 1.0
+    K = task.n_pairs
+    z = jnp.asarray(se.qmc_normals(2 * K + K, 8192, 4)).reshape(8192, -1)
+    s2 = jnp.asarray(tasks.pair_variances(2))
+    u1, u2, xi = z[:, :K], z[:, K : 2 * K], z[:, 2 * K :]
+    omega = jnp.sqrt(s2 * q) * u2
+    h0 = (m / q) * omega + jnp.sqrt(s2 * (Q0 - m * m / q)) * u1
+    V = s2 * v
+
+    def g_of(h0):
+        logits = h0 + math.sqrt(task.noise) * xi
+        Y = task.output(tasks.to_matrix(logits, 2))
+        return channels.output_step(task, Y, omega, V, starts=logits).g
+
+    eps = 1e-5
+    deriv = 0.0
+    for k in range(K):
+        e = jnp.zeros(K).at[k].set(eps)
+        deriv += float(s2[k] * jnp.mean((g_of(h0 + e)[:, k] - g_of(h0 - e)[:, k]) / (2 * eps)))
+    o = se.output_side(task, alpha, Q0, m, q, v)
+    assert abs(o.m_hat - alpha * deriv) <= 5 * o.stderr[2] + 1e-3 * o.m_hat
+
+
+def test_test_error_from_overlaps_matches_sampled_sequences():
+    """The test error depends on S only through (Q0, m, q) as d -> infinity: compare with
+    fresh sequences. At finite d the pairs of a sequence are uncorrelated but not exactly
+    Gaussian and independent (shared tokens; third cumulants ~ Tr S^3 / d^{3/2}), an
+    O(1/sqrt(d)) effect: measured -1.4 % (seq2seq T=2) and -8 % (seq2lab T=3) at d = 100,
+    -0.2 % and -2.3 % at d = 1000, -0.1 % and -0.8 % at d = 10^4 (commuting S, S0).
+    Hence a 2 % allowance at d = 60 for T = 2, and T = 3 checked at d = 2000."""
+    d = 60
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(3), 3)
+    S0 = TARGET.sample(k1, d)
+    W = jax.random.normal(k2, (d, d)) / math.sqrt(d)
+    S = 0.6 * S0 + 0.5 * (W + W.T) / 2
+    ov = train.overlaps(S, S0)
+    for task in (tasks.Seq2Seq(T=2), tasks.Seq2Lab(T=2), tasks.Seq2Seq(T=2, noise=0.3)):
+        mc = train.test_error_stats(k3, task, S0, S, n_test=20000)
+        th = se.test_error_from_overlaps(task, ov.Q0, ov.m, ov.q)
+        assert abs(mc.mean - th) <= 4 * mc.stderr + 2e-2 * th, (task, mc, th)
+        if task.noise:
+            mcn = train.test_error_stats(k3, task, S0, S, n_test=20000, noisy=True)
+            thn = se.test_error_from_overlaps(task, ov.Q0, ov.m, ov.q, noisy=True)
+            assert abs(mcn.mean - thn) <= 4 * mcn.stderr + 2e-2 * thn
+    # T = 3 at d = 2000, with S commuting with S0 (then h_ab = sum_i s_i y_ai y_bi / sqrt(d)
+    # in the common eigenbasis, O(n T^2 d) to sample)
+    d, task = 2000, tasks.Seq2Lab(T=3)
+    rng = np.random.default_rng(0)
+    lam0 = np.asarray(TARGET.eigenvalues(d))
+    lam = 0.6 * lam0 + 0.5 * rng.standard_normal(d)
+    errs = []
+    for _ in range(10):
+        y = rng.standard_normal((4000, 3, d))
+
+        def pre(s, y=y):
+            h = np.einsum("nai,i,nbi->nab", y, s, y) - np.eye(3) * s.sum()
+            return jnp.asarray(h / math.sqrt(d))
+
+        diff = task.output(pre(lam0)) - task.output(pre(lam))
+        errs.append(np.asarray(diff**2))
+    errs = np.concatenate(errs)
+    th = se.test_error_from_overlaps(
+        task, np.mean(lam0**2), np.mean(lam0 * lam), np.mean(lam**2), n_qmc=32768
+    )
+    sem = errs.std() / math.sqrt(errs.size)
+    assert abs(errs.mean() - th) <= 4 * sem + 3e-2 * th, (errs.mean(), sem, th)
+
+
+# ----------------------------------------------------------------------------
+# State evolution against the ERM on finite data
+# ----------------------------------------------------------------------------
+
+
+@functools.cache
+def _simulate(task, alpha, lam, penalty, d, n_seeds):
+    """Per-seed (train loss, test error, mse, rank fraction) of train_convex at size d."""
+    rows = []
+    for s in range(n_seeds):
+        k1, k2 = jax.random.split(jax.random.PRNGKey(10_000 * d + s))
+        S0 = TARGET.sample(k1, d)
+        data = tasks.make_dataset(k2, task, S0, tasks.n_samples(alpha, d))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = train.train_convex(task, data, lam, penalty=penalty, tol=1e-8)
+        ov = train.overlaps(res.S, S0)
+        ev = np.linalg.eigvalsh(res.S)
+        rows.append(
+            [
+                res.train_loss,
+                se.test_error_from_overlaps(task, ov.Q0, ov.m, ov.q),
+                ov.Q0 - 2 * ov.m + ov.q,
+                float(np.mean(ev > 1e-8 * np.abs(ev).max())),
+            ]
+        )
+    rows = np.array(rows)
+    return rows.mean(0), rows.std(0, ddof=1) / math.sqrt(n_seeds)
+
+
+def _assert_agrees(r, mean, sem, d, penalty):
+    se_vals = np.array([r.train_loss, r.test_error, r.mse, r.rank_fraction])
+    bias = np.array([4.0 / d * r.train_loss, 4.0 / d * r.test_error, 4.0 / d * Q0, 1.5 / d])
+    check = slice(0, 4) if penalty == "nuclear" else slice(0, 3)  # Frobenius: full rank
+    gap = np.abs(mean - se_vals)[check]
+    assert np.all(gap <= 3 * sem[check] + bias[check]), (d, mean, sem, se_vals)
+    return np.abs(mean - se_vals)
+
+
+CASES = {
+    "linear_nuclear": (tasks.Linear(T=1, noise=0.1), 0.3, 0.1, "nuclear"),
+    "seq2seq_nuclear": (tasks.Seq2Seq(T=2), 0.3, 0.1, "nuclear"),
+    "seq2seq_noisy_nuclear": (tasks.Seq2Seq(T=2, noise=0.1), 0.3, 0.1, "nuclear"),
+    "seq2seq_noisy_frobenius": (tasks.Seq2Seq(T=2, noise=0.1), 0.15, 0.1, "frobenius"),
+}
+
+
+@pytest.mark.parametrize("case", ["linear_nuclear", "seq2seq_nuclear"])
+def test_se_matches_convex_solver_small(case):
+    task, alpha, lam, penalty = CASES[case]
+    r = se.solve(task, TARGET, alpha, lam, penalty)
+    mean, sem = _simulate(task, alpha, lam, penalty, 40, 4)
+    _assert_agrees(r, mean, sem, 40, penalty)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES))
+def test_se_matches_convex_solver_and_gap_shrinks(case):
+    task, alpha, lam, penalty = CASES[case]
+    r = se.solve(task, TARGET, alpha, lam, penalty)
+    m50, s50 = _simulate(task, alpha, lam, penalty, 50, 4)
+    m100, s100 = _simulate(task, alpha, lam, penalty, 100, 4)
+    g50 = _assert_agrees(r, m50, s50, 50, penalty)
+    g100 = _assert_agrees(r, m100, s100, 100, penalty)
+    # the train loss and test error gaps shrink from d = 50 to d = 100 (up to noise)
+    for i in (0, 1):
+        assert g100[i] <= g50[i] + 3 * math.hypot(s50[i], s100[i]), (i, g50, g100)
+
+
+# ----------------------------------------------------------------------------
+# Perfect recovery, learning curves, optimal lambda
+# ----------------------------------------------------------------------------
+
+
+def test_perfect_recovery_threshold_noiseless_softmax():
+    """alpha_PR = delta(0.5) / (K - 1) = 0.42218 / 2 = 0.2111 for seq2seq T = 2 (THEORY 6):
+    at lam -> 0+ the SE has mse -> 0 above it and mse bounded away from 0 below it."""
+    task = tasks.Seq2Seq(T=2)
+    above = [se.solve(task, TARGET, 0.3, lam).mse for lam in (1e-3, 1e-4)]
+    below = [se.solve(task, TARGET, 0.15, lam).mse for lam in (1e-3, 1e-4)]
+    assert above[1] < 1e-3 and above[1] < 0.1 * above[0]  # -> 0 roughly linearly in lam
+    assert below[1] > 0.1 and below[1] > 0.5 * below[0]  # stays finite
+
+
+def test_learning_curve_warm_start_matches_cold_solves():
+    task = tasks.Seq2Seq(T=2, noise=0.1)
+    alphas = [0.1, 0.2, 0.4]
+    lc = se.learning_curve(task, TARGET, alphas, 0.1)
+    assert isinstance(lc, se.LearningCurve) and lc.penalty == "nuclear"
+    assert lc.test_error.shape == (3,) and lc.converged.all()
+    assert np.all(np.diff(lc.test_error) < 0)
+    np.testing.assert_allclose(lc.mse, lc.Q0 - 2 * lc.m + lc.q, rtol=1e-12)
+    cold = se.solve(task, TARGET, alphas[-1], 0.1)
+    # both stop at relative residual 1e-6 of the same deterministic map
+    np.testing.assert_allclose([lc.m[-1], lc.q[-1], lc.v[-1]], [cold.m, cold.q, cold.v], rtol=1e-4)
+
+
+def test_optimal_lambda_linear_frobenius_is_noise_over_signal():
+    r"""Ridge with an isotropic design is optimal at ``lam' = gamma Delta / r^2`` (the
+    Bayes posterior mean for a Gaussian prior of the same norm; the risk depends on
+    ``beta0`` only through ``r^2``): with ``lam' = lam / (4 alpha)``, ``gamma = 1/(2 alpha)``
+    and ``r^2 = 2 Q0`` this is ``lam_opt = Delta / Q0`` for every alpha."""
+    task = tasks.Linear(T=1, noise=0.3)
+    for alpha in (0.2, 1.0):
+        lam, r = se.optimal_lambda(
+            task, TARGET, alpha, "frobenius", bounds=(1e-3, 10.0), xatol=1e-4, tol=1e-12
+        )
+        assert abs(lam - 0.3 / Q0) < 2e-3 * (0.3 / Q0)
+        assert isinstance(r, se.SEResult) and r.lam == pytest.approx(lam)
+
+
+# ----------------------------------------------------------------------------
+# Arguments and diagnostics
+# ----------------------------------------------------------------------------
+
+
+def test_bad_arguments_raise():
+    task = tasks.Linear(T=1)
+    with pytest.raises(ValueError, match="alpha"):
+        se.solve(task, TARGET, 0.0, 0.1)
+    with pytest.raises(ValueError, match="lam"):
+        se.solve(task, TARGET, 0.5, -0.1)
+    with pytest.raises(ValueError, match="penalty"):
+        se.solve(task, TARGET, 0.5, 0.1, penalty="l1")
+    with pytest.raises(ValueError, match="task"):
+        se.solve("linear", TARGET, 0.5, 0.1)
+    with pytest.raises(ValueError, match="target"):
+        se.solve(task, 1.5, 0.5, 0.1)
+    with pytest.raises(ValueError, match="power of 2"):
+        se.solve(tasks.Seq2Seq(T=2), TARGET, 0.5, 0.1, n_qmc=1000)
+    with pytest.raises(ValueError, match="init"):
+        se.solve(task, TARGET, 0.5, 0.1, init=(2.0, 1.0, 1.0))  # m^2 > q Q0
+    with pytest.raises(ValueError, match="alphas"):
+        se.learning_curve(task, TARGET, [0.1, -0.2], 0.1)
+    with pytest.raises(ValueError, match="bounds"):
+        se.optimal_lambda(task, TARGET, 0.5, bounds=(1.0, 0.1))
+    with pytest.raises(ValueError, match="m must satisfy"):
+        se.test_error_from_overlaps(task, 1.0, 2.0, 1.0)
+
+
+def test_non_convergence_warns_or_raises_with_residual():
+    task = tasks.Linear(T=1, noise=0.1)
+    with pytest.warns(se.SEConvergenceWarning, match="residual"):
+        r = se.solve(task, TARGET, 0.5, 0.1, max_iter=1)
+    assert not r.converged and math.isfinite(r.residual) and r.residual > 1e-6
+    assert all(math.isfinite(x) for x in (r.m, r.q, r.v, r.test_error))
+    with pytest.raises(RuntimeError, match="residual"):
+        se.solve(task, TARGET, 0.5, 0.1, max_iter=1, on_fail="raise")
+    # Frobenius with lam = 0 below alpha = 1/2 (T = 1) has no fixed point: v diverges
+    with pytest.warns(se.SEConvergenceWarning):
+        r = se.solve(task, TARGET, 0.3, 0.0, "frobenius", max_iter=60)
+    assert not r.converged
