@@ -498,6 +498,23 @@ class _Invalid(Exception):
     pass
 
 
+class _ZeroPhase(_Invalid):
+    """The input side thresholds the whole spectrum of ``R`` away: ``S_hat = 0``."""
+
+    def __init__(self, msg, output, inp):
+        super().__init__(msg)
+        self.output, self.input = output, inp
+
+
+# ``(m, q, v)`` next to the origin, where the output side takes its ``S_hat -> 0`` limit
+# (``omega -> 0``, ``V -> 0``: ``g`` becomes minus the loss gradient at zero preactivation)
+_ORIGIN_EPS = 1e-8
+
+
+def _origin(Q0):
+    return np.array([0.0, _ORIGIN_EPS * Q0, _ORIGIN_EPS])
+
+
 def _valid(x, Q0) -> bool:
     m, q, v = x
     return bool(np.all(np.isfinite(x)) and q > 0 and v > 0 and m * m < q * Q0)
@@ -520,6 +537,8 @@ def _make_map(target, lam, penalty, Q0, out_eval):
             raise _Invalid(f"a_hat={o.a_hat:.3g}, m_hat={o.m_hat:.3g}, q_hat={o.q_hat:.3g}")
         i = input_side(target, o.m_hat, o.q_hat, o.a_hat, lam, penalty, Q0=Q0)
         fx = np.array([i.m, i.q, i.v])
+        if i.rank_fraction == 0.0 and i.q == 0.0:
+            raise _ZeroPhase(f"input side gave S_hat = 0 (threshold {i.tau / i.c:.4g})", o, i)
         if not _valid(fx, Q0):
             raise _Invalid(f"input side gave (m, q, v) = {tuple(fx)}")
         return fx, o, i
@@ -540,6 +559,7 @@ class _FixedPoint(NamedTuple):
     converged: bool
     n_iter: int
     fail_msg: str
+    zero: tuple | None = None  # (OutputSide, InputSide) at the origin when S_hat = 0
 
 
 _COARSE_PER_REP = 256
@@ -555,6 +575,12 @@ def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPo
     Before accepting a fixed point, the prox is re-solved from the cold starts:
     if some QMC problem finds a lower minimum than its warm-started one, the
     iteration goes on from there (the SE needs the global prox minimum).
+
+    The first time the input side thresholds everything away, the map is evaluated
+    at the origin ``S_hat -> 0``: if the whole spectrum is thresholded there too,
+    ``S_hat = 0`` is the fixed point (the zero phase, returned in ``zero``: the
+    top eigenvalue of the loss gradient at ``S = 0`` is below ``lam``); otherwise,
+    if no valid point has been seen yet, the iteration restarts from its image.
     """
 
     # Anderson mixing acts on y = (m / Q0, log(q / Q0), log v): comparable scales, and v
@@ -575,6 +601,7 @@ def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPo
     last_good = None
     fail_msg = ""
     step = beta
+    origin_tried = False
     while n_iter < max_iter:
         n_iter += 1
         try:
@@ -583,6 +610,19 @@ def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPo
             fail_msg = str(err)
             _debug("invalid", x, fail_msg)
             hist_y, hist_r = [], []
+            if isinstance(err, _ZeroPhase) and not origin_tried:
+                origin_tried = True
+                n_iter += 1
+                try:
+                    fx0, o0, i0 = F(_origin(Q0))
+                except _ZeroPhase as zero:
+                    return _FixedPoint(None, True, n_iter, "", (zero.output, zero.input))
+                except _Invalid:
+                    pass
+                else:
+                    if last_good is None:
+                        x = fx0
+                        continue
             if last_good is None:
                 # shrink v and move towards a safer point
                 x = np.array([x[0] * 0.5, x[1], x[2] * 0.5])
@@ -688,7 +728,10 @@ def solve(
         (``RuntimeError``) when the fixed point is not reached.
 
     Returns:
-      :class:`SEResult`.
+      :class:`SEResult`. Where ``lam`` is at least ``m_hat`` times the top edge of
+      ``R`` at ``S_hat -> 0`` (the largest eigenvalue of the loss gradient at
+      ``S = 0``), the minimiser is ``S_hat = 0``: the result then has
+      ``m = q = v = 0``, ``rank_fraction = 0`` and the conjugates of that limit.
     """
     task = _check_task(task)
     alpha = _checks.positive("alpha", alpha)
@@ -735,6 +778,8 @@ def solve(
         make_map(out_eval), out_eval, x0, Q0, tol, max(1, max_iter - n_used), beta, anderson
     )
     best, converged, n_iter, fail_msg = fp.best, fp.converged, fp.n_iter + n_used, fp.fail_msg
+    if fp.zero is not None:  # the zero phase: S_hat = 0 exactly, m = q = v = 0
+        best = (0.0, np.zeros(3), *fp.zero)
     if best is None:
         msg = f"state evolution failed at alpha={alpha}, lam={lam}: {fail_msg}"
         raise RuntimeError(msg)

@@ -348,3 +348,34 @@ def test_non_convergence_warns_or_raises_with_residual():
     with pytest.warns(se.SEConvergenceWarning):
         r = se.solve(task, TARGET, 0.3, 0.0, "frobenius", max_iter=60)
     assert not r.converged
+
+
+def test_zero_phase_matches_the_convex_solver():
+    """Above ``lam_c = m_hat x edge(R)`` at ``S_hat -> 0`` the minimiser is ``S = 0``.
+
+    ``lam_c`` is computed here from the output side at the origin and the support of
+    ``R`` (rmt), not by ``solve``. The convex solver on data (d = 80) must return the zero
+    matrix at ``1.2 lam_c`` and a non-zero one at ``0.8 lam_c``: the top eigenvalue of the
+    loss gradient at ``S = 0`` fluctuates by ``O(d^{-2/3})`` (a few % at d = 80), well
+    inside the 20 % margins. ``solve`` must report the zero phase on the same side.
+    """
+    from attnlib import rmt
+
+    task, alpha, d = tasks.Seq2Seq(T=2), 0.3, 80
+    o = se.output_side(task, alpha, Q0, 0.0, 1e-10 * Q0, 1e-10)
+    edge = rmt.support(TARGET, o.q_hat / o.m_hat**2)[-1][1]
+    lam_c = o.m_hat * edge
+    k1, k2 = jax.random.split(jax.random.PRNGKey(5))
+    S0 = TARGET.sample(k1, d)
+    data = tasks.make_dataset(k2, task, S0, tasks.n_samples(alpha, d))
+    for factor, zero in ((1.2, True), (0.8, False)):
+        lam = factor * lam_c
+        r = se.solve(task, TARGET, alpha, lam)
+        assert r.converged and (r.rank_fraction == 0.0) == zero, (factor, r)
+        res = train.train_convex(task, data, lam, tol=1e-8)
+        top = float(np.linalg.eigvalsh(res.S)[-1])
+        assert (top < 1e-10) == zero, (factor, top)
+        if zero:
+            assert r.m == r.q == r.v == 0.0 and r.mse == Q0
+            # the train loss at S = 0 is the mean loss at zero preactivation
+            assert abs(res.train_loss - r.train_loss) <= 0.05 * r.train_loss
