@@ -17,7 +17,7 @@ Biane's description of the boundary values: with
 ``F(u, v) = int mu(dt) / ((u - t)^2 + v^2)``, the set ``U = {u : F(u, 0) > 1/Delta}``
 (which contains the support of ``mu``) is mapped by ``u -> x(u) = Re H(u + i v(u))``
 increasingly onto the support of ``rho_R``, where ``v(u) > 0`` solves
-``F(u, v) = 1/Delta``. On that curve
+``F(u, v) = 1/Delta``. On that curve::
 
     rho_R(x(u)) = v(u) / (pi Delta),    h_R(x(u)) = Re G_mu(u + i v(u)),
     dx/du = |H'(w)|^2 / Re H'(w),  w = u + i v(u).

@@ -45,7 +45,7 @@ LASSO comparison (vector compressed sensing). ``y = A x0 + sqrt(noise) w`` with 
 spectral measure (a fraction ``pi_k`` of the entries equals ``lambda_k``), so the vector
 and the matrix problems share their "spectrum". The state evolution of Bayati and
 Montanari / Donoho, Maleki and Montanari (:func:`lasso_se`) reads, with the soft
-threshold ``eta(x; theta) = sign(x) (|x| - theta)_+`` and ``X = X0 + tau Z``,
+threshold ``eta(x; theta) = sign(x) (|x| - theta)_+`` and ``X = X0 + tau Z``::
 
     tau^2 = (noise + E[(eta(X; theta) - X0)^2]) / delta,
     theta = lam / (delta - P(|X| > theta)),
