@@ -708,6 +708,7 @@ def solve(
     n_rep: int = 4,
     seed: int = 0,
     on_fail: str = "warn",
+    _warm_prox: dict | None = None,
 ) -> SEResult:
     r"""Solve the state evolution at ``(alpha, lam)``: the ERM's asymptotic metrics.
 
@@ -774,9 +775,16 @@ def solve(
         if fp.best is not None and fp.best[0] < 0.1:
             x0 = fp.best[1]
     out_eval = _OutputEvaluator(task, alpha, Q0, n_qmc, n_rep, seed)
+    prox_key = (task, Q0, n_qmc, n_rep, seed)
+    if _warm_prox is not None and _warm_prox.get("key") == (*prox_key, *x0):
+        # the prox points do not depend on alpha: those of the previous point of a
+        # learning curve, at exactly this (m, q, v), are the solution of the first map
+        out_eval.h = _warm_prox["h"]
     fp = _fixed_point(
         make_map(out_eval), out_eval, x0, Q0, tol, max(1, max_iter - n_used), beta, anderson
     )
+    if _warm_prox is not None and fp.converged and fp.zero is None and out_eval.h is not None:
+        _warm_prox.update(key=(*prox_key, *fp.best[1]), h=out_eval.h)
     best, converged, n_iter, fail_msg = fp.best, fp.converged, fp.n_iter + n_used, fp.fail_msg
     if fp.zero is not None:  # the zero phase: S_hat = 0 exactly, m = q = v = 0
         best = (0.0, np.zeros(3), *fp.zero)
@@ -834,8 +842,9 @@ def learning_curve(
         raise ValueError(f"alphas must be a non-empty list of finite values > 0, got {alphas}")
     init = kw.pop("init", None)
     results = []
+    warm_prox = {}
     for a in alphas:
-        r = solve(task, target, float(a), lam, penalty, init=init, **kw)
+        r = solve(task, target, float(a), lam, penalty, init=init, _warm_prox=warm_prox, **kw)
         results.append(r)
         init = r if r.converged else init
     fields = {}
