@@ -190,70 +190,47 @@ def part_emergence(P, out: Path, meta: dict) -> None:
     }
 
 
+def run_curve(name, task, tg, alphas, lam0, ell, arrays, cases) -> None:
+    """One excess-risk curve of the state evolution; stores its arrays and its case."""
+    t0 = time.time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", se.SEConvergenceWarning)
+        c = scaling.excess_risk_curve(
+            task, tg, alphas, scaling.LamSchedule(lam0, ell), progress=progress_printer(name, t0)
+        )
+    arrays.update(curve_arrays(c, name, skip=("fractions",)))  # per-mode arrays: large
+    cases.append(
+        {
+            "name": name,
+            "gamma": tg.gamma,
+            "ell": ell,
+            "lam0": lam0,
+            "noise": task.noise,
+            "n_modes": tg.n_modes,
+            "seconds": round(time.time() - t0),
+        }
+    )
+
+
 def part_curves(P, out: Path, meta: dict) -> None:
     arrays, cases = {}, []
     t_all = time.time()
     clean = tasks.Linear(T=T)
-    m_eff = clean.m_eff
     for j, (gamma, ell, n_modes, k_hi) in enumerate(P["clean"]):
         tg = scaling.PowerLawModes(gamma=gamma, n_modes=n_modes)
-        lam0, a_lo, a_hi = threshold_window(tg, ell, m_eff, K_LO, k_hi, RATIO)
+        lam0, a_lo, a_hi = threshold_window(tg, ell, clean.m_eff, K_LO, k_hi, RATIO)
         alphas = np.logspace(math.log10(a_lo), math.log10(a_hi), P["n_points"])
-        name = f"clean{j}"
         log(
-            f"curves: {name} gamma={gamma} ell={ell} lam0={lam0:.4g} "
+            f"curves: clean{j} gamma={gamma} ell={ell} lam0={lam0:.4g} "
             f"alpha in [{a_lo:.3g}, {a_hi:.3g}]"
         )
-        t0 = time.time()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", se.SEConvergenceWarning)
-            c = scaling.excess_risk_curve(
-                clean,
-                tg,
-                alphas,
-                scaling.LamSchedule(lam0, ell),
-                progress=progress_printer(name, t0),
-            )
-        arrays.update(curve_arrays(c, name, skip=("fractions",)))  # per-mode arrays: large
-        cases.append(
-            {
-                "name": name,
-                "gamma": gamma,
-                "ell": ell,
-                "lam0": lam0,
-                "noise": 0.0,
-                "n_modes": n_modes,
-                "seconds": round(time.time() - t0),
-            }
-        )
+        run_curve(f"clean{j}", clean, tg, alphas, lam0, ell, arrays, cases)
     noisy = tasks.Linear(T=T, noise=P["noise"])
     for j, (gamma, ell, lam0, a_lo, a_hi) in enumerate(P["noisy"]):
         tg = scaling.PowerLawModes(gamma=gamma, n_modes=N_MODES)
         alphas = np.logspace(math.log10(a_lo), math.log10(a_hi), P["n_points"])
-        name = f"noisy{j}"
-        log(f"curves: {name} gamma={gamma} ell={ell} lam0={lam0} noise={P['noise']}")
-        t0 = time.time()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", se.SEConvergenceWarning)
-            c = scaling.excess_risk_curve(
-                noisy,
-                tg,
-                alphas,
-                scaling.LamSchedule(lam0, ell),
-                progress=progress_printer(name, t0),
-            )
-        arrays.update(curve_arrays(c, name, skip=("fractions",)))  # per-mode arrays: large
-        cases.append(
-            {
-                "name": name,
-                "gamma": gamma,
-                "ell": ell,
-                "lam0": lam0,
-                "noise": P["noise"],
-                "n_modes": N_MODES,
-                "seconds": round(time.time() - t0),
-            }
-        )
+        log(f"curves: noisy{j} gamma={gamma} ell={ell} lam0={lam0} noise={P['noise']}")
+        run_curve(f"noisy{j}", noisy, tg, alphas, lam0, ell, arrays, cases)
     np.savez_compressed(out / "scaling_curves.npz", **arrays)
     meta["curves"] = {
         "task": f"Linear(T={T})",
