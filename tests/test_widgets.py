@@ -41,7 +41,8 @@ def test_erm_figure_spectrum_panel_matches_learned_spectrum():
         targets.Wishart(0.5), se.solve(tasks.Linear(T=1), targets.Wishart(0.5), 0.4, 0.1)
     )
     line = fig.axes[1].get_lines()[0]
-    np.testing.assert_allclose(line.get_ydata(), law.density)
+    # the explorer warm-starts its point from the curve: agreement to the SE tolerance
+    np.testing.assert_allclose(line.get_ydata(), law.density, rtol=1e-4, atol=1e-6)
     assert f"{law.atom_at_zero:.2f}" in fig.axes[1].get_title()
     plt.close(fig)
 
