@@ -92,3 +92,16 @@ def test_notebook_has_no_error_output(path):
         if out["output_type"] == "error"
     ]
     assert errors == [], f"cells with an error output: {errors}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_skipped_cells_carry_no_stale_output(path):
+    """A cell the build skips (e.g. the one regenerating book/data/) is never re-run, so
+    any output it stores would be stale."""
+    nb = json.loads(path.read_text())
+    stale = [
+        i
+        for i, c in enumerate(_code_cells(nb))
+        if SKIP_TAGS & set(c.get("metadata", {}).get("tags", [])) and c["outputs"]
+    ]
+    assert stale == [], f"skipped cells with stored outputs (indices among code cells): {stale}"
