@@ -451,13 +451,12 @@ def _compact_minimize(task, Y, omega, V, starts, max_iter, tol):
     task = _loss_task(task)
     n, S, K = starts.shape
     N = n * S
-    arrays = _flatten_starts(task, Y, omega, V, starts)
+    Yr, Or, Vr, P, F, done, H = _flatten_starts(task, Y, omega, V, starts)
     M = next((b for b in _BUCKETS if N <= b), N)
     if M > N:  # small problems: pad (as done) to a bucket size, to reuse its compilation
         sel = jnp.asarray(np.concatenate([np.arange(N), np.zeros(M - N, dtype=int)]))
-        arrays = _gather(sel, arrays)
-        arrays = (*arrays[:5], arrays[5].at[N:].set(True), arrays[6])
-    Yr, Or, Vr, P, F, done, H = arrays
+        Yr, Or, Vr, P, F, done, H = _gather(sel, (Yr, Or, Vr, P, F, done, H))
+        done = done.at[N:].set(True)
     tol = jnp.asarray(tol, dtype=P.dtype)
     steps = min(_FIRST_STEPS, max_iter)
     st = _masked_steps(task, steps, Yr, Or, Vr, P, F, done, H, tol)

@@ -614,7 +614,7 @@ def _fixed_point(F, out_eval, x0, Q0, tol, max_iter, beta, anderson) -> _FixedPo
                 origin_tried = True
                 n_iter += 1
                 try:
-                    fx0, o0, i0 = F(_origin(Q0))
+                    fx0, _, _ = F(_origin(Q0))
                 except _ZeroPhase as zero:
                     return _FixedPoint(None, True, n_iter, "", (zero.output, zero.input))
                 except _Invalid:

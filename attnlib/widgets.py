@@ -54,8 +54,9 @@ def _quiet_solve(*args, **kwargs):
         return se.solve(*args, n_qmc=_EXPLORER_QMC, **kwargs)
 
 
-def _warm_start(r):
-    return (r.m, r.q, r.v) if r is not None and r.converged and r.v > 0 else None
+def _warm_start(converged, m, q, v):
+    """``(m, q, v)`` of a converged, non-zero fixed point, else ``None``."""
+    return (m, q, v) if converged and v > 0 else None
 
 
 def _solve_point(task, target, alpha, lam, penalty, curve=None):
@@ -64,11 +65,11 @@ def _solve_point(task, target, alpha, lam, penalty, curve=None):
     init = None
     if curve is not None:
         k = int(np.argmin(np.abs(np.log(curve.alpha / alpha))))
-        if curve.converged[k] and curve.v[k] > 0:
-            init = (curve.m[k], curve.q[k], curve.v[k])
+        init = _warm_start(curve.converged[k], curve.m[k], curve.q[k], curve.v[k])
     key = (task, target, penalty)
-    if init is None:
-        init = _warm_start(_LAST_POINT.get(key))
+    previous = _LAST_POINT.get(key)
+    if init is None and previous is not None:
+        init = _warm_start(previous.converged, previous.m, previous.q, previous.v)
     point = _quiet_solve(task, target, alpha, lam, penalty, init=init)
     _LAST_POINT[key] = point
     return point
