@@ -63,7 +63,7 @@ def se_map(task, penalty, data: Data, y, aux):
     x = to_x(y, Q0)
     bound = 0.999 * jnp.sqrt(x[1] * Q0)
     in_domain = x[0] ** 2 < x[1] * Q0
-    x_safe = x.at[0].set(jnp.clip(x[0], -bound, bound))
+    x_safe = jnp.where(in_domain, x, x.at[0].set(jnp.clip(x[0], -bound, bound)))
     out = output_arrays(task, data.z, data.alpha, Q0, x_safe, prox, "warm")
     conj = _conjugates(out.means)
     out_ok = (conj[0] > 0) & (conj[2] > 0) & (conj[1] >= 0) & jnp.all(jnp.isfinite(conj))

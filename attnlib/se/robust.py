@@ -86,8 +86,12 @@ def find(pb: point.Problem, lam, x0, prox0, settings: Settings) -> Found:
         o, i, zero = point.origin(pb, lam)
         if zero:
             return Found(None, (o, i), n_iter, 0.0)
-        if i is not None and _valid(np.array([i.m, i.q, i.v]), Q0):
-            starts.append((np.array([i.m, i.q, i.v]), settings))
+        image = np.array([i.m, i.q, i.v]) if i is not None else None
+        if image is not None and _valid(image, Q0):
+            starts.append((image, settings))
+    if a.n_iter <= 1:  # the map is undefined at the start: smaller m and v
+        shrink = np.array([0.5, 1.0, 0.5])
+        starts += [(np.asarray(x0) * shrink**k, settings) for k in (1, 2, 4, 8)]
     if not np.allclose(x0, default_x0(Q0)):
         starts.append((default_x0(Q0), settings))
     starts += [(default_x0(Q0), settings._replace(damping=d)) for d in _DAMPINGS]
