@@ -1,10 +1,11 @@
 """Robust by default: the fallbacks tried when the direct fixed-point iteration fails.
 
-In order: the zero phase (the input side thresholded everything: is ``S_hat = 0`` the
-fixed point?), a restart from the image of the origin, the default start (when a warm
-start was given), heavier damping (0.8, then 0.95), and continuation in ``lam`` (solve
-at ``lam 10^(k/2)`` for the smallest ``k`` that converges, then walk back down to
-``lam`` warm-starting each step). Every accepted point passed the fixed-point test of
+In order, after a direct attempt of at most 100 maps: the zero phase (the input side
+thresholded everything: is ``S_hat = 0`` the fixed point?), a restart from the image of
+the origin, smaller starts where the map is undefined, the default start (when a warm
+start was given), continuation in ``lam`` (solve at ``lam 10^(k/2)`` for the smallest
+``k`` that converges, then walk back down to ``lam`` warm-starting each step), and
+heavier damping (0.8, then 0.95). Every accepted point passed the fixed-point test of
 :func:`attnlib.se.point.attempt`; if none does, the caller reports NaN.
 """
 
@@ -22,6 +23,8 @@ log = logging.getLogger("attnlib.se")
 
 _DAMPINGS = (0.8, 0.95)
 _LADDER = 8  # continuation from at most lam * 10^4
+_DIRECT = 100  # SE maps of the direct attempt before the fallbacks
+_PROBE = 60  # SE maps of each probe of the continuation ladder
 
 
 class Found(NamedTuple):
@@ -44,7 +47,7 @@ def _valid(x, Q0) -> bool:
     return bool(np.all(np.isfinite(x)) and q > 0 and v > 0 and m * m < q * Q0)
 
 
-def _continuation(pb, lam, settings, budget):
+def _continuation(pb, lam, settings):
     """Walk down from the smallest converging ``lam 10^(k/2)``: ``(Attempt | None, n_iter)``."""
     Q0 = float(pb.data.Q0)
     base = lam if lam > 0 else 1e-6
@@ -52,13 +55,12 @@ def _continuation(pb, lam, settings, budget):
     n_iter = 0
     k = 0
     for lam_k in ladder:
-        a = point.attempt(_at_lam(pb, lam_k), default_x0(Q0), None, settings)
+        probe = settings._replace(max_iter=min(int(settings.max_iter), _PROBE))
+        a = point.attempt(_at_lam(pb, lam_k), default_x0(Q0), None, probe)
         n_iter += a.n_iter
         if a.converged:
             break
         k += 1
-        if n_iter > budget:
-            return None, n_iter
     else:
         return None, n_iter
     log.info("continuation from lam=%.3g down to lam=%.3g", lam_k, lam)
@@ -74,18 +76,14 @@ def _continuation(pb, lam, settings, budget):
     return (a if a.converged else None), n_iter
 
 
-def find(pb: point.Problem, lam, x0, prox0, settings: Settings) -> Found:
-    """The fixed point at ``lam`` from ``(x0, prox0)``, with the fallbacks above."""
+def _fallback_starts(pb, lam, a, x0, settings):
+    """Restarts after a failed direct attempt ``a``: ``(Found | None, starts)``."""
     Q0 = float(pb.data.Q0)
-    a = point.attempt(pb, x0, prox0, settings)
-    n_iter, best = a.n_iter, a.residual
-    if a.converged:
-        return Found(a, None, n_iter, a.residual)
     starts = []
     if a.saw_zero:
         o, i, zero = point.origin(pb, lam)
         if zero:
-            return Found(None, (o, i), n_iter, 0.0)
+            return Found(None, (o, i), a.n_iter, 0.0), []
         image = np.array([i.m, i.q, i.v]) if i is not None else None
         if image is not None and _valid(image, Q0):
             starts.append((image, settings))
@@ -93,16 +91,37 @@ def find(pb: point.Problem, lam, x0, prox0, settings: Settings) -> Found:
         shrink = np.array([0.5, 1.0, 0.5])
         starts += [(np.asarray(x0) * shrink**k, settings) for k in (1, 2, 4, 8)]
     if not np.allclose(x0, default_x0(Q0)):
-        starts.append((default_x0(Q0), settings))
-    starts += [(default_x0(Q0), settings._replace(damping=d)) for d in _DAMPINGS]
+        starts.append((default_x0(Q0), settings._replace(max_iter=_PROBE)))
+    return None, starts
+
+
+def _first(pb, starts, n_iter, best):
     for x_s, s in starts:
         log.info("retry from %s with damping %.2f", np.round(x_s, 4), float(s.damping))
         a = point.attempt(pb, x_s, None, s)
         n_iter, best = n_iter + a.n_iter, min(best, a.residual)
         if a.converged:
-            return Found(a, None, n_iter, a.residual)
-    a, k = _continuation(pb, lam, settings, budget=4 * int(settings.max_iter))
+            return Found(a, None, n_iter, a.residual), n_iter, best
+    return None, n_iter, best
+
+
+def find(pb: point.Problem, lam, x0, prox0, settings: Settings) -> Found:
+    """The fixed point at ``lam`` from ``(x0, prox0)``, with the fallbacks above."""
+    Q0 = float(pb.data.Q0)
+    direct = settings._replace(max_iter=min(int(settings.max_iter), _DIRECT))
+    a = point.attempt(pb, x0, prox0, direct)
+    if a.converged:
+        return Found(a, None, a.n_iter, a.residual)
+    zero, starts = _fallback_starts(pb, lam, a, x0, direct)
+    if zero is not None:
+        return zero
+    found, n_iter, best = _first(pb, starts, a.n_iter, a.residual)
+    if found is not None:
+        return found
+    c, k = _continuation(pb, lam, settings)
     n_iter += k
-    if a is not None:
-        return Found(a, None, n_iter, a.residual)
-    return Found(None, None, n_iter, best)
+    if c is not None:
+        return Found(c, None, n_iter, c.residual)
+    heavy = [(default_x0(Q0), settings._replace(damping=d)) for d in _DAMPINGS]
+    found, n_iter, best = _first(pb, heavy, n_iter, best)
+    return found if found is not None else Found(None, None, n_iter, best)
