@@ -170,12 +170,13 @@ class _State(NamedTuple):
     res: jax.Array
 
 
-def _output(task, Y, omega, V, warm, n_newton, robust):
+def _output(task, Y, omega, V, warm, opts):
     """Output step: closed form for the linear task; otherwise the public jitted prox
     (:func:`attnlib.channels.prox`) warm-started at the previous ``h*`` for ``n_newton``
     safeguarded Newton steps (``robust=False``; also returns whether every sequence
     ends at a strict local minimum with a small gradient) or the multi-start
     :func:`attnlib.channels.output_step` (``robust=True``)."""
+    n_newton, robust = opts
     if isinstance(task, Linear):
         return channels.output_step(task, Y, omega, V), jnp.asarray(True)
     if robust:
@@ -186,16 +187,17 @@ def _output(task, Y, omega, V, warm, n_newton, robust):
     return out, jnp.all(ok)
 
 
-@functools.partial(jax.jit, static_argnames=("task", "penalty", "n_newton", "robust"))
-def _iterate(task, penalty, n_newton, robust, X, Y, lam, damping, st: _State):
+@functools.partial(jax.jit, static_argnames=("task", "penalty", "opts"))
+def _iterate(task, penalty, opts, arrays, st: _State):
     """One GAMP iteration; returns the new state and whether its output step is trusted."""
+    X, Y, lam, damping = arrays
     n, T, d = X.shape
     sig2 = jnp.asarray(pair_variances(T), X.dtype)
     alpha = n / d**2
     h = to_pairs(preactivations(X, st.S))
     V = sig2 * st.v
     omega = h - V * st.g
-    out, ok = _output(task, Y, omega, V, st.hstar, n_newton, robust)
+    out, ok = _output(task, Y, omega, V, st.hstar, opts)
     a_hat = alpha * jnp.sum(sig2 * jnp.mean(-out.dg, axis=0))
     B = st.S + data_gradient_sum(X, out.g) / (d * a_hat)
     S_new, div = _spectral_prox(B, lam / a_hat, penalty)
@@ -256,12 +258,12 @@ def _initial_state(task, X, S_init, v_init) -> _State:
 
 def _step(task, penalty, n_newton, arrays, st):
     """One GAMP iteration with the prox fallbacks: ``(state, used the multi-start)``."""
-    new, ok = _iterate(task, penalty, n_newton, False, *arrays, st)
+    new, ok = _iterate(task, penalty, (n_newton, False), arrays, st)
     if not bool(ok):  # more local Newton steps, then the global multi-start solver
-        new, ok = _iterate(task, penalty, 8 * n_newton, False, *arrays, st)
+        new, ok = _iterate(task, penalty, (8 * n_newton, False), arrays, st)
     if bool(ok):
         return new, False
-    new, _ = _iterate(task, penalty, n_newton, True, *arrays, st)
+    new, _ = _iterate(task, penalty, (n_newton, True), arrays, st)
     return new, True
 
 
@@ -285,18 +287,9 @@ def _run(task, penalty, n_newton, arrays, st, limits):
 
 
 def gamp(
-    task: Task,
-    data: Dataset,
-    lam: float,
-    penalty: str = "nuclear",
-    *,
-    damping: float = 0.5,
-    max_iter: int = 2000,
-    tol: float = 1e-8,
-    S_init=None,
-    v_init: float = 1.0,
-    n_newton: int = 4,
-) -> GAMPResult:
+    task: Task, data: Dataset, lam: float, penalty: str = "nuclear", *, damping: float = 0.5,
+    max_iter: int = 2000, tol: float = 1e-8, S_init=None, v_init: float = 1.0, n_newton: int = 4,
+) -> GAMPResult:  # fmt: skip
     r"""GAMP for the nuclear + PSD or Frobenius ERM on the data set ``data``.
 
     See the module docstring for the iteration and why its fixed point is the
@@ -312,11 +305,9 @@ def gamp(
         (``new = beta old + (1 - beta) update``), in ``[0, 1)``.
       max_iter: maximal number of iterations (each one jit-compiled call).
       tol: stop when the relative change of ``S_hat`` per (undamped) update is below ``tol``.
-      S_init: starting symmetric matrix (default zero).
-      v_init: starting variance ``v > 0``.
-      n_newton: Newton steps per iteration of the warm-started local proximal
-        solver (non-linear tasks); a sequence whose result is not a verified strict
-        local minimum sends the whole batch to :func:`attnlib.channels.output_step`.
+      S_init: starting symmetric matrix (default zero); v_init: starting ``v > 0``.
+      n_newton: warm-started Newton steps of :func:`attnlib.channels.prox` per iteration
+        (then 8 times more, then the multi-start :func:`attnlib.channels.output_step`).
 
     Returns:
       :class:`GAMPResult`. Warns (``RuntimeWarning``) with the residual if not

@@ -422,7 +422,8 @@ def test_engine_matches_the_stored_reference(row):
     """The rewritten engine computes what the old one did (tests/data/se_reference.json,
     made by tests/data/make_se_reference.py before the rewrite, polished to residual
     1e-10): relative 1e-6 where both converge, with an absolute floor 1e-8 (near perfect
-    recovery mse = Q0 - 2 m + q cancels: at residual 1e-10 its error is a few 1e-10). Where the old engine did not converge the new one must either converge or
+    recovery mse = Q0 - 2 m + q cancels: at residual 1e-10 its error is a few 1e-10).
+    Where the old engine did not converge the new one must either converge or
     say so with NaN fields."""
     task, target = REF_TASKS[row["task"]], Wishart(row["kappa0"])
     with warnings.catch_warnings():

@@ -16,6 +16,7 @@ saddles there. The safeguards:
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -29,13 +30,23 @@ _T_CURV = (1.0, 0.25)
 _ARMIJO = 1e-4
 
 
+class Batch(NamedTuple):
+    """A batch of prox problems: labels ``Y`` (N, ...), centres ``omega`` and variances
+    ``V`` (N, K)."""
+
+    Y: jax.Array
+    omega: jax.Array
+    V: jax.Array
+
+
 def _objv(task):
     return jax.vmap(jax.vmap(functools.partial(_obj, task), (None, None, None, 0)))
 
 
-def _cheap_candidates(task, Y, omega, V, P, F, G, H):
+def _cheap_candidates(task, b: Batch, P, F, G, H):
     """Positive-definite batch: Cholesky direction; the full step alone when it decreases
     every objective sufficiently (and more than the half step), else the step grid."""
+    Y, omega, V = b
     N, K = P.shape
     dt = P.dtype
     nn, nc = len(_T_NEWTON), len(_T_CURV)
@@ -64,8 +75,9 @@ def _cheap_candidates(task, Y, omega, V, P, F, G, H):
     return jax.lax.cond(jnp.all(full_ok), newton_ok, line_search, None)
 
 
-def _full_candidates(task, Y, omega, V, P, G, H, eps_shift):
+def _full_candidates(task, b: Batch, P, G, H, eps_shift):
     """Eigendecomposition: shifted Newton direction and negative-curvature steps."""
+    Y, omega, V = b
     dt = P.dtype
     nn = len(_T_NEWTON)
     lam, U = jnp.linalg.eigh(H)
@@ -107,7 +119,7 @@ def _select(cands, fc, F):
     return p_best, f_new, fc
 
 
-def newton_step(task, Y, omega, V, P, F, tol):
+def newton_step(task, b: Batch, P, F, tol):
     """One safeguarded Newton step on a batch ``(N, K)``: ``(P_new, F_new, done, H)``.
 
     ``H`` is the Hessian of the prox objective at the input ``P``. Where every Hessian
@@ -117,6 +129,7 @@ def newton_step(task, Y, omega, V, P, F, tol):
     definite and the full Newton step is below ``sqrt(tol)`` (then taken: quadratic
     convergence leaves an error ``O(tol)``).
     """
+    Y, omega, V = b
     K = P.shape[1]
     invV = 1.0 / V
     eps_shift = 0.1 * jnp.min(invV, axis=-1)
@@ -127,8 +140,8 @@ def newton_step(task, Y, omega, V, P, F, tol):
     safe = jnp.all(jnp.isfinite(Ls), axis=(-1, -2))
     cands, fc = jax.lax.cond(
         jnp.all(safe),
-        lambda _: _cheap_candidates(task, Y, omega, V, P, F, G, H),
-        lambda _: _full_candidates(task, Y, omega, V, P, G, H, eps_shift),
+        lambda _: _cheap_candidates(task, b, P, F, G, H),
+        lambda _: _full_candidates(task, b, P, G, H, eps_shift),
         None,
     )
     p_best, f_new, fc = _select(cands, fc, F)
@@ -141,10 +154,11 @@ def newton_step(task, Y, omega, V, P, F, tol):
     return P_new, F_new, conv | ~improved, H
 
 
-def masked_step(task, Y, omega, V, P, F, done, H, tol):
-    """Newton step where not ``done``; ``H`` keeps the objective's Hessian at the start
-    of each problem's last step (at its final point up to ``sqrt(tol)`` once done)."""
-    P2, F2, d2, H2 = newton_step(task, Y, omega, V, P, F, tol)
+def masked_step(task, b: Batch, state, tol):
+    """Newton step where not ``done``, on ``state = (P, F, done, H)``; ``H`` keeps the
+    objective's Hessian at the start of each problem's last step."""
+    P, F, done, H = state
+    P2, F2, d2, H2 = newton_step(task, b, P, F, tol)
     keep = done[:, None]
     return (
         jnp.where(keep, P, P2),

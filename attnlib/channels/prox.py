@@ -33,7 +33,7 @@ from attnlib.channels.losses import (
     loss_task,
     pair_loss,
 )
-from attnlib.channels.newton import masked_step
+from attnlib.channels.newton import Batch, masked_step
 
 __all__ = ["Prox", "prox", "finish", "output_step"]
 
@@ -47,7 +47,7 @@ class Prox(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnames=("task", "max_iter"))
-def prox(task: _tasks.Task, Y, omega, V, starts, tol=1e-12, max_iter: int = 100) -> Prox:
+def prox(task: _tasks.Task, Y, omega, V, starts, *, tol=1e-12, max_iter: int = 100) -> Prox:
     """Multi-start safeguarded Newton on the prox objective (jitted; ``task`` static).
 
     Args:
@@ -69,7 +69,7 @@ def prox(task: _tasks.Task, Y, omega, V, starts, tol=1e-12, max_iter: int = 100)
 
     def body(st):
         *st, it = st
-        return (*masked_step(task, Yr, Or, Vr, *st, tol), it + 1)
+        return (*masked_step(task, Batch(Yr, Or, Vr), st, tol), it + 1)
 
     def cond(st):
         return jnp.logical_and(st[4] < max_iter, ~jnp.all(st[2]))
@@ -179,5 +179,5 @@ def output_step(
     if isinstance(task, _tasks.Linear):
         return _linear_jit(task, Y, omega, V)
     st = _all_starts(task, Y, omega, V, starts)
-    p = prox(task, Y, omega, V, st, float(tol), max_iter=int(max_iter))
+    p = prox(task, Y, omega, V, st, tol=float(tol), max_iter=int(max_iter))
     return finish(task, Y, omega, V, p.h)[0]

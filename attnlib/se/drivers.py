@@ -33,7 +33,8 @@ __all__ = ["solve", "learning_curve", "optimal_lambda"]
 log = logging.getLogger("attnlib.se")
 
 
-def _problem(task, target, alpha, lam, penalty, qmc, memory) -> point.Problem:
+def _problem(task, target, alpha, lam, penalty, opts) -> point.Problem:
+    qmc, memory = opts
     Q0 = float(target.Q0)
     data = engine.Data(
         z=qmc_points(task, *qmc),
@@ -122,7 +123,7 @@ def solve(
               n_rep=n_rep, on_fail=on_fail)  # fmt: skip
     _check_solve_args(task, target, alpha, lam, penalty, kw)
     alpha, lam = float(alpha), float(lam)
-    pb = _problem(task, target, alpha, lam, penalty, (n_qmc, n_rep, int(seed)), int(anderson))
+    pb = _problem(task, target, alpha, lam, penalty, ((n_qmc, n_rep, int(seed)), int(anderson)))
     x0, prox0 = _start(init, pb)
     settings = engine.Settings(np.float64(tol), np.int64(max_iter), np.float64(damping))
     found = robust.find(pb, lam, x0, prox0, settings)

@@ -64,7 +64,7 @@ def se_map(task, penalty, data: Data, y, aux):
     bound = 0.999 * jnp.sqrt(x[1] * Q0)
     in_domain = x[0] ** 2 < x[1] * Q0
     x_safe = jnp.where(in_domain, x, x.at[0].set(jnp.clip(x[0], -bound, bound)))
-    out = output_arrays(task, data.z, data.alpha, Q0, x_safe, prox, "warm")
+    out = output_arrays(task, data.z, data.alpha, Q0, x_safe, prox, mode="warm")
     conj = _conjugates(out.means)
     out_ok = (conj[0] > 0) & (conj[2] > 0) & (conj[1] >= 0) & jnp.all(jnp.isfinite(conj))
     safe = jnp.where(out_ok, conj, jnp.array([1.0, 0.0, 1.0]))

@@ -114,7 +114,7 @@ def _pairs(task, z, Q0, x):
     return Y, omega, lab, V, csd
 
 
-def _solve_prox(task, Y, omega, V, starts, prox, mode):
+def _solve_prox(task, Y, omega, V, starts, prox, *, mode):
     """Prox points: warm (from ``prox``), cold (omega, logits) or full (best of both)."""
     if mode == "warm":
         p = channels.prox(task, Y, omega, V, prox[:, None, :])
@@ -129,7 +129,7 @@ def _solve_prox(task, Y, omega, V, starts, prox, mode):
 
 
 @functools.partial(jax.jit, static_argnames=("task", "mode"))
-def output_arrays(task, z, alpha, Q0, x, prox, mode="warm") -> OutputArrays:
+def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
     """Output side at ``x = (m, q, v)`` on the QMC points ``z`` ``(R, N, dim)``.
 
     ``prox``: ``(R N, K)`` warm-start prox points (ignored by ``mode="cold"``, which
@@ -145,7 +145,7 @@ def output_arrays(task, z, alpha, Q0, x, prox, mode="warm") -> OutputArrays:
     zf = z.reshape(R * N, -1)
     Y, omega, lab, V, csd = _pairs(task, zf, Q0, x)
     starts = jnp.stack([omega, lab], axis=1)
-    h, obj, n_better = _solve_prox(task, Y, omega, V, starts, prox, mode)
+    h, obj, n_better = _solve_prox(task, Y, omega, V, starts, prox, mode=mode)
     out, _ = channels.finish(task, Y, omega, V, h)
     s2, s = _sigmas(task)
     per = jnp.stack(

@@ -57,7 +57,7 @@ def cold_prox(pb: Problem, x):
     if _linear(pb):
         return prox
     x = jnp.asarray(x, dtype=jnp.float64)
-    return output_arrays(pb.task, z, pb.data.alpha, pb.data.Q0, x, prox, "cold").prox
+    return output_arrays(pb.task, z, pb.data.alpha, pb.data.Q0, x, prox, mode="cold").prox
 
 
 def _check_global(pb: Problem, x, prox):
@@ -65,7 +65,7 @@ def _check_global(pb: Problem, x, prox):
     if _linear(pb):
         return prox, 0
     xj = jnp.asarray(x, dtype=jnp.float64)
-    out = output_arrays(pb.task, pb.data.z, pb.data.alpha, pb.data.Q0, xj, prox, "full")
+    out = output_arrays(pb.task, pb.data.z, pb.data.alpha, pb.data.Q0, xj, prox, mode="full")
     return out.prox, int(out.n_better)
 
 
@@ -103,7 +103,7 @@ def origin(pb: Problem, lam):
     z = pb.data.z
     prox = jnp.zeros((z.shape[0] * z.shape[1], pb.task.n_pairs))
     xj = jnp.asarray(x)
-    o = summarize(output_arrays(pb.task, z, pb.data.alpha, Q0, xj, prox, "cold").means)
+    o = summarize(output_arrays(pb.task, z, pb.data.alpha, Q0, xj, prox, mode="cold").means)
     if not (o.a_hat > 0 and o.m_hat > 0 and math.isfinite(o.q_hat) and o.q_hat >= 0):
         return o, None, False
     i = input_side(pb.target, o.m_hat, o.q_hat, o.a_hat, lam, pb.penalty, Q0=Q0)
@@ -126,7 +126,7 @@ def result(pb: Problem, lam, x, extra: dict, o=None, i=None) -> SEResult:
         prox = extra["warm"].prox
         o = summarize(output_arrays(pb.task, pb.data.z, pb.data.alpha, Q0, xj, prox).means)
         i = input_side(pb.target, o.m_hat, o.q_hat, o.a_hat, lam, pb.penalty, Q0=Q0)
-    te = test_errors(pb.task, Q0, m, q, *pb.qmc)
+    te = test_errors(pb.task, Q0, m, q, pb.qmc)
     return SEResult(
         alpha=float(pb.data.alpha), lam=float(lam), penalty=pb.penalty, m=m, q=q, v=v,
         m_hat=o.m_hat, q_hat=o.q_hat, a_hat=o.a_hat, Delta_eff=i.Delta_eff, tau=i.tau,

@@ -46,8 +46,10 @@ def _stderr(x: np.ndarray) -> float:
     return float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) > 1 else 0.0
 
 
-def test_errors(task, Q0, m, q, n_qmc, n_rep, seed) -> TestErrors:
-    """Noise-free and noisy test errors with their QMC standard errors (seed + 7919)."""
+def test_errors(task, Q0, m, q, qmc) -> TestErrors:
+    """Noise-free and noisy test errors and their QMC standard errors; ``qmc = (n_qmc,
+    n_rep, seed)`` (the points use ``seed + 7919``)."""
+    n_qmc, n_rep, seed = qmc
     if isinstance(task, _tasks.Linear):
         w = channels.pair_weights(task.T)
         s2 = _tasks.pair_variances(task.T)
@@ -77,7 +79,7 @@ def test_error_from_overlaps(
     task = check_task(task)
     Q0 = _checks.positive("Q0", Q0)
     m, q = check_overlaps(Q0, m, q)
-    te = test_errors(task, Q0, m, q, n_qmc, 4, seed)
+    te = test_errors(task, Q0, m, q, (n_qmc, 4, seed))
     return te.test_error_noisy if noisy else te.test_error
 
 
