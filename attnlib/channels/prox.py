@@ -66,20 +66,51 @@ def prox(task: _tasks.Task, Y, omega, V, starts, *, tol=1e-12, max_iter: int = 1
     F = jax.vmap(functools.partial(_obj, task))(Yr, Or, Vr, P)
     H = jnp.zeros((n * S, K, K), dtype=P.dtype)
     tol = jnp.asarray(tol, dtype=P.dtype)
-
-    def body(st):
-        *st, it = st
-        return (*masked_step(task, Batch(Yr, Or, Vr), st, tol), it + 1)
-
-    def cond(st):
-        return jnp.logical_and(st[4] < max_iter, ~jnp.all(st[2]))
-
     done = jnp.zeros(n * S, dtype=bool)
-    P, F, _, _, it = jax.lax.while_loop(cond, body, (P, F, done, H, 0))
+    (P, F, _, _), it = _newton_stages(task, Batch(Yr, Or, Vr), (P, F, done, H), tol, max_iter)
     F = jnp.where(jnp.isfinite(F), F, jnp.inf).reshape(n, S)
     k = jnp.argmin(F, axis=1)
     h = jnp.take_along_axis(P.reshape(n, S, K), k[:, None, None], 1)[:, 0]
     return Prox(h, jnp.take_along_axis(F, k[:, None], 1)[:, 0], it)
+
+
+# After the whole batch, Newton goes on with the slowest N/8, then N/64 problems (those not
+# yet done, gathered with a stable argsort): fixed shapes inside jit, and a few slow
+# problems no longer cost a step of the whole batch each.
+_STAGES = (8, 64)
+_MIN_STAGE = 64
+
+
+def _newton_loop(task, b: Batch, st, tol, limits):
+    """Masked Newton steps until fewer than ``limits[2]`` problems are left or ``max_iter``."""
+    max_iter, it0, keep_going_above = limits
+
+    def body(c):
+        st, it = c
+        return masked_step(task, b, st, tol), it + 1
+
+    def cond(c):
+        st, it = c
+        return (it < max_iter) & (jnp.sum(~st[2]) > keep_going_above)
+
+    return jax.lax.while_loop(cond, body, (st, it0))
+
+
+def _newton_stages(task, b: Batch, st, tol, max_iter):
+    """Newton on the whole batch, then on shrinking sets of unfinished problems."""
+    N = st[0].shape[0]
+    sizes = [N] + [N // f for f in _STAGES if N // f >= _MIN_STAGE]
+    it = jnp.asarray(0)
+    for i, M in enumerate(sizes):
+        nxt = sizes[i + 1] if i + 1 < len(sizes) else 0
+        if M == N:
+            st, it = _newton_loop(task, b, st, tol, (max_iter, it, nxt))
+            continue
+        idx = jnp.argsort(st[2], stable=True)[:M]  # unfinished problems first
+        sub_b = Batch(*(a[idx] for a in b))
+        sub, it = _newton_loop(task, sub_b, tuple(a[idx] for a in st), tol, (max_iter, it, nxt))
+        st = tuple(a.at[idx].set(x) for a, x in zip(st, sub, strict=True))
+    return st, it
 
 
 def _finish_one(task, y, om, v, p):
