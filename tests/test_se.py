@@ -267,6 +267,37 @@ def test_se_matches_convex_solver_and_gap_shrinks(case):
         assert g100[i] <= g50[i] + 3 * math.hypot(s50[i], s100[i]), (i, g50, g100)
 
 
+def test_se_T3_matches_convex_solver_small():
+    """Longer sequences run through the same engine: seq2seq T = 3 (K = 6 pairs, QMC in
+    12 dimensions) against the convex solver at d = 40 (4 seeds), same allowances."""
+    task, alpha, lam = tasks.Seq2Seq(T=3), 0.12, 0.1
+    r = se.solve(task, TARGET, alpha, lam)
+    assert r.converged
+    mean, sem = _simulate(task, alpha, lam, "nuclear", 40, 4)
+    _assert_agrees(r, mean, sem, 40, "nuclear")
+
+
+@pytest.mark.slow
+def test_se_T3_matches_convex_solver_and_gap_shrinks():
+    task, alpha, lam = tasks.Seq2Seq(T=3), 0.12, 0.1
+    r = se.solve(task, TARGET, alpha, lam)
+    m50, s50 = _simulate(task, alpha, lam, "nuclear", 50, 4)
+    m100, s100 = _simulate(task, alpha, lam, "nuclear", 100, 4)
+    g50 = _assert_agrees(r, m50, s50, 50, "nuclear")
+    g100 = _assert_agrees(r, m100, s100, 100, "nuclear")
+    for i in (0, 1):
+        assert g100[i] <= g50[i] + 3 * math.hypot(s50[i], s100[i]), (i, g50, g100)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("T", [4, 5, 6])
+def test_long_sequences_converge_to_fixed_points(T):
+    """T up to 6 (K up to 21 pairs) through the same engine: a converged fixed point."""
+    task = tasks.Seq2Seq(T=T)
+    r = se.solve(task, TARGET, 0.1, 0.1, n_qmc=2048)
+    assert r.converged and 0 < r.test_error < 1e3
+
+
 # ----------------------------------------------------------------------------
 # Perfect recovery, learning curves, optimal lambda
 # ----------------------------------------------------------------------------
