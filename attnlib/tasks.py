@@ -1,6 +1,6 @@
 r"""The attention-indexed model (AIM): sequences, tasks, labels.
 
-Conventions (THEORY.md section 1):
+Conventions (the book's "Notation and conventions" page, ``book/notation.md``):
 
 - A sequence is ``X`` of shape ``(T, d)`` whose tokens are i.i.d. ``N(0, I_d)``;
   a data set stacks ``n`` of them, shape ``(n, T, d)``.
