@@ -26,6 +26,19 @@ import numpy as np
 
 from attnlib import _checks
 
+__all__ = [
+    "Explicit",
+    "PowerLaw",
+    "PowerLawModes",
+    "SpectralMeasure",
+    "Spiked",
+    "Target",
+    "Wishart",
+    "atoms_and_weights",
+    "haar_orthogonal",
+    "quantile_atoms",
+]
+
 
 class SpectralMeasure(NamedTuple):
     """A probability measure on the real line given by atoms and weights (sum 1)."""
@@ -45,6 +58,8 @@ class SpectralMeasure(NamedTuple):
 
 def haar_orthogonal(key: jax.Array, d: int) -> jax.Array:
     """A Haar-distributed ``d x d`` orthogonal matrix (QR with sign correction)."""
+    key = _checks.prng_key("key", key)
+    d = _checks.integer("d", d, 1)
     g = jax.random.normal(key, (d, d), dtype=jnp.float64)
     q, r = jnp.linalg.qr(g)
     return q * jnp.sign(jnp.diagonal(r))[None, :]
@@ -52,8 +67,14 @@ def haar_orthogonal(key: jax.Array, d: int) -> jax.Array:
 
 def quantile_atoms(quantile, n_atoms: int) -> np.ndarray:
     """Atoms at the mid-point quantiles ``(k - 1/2) / n_atoms`` of a law (given its quantile)."""
+    if not callable(quantile):
+        raise ValueError(f"quantile must be a vectorized callable, got {quantile!r}")
+    n_atoms = _checks.integer("n_atoms", n_atoms, 1)
     u = (np.arange(n_atoms) + 0.5) / n_atoms
-    return np.asarray(quantile(u), dtype=float)
+    atoms = np.asarray(quantile(u), dtype=float)
+    if atoms.shape != u.shape:
+        raise ValueError(f"quantile must map ({n_atoms},) to ({n_atoms},), got {atoms.shape}")
+    return np.asarray(_checks.finite_array("quantile(u)", atoms))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,7 +255,7 @@ class Explicit(Target):
     values: tuple[float, ...] = (1.0,)
 
     def __post_init__(self):
-        v = np.asarray(self.values, dtype=float)
+        v = np.asarray(_checks.numeric_array("values", self.values, kinds="biuf"), dtype=float)
         if v.ndim != 1 or v.size == 0:
             raise ValueError(
                 f"values must be a non-empty 1-d list of eigenvalues, got shape {v.shape}"
@@ -266,7 +287,9 @@ class Spiked(Target):
     bulk: Target | None = None
 
     def __post_init__(self):
-        s = np.asarray(self.spikes, dtype=float)
+        s = np.asarray(_checks.numeric_array("spikes", self.spikes, kinds="biuf"), dtype=float)
+        if self.bulk is not None and not isinstance(self.bulk, Target):
+            raise ValueError(f"bulk must be an attnlib.targets.Target or None, got {self.bulk!r}")
         if s.ndim != 1 or s.size == 0:
             raise ValueError(f"spikes must be a non-empty 1-d list, got shape {s.shape}")
         _checks.finite_array("spikes", s)
@@ -329,9 +352,7 @@ class PowerLawModes(Target):
         _checks.positive("gamma", self.gamma)
         _checks.integer("n_modes", self.n_modes, 1)
         _checks.in_interval("kappa0", self.kappa0, 0.0, 1.0)
-        b = float(self.share_exponent)
-        if not math.isfinite(b):
-            raise ValueError(f"share_exponent must be a finite real number, got {b!r}")
+        _checks.finite("share_exponent", self.share_exponent)
 
     # --- the modes -------------------------------------------------------------------------
 

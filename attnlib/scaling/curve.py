@@ -15,6 +15,7 @@ from attnlib import _checks, channels, se
 from attnlib import tasks as _tasks
 from attnlib.scaling.recovery import count_recovered, spectral_summary
 from attnlib.scaling.schedule import LamSchedule
+from attnlib.targets import Target
 
 
 class ExcessRiskCurve(NamedTuple):
@@ -90,6 +91,8 @@ def excess_risk_curve(
     The test error is ``test_error_from_overlaps(Q0, m, q)`` with ``m = (Q0 + q - mse)/2``
     and the accurate ``mse``; for the linear task it is ``sum_ab w_ab sigma_ab^2 mse``.
     """
+    if not isinstance(target, Target):
+        raise ValueError(f"target must be an attnlib.targets.Target, got {type(target)!r}")
     alphas, lams = _schedule(alphas, lam)
     if se_kwargs.pop("penalty", "nuclear") != "nuclear":
         raise ValueError("penalty: excess_risk_curve uses the nuclear penalty")
@@ -99,7 +102,7 @@ def excess_risk_curve(
     rows = []
     for i, (a, lm) in enumerate(zip(alphas, lams, strict=True)):
         res = se.solve(task, target, float(a), float(lm), "nuclear", init=init, **se_kwargs)
-        if res.converged:
+        if res.converged and res.q > 0 and res.v > 0:  # the zero phase is no warm start
             init = res
         summ = spectral_summary(target, res.Delta_eff, res.tau, res.c, n_nodes=n_nodes)
         mse = max(summ.mse, 0.0)

@@ -30,9 +30,7 @@ class ExponentPrediction(NamedTuple):
 
 def _counting_exponent(gamma, share_exponent) -> float:
     gamma = _checks.positive("gamma", gamma)
-    b = float(share_exponent)
-    if not math.isfinite(b):
-        raise ValueError(f"share_exponent must be a finite real number, got {share_exponent!r}")
+    b = _checks.finite("share_exponent", share_exponent)
     r = (1.0 - b) / gamma
     if not 0.0 < r < 2.0:
         raise ValueError(
@@ -67,9 +65,14 @@ def predicted_exponent(
       noisy: whether the labels carry noise.
     """
     r = _counting_exponent(gamma, share_exponent)
-    ell = float(schedule.ell) if isinstance(schedule, LamSchedule) else float(schedule)
+    if isinstance(schedule, LamSchedule):
+        ell = float(schedule.ell)
+    else:
+        ell = _checks.real("schedule", schedule)
     if not math.isfinite(ell) or ell <= -1.0:
-        raise ValueError(f"ell must be > -1 (the threshold lam/alpha must vanish), got {ell!r}")
+        raise ValueError(
+            f"ell must be > -1 (the threshold lam/alpha must vanish), got schedule = {ell!r}"
+        )
     if not noisy:
         f_thr = (1.0 + ell) * (2.0 - r)
         f_smp = 2.0 / r - 1.0

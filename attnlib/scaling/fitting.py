@@ -61,7 +61,9 @@ def fit_power_law(x, y, *, x_min: float | None = None, x_max: float | None = Non
       :class:`PowerLawFit` (see it for the error model). Needs at least 3 points.
     """
     x = np.asarray(_checks.finite_array("x", x, ndim=1), dtype=float)
-    y = np.asarray(_checks.finite_array("y", y, ndim=1, shape=(x.shape[0],)), dtype=float)
+    y = np.asarray(
+        _checks.finite_array("y", y, ndim=1, shape=(x.shape[0],), against="x"), dtype=float
+    )
     if np.any(x <= 0):
         raise ValueError("x must be > 0 for a log-log fit")
     if np.any(y <= 0):
@@ -72,7 +74,10 @@ def fit_power_law(x, y, *, x_min: float | None = None, x_max: float | None = Non
     if x_max is not None:
         keep &= x <= _checks.positive("x_max", x_max)
     if keep.sum() < 3:
-        raise ValueError(f"fit_power_law needs at least 3 points in the window, got {keep.sum()}")
+        raise ValueError(
+            f"fit_power_law needs at least 3 points (x, y) in the window [x_min, x_max], "
+            f"got {keep.sum()}"
+        )
     order = np.argsort(x[keep])
     lx, ly = np.log(x[keep][order]), np.log(y[keep][order])
     n = lx.size

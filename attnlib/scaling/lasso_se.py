@@ -108,6 +108,9 @@ def _bracket(resid, lo, hi):
     return lo, hi
 
 
+RANGE = (1e-100, 1e100)  # of delta, lam and noise: the scalar equations stay in float range
+
+
 def lasso_se(
     target, delta: float, lam: float, noise: float = 0.0, *, tol: float = 1e-12
 ) -> LassoSE:
@@ -130,9 +133,9 @@ def lasso_se(
       tol: relative tolerance on ``tau``.
     """
     s, p = atoms_and_weights(target)
-    delta = _checks.positive("delta", delta)
-    lam = _checks.positive("lam", lam)
-    noise = _checks.nonnegative("noise", noise)
+    delta = _checks.in_interval("delta", delta, *RANGE, low_open=False)
+    lam = _checks.in_interval("lam", lam, *RANGE, low_open=False)
+    noise = _checks.in_interval("noise", noise, 0.0, RANGE[1], low_open=False)
     tol = _checks.positive("tol", tol)
     Q = float(np.sum(p * s * s))
     scale = math.sqrt(max(Q, noise, 1e-300))
@@ -158,18 +161,9 @@ def lasso_se(
             RuntimeWarning,
             stacklevel=2,
         )
-    return LassoSE(
-        delta=delta,
-        lam=lam,
-        noise=noise,
-        tau=tau,
-        theta=float(th),
-        mse=float(np.sum(p * mse_k)),
-        dof=float(np.sum(p * dof_k)),
-        recovered=np.asarray(dof_k, dtype=float),
-        converged=bool(ok),
-        residual=float(res),
-    )
+    mse, dof = float(np.sum(p * mse_k)), float(np.sum(p * dof_k))
+    recovered = np.asarray(dof_k, dtype=float)
+    return LassoSE(delta, lam, noise, tau, float(th), mse, dof, recovered, bool(ok), float(res))
 
 
 def lasso_curve(target, deltas, lam, noise: float = 0.0) -> LassoSE:
@@ -181,7 +175,10 @@ def lasso_curve(target, deltas, lam, noise: float = 0.0) -> LassoSE:
     deltas = np.asarray(_checks.finite_array("deltas", deltas), dtype=float).reshape(-1)
     if deltas.size == 0 or np.any(deltas <= 0):
         raise ValueError(f"deltas must be a non-empty list of values > 0, got {deltas}")
-    lams = lam(deltas) if isinstance(lam, LamSchedule) else np.full(deltas.shape, float(lam))
+    if isinstance(lam, LamSchedule):
+        lams = lam(deltas)
+    else:
+        lams = np.full(deltas.shape, _checks.positive("lam", lam))
     rs = [
         lasso_se(target, float(d_), float(l_), noise) for d_, l_ in zip(deltas, lams, strict=True)
     ]

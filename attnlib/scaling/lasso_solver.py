@@ -13,6 +13,8 @@ import numpy as np
 from attnlib import _checks
 from attnlib.targets import atoms_and_weights
 
+MAX_ENTRIES = 1e9  # of the matrix A of lasso_data
+
 
 def lasso_data(key: jax.Array, target, N: int, delta: float, noise: float = 0.0):
     """A LASSO instance: ``(A, y, x0)`` as float64 numpy arrays.
@@ -22,9 +24,15 @@ def lasso_data(key: jax.Array, target, N: int, delta: float, noise: float = 0.0)
     i.i.d. ``N(0, 1/N)`` entries, ``n = round(delta N)``; ``y = A x0 + sqrt(noise) w``.
     """
     s, p = atoms_and_weights(target)
+    key = _checks.prng_key("key", key)
     N = _checks.integer("N", N, 2)
     delta = _checks.positive("delta", delta)
-    noise = _checks.nonnegative("noise", noise)
+    noise = _checks.in_interval("noise", noise, 0.0, 1e100, low_open=False)
+    if N > MAX_ENTRIES or delta * N > MAX_ENTRIES / N:
+        raise ValueError(
+            f"N and delta: the matrix A (n = delta N = {delta * N:.3g} rows, N = {N} columns) "
+            f"must have at most {MAX_ENTRIES:.0e} entries"
+        )
     n = max(1, int(round(delta * N)))
     share = p * N
     cnt = np.floor(share).astype(int)
@@ -42,7 +50,7 @@ def lasso_recovered_fractions(x, x0, target) -> np.ndarray:
     """Per atom of ``target``'s measure: the fraction of its entries in ``x0`` kept (``x != 0``)."""
     s, _ = atoms_and_weights(target)
     x = np.asarray(_checks.finite_array("x", x, ndim=1), dtype=float)
-    x0 = np.asarray(_checks.finite_array("x0", x0, ndim=1, shape=x.shape), dtype=float)
+    x0 = np.asarray(_checks.finite_array("x0", x0, ndim=1, shape=x.shape, against="x"), float)
     out = np.full(s.shape, np.nan)
     for i, a in enumerate(s):
         sel = np.isclose(x0, a, rtol=1e-12, atol=1e-15)
@@ -118,48 +126,28 @@ def _check_point(A, y, lam, x, check) -> LassoFit:
     return LassoFit(x, it, residual < tol, residual)
 
 
-def lasso_solve(
-    A, y, lam: float, *, tol: float = 1e-10, max_iter: int = 50000, x_init=None
-) -> LassoFit:
-    r"""``argmin_x (1/2)||y - A x||^2 + lam ||x||_1``: FISTA, then an exact polish.
-
-    FISTA with step ``1/L``, ``L = 1.05 ||A||_2^2`` (power iteration) and a momentum
-    reset whenever the objective increases (O'Donoghue and Candes' restart). Every
-    50 steps the support and signs of the iterate are tried: the least-squares
-    solution on the support with the ``lam * sign`` shift is returned if it satisfies
-    the KKT conditions of the LASSO (it is then the exact minimiser). The residual
-    is the relative gradient mapping ``||x - S(x - A^T(Ax - y)/L, lam/L)|| / ||x||``
-    (``S`` the soft threshold); a run that ends above ``tol`` warns with it.
-    """
-    A = np.asarray(_checks.finite_array("A", A, ndim=2), dtype=float)
-    y = np.asarray(_checks.finite_array("y", y, ndim=1, shape=(A.shape[0],)), dtype=float)
-    lam = _checks.positive("lam", lam)
-    tol = _checks.positive("tol", tol)
-    max_iter = _checks.integer("max_iter", max_iter, 1)
-    N = A.shape[1]
-    L = 1.1 * _top_eigenvalue(A)  # raised by backtracking below if a prox step fails to descend
+def _fista(A, y, lam, x, limits) -> LassoFit:
+    """FISTA with restarts from ``x``; ``limits = (tol, max_iter)`` (see :func:`lasso_solve`)."""
+    tol, max_iter = limits
+    L = [1.1 * _top_eigenvalue(A)]  # raised by backtracking if a prox step fails to descend
 
     def gm(x, Ax):
-        step = x - _soft(x - A.T @ (Ax - y) / L, lam / L)
+        step = x - _soft(x - A.T @ (Ax - y) / L[0], lam / L[0])
         return float(np.linalg.norm(step) / max(float(np.linalg.norm(x)), 1e-300))
 
-    if x_init is None:
-        x = np.zeros(N)
-    else:
-        x = np.asarray(_checks.finite_array("x_init", x_init, 1, (N,)), dtype=float)
     Ax = A @ x
     fx = 0.5 * float((Ax - y) @ (Ax - y)) + lam * float(np.abs(x).sum())
     z, Az, t = x.copy(), Ax.copy(), 1.0
     residual = math.inf
     it = 0
     for it in range(1, max_iter + 1):
-        x_new = _soft(z - A.T @ (Az - y) / L, lam / L)
+        x_new = _soft(z - A.T @ (Az - y) / L[0], lam / L[0])
         Ax_new = A @ x_new
         r = Ax_new - y
         f_new = 0.5 * float(r @ r) + lam * float(np.abs(x_new).sum())
         if f_new > fx * (1 + 1e-15):
             if t == 1.0:  # a plain prox-gradient step failed: L was too small
-                L *= 1.5
+                L[0] *= 1.5
             z, Az, t = x.copy(), Ax.copy(), 1.0  # restart the momentum from x
             continue
         t_new = 0.5 * (1 + math.sqrt(1 + 4 * t * t))
@@ -172,9 +160,40 @@ def lasso_solve(
             if fit.converged:
                 return fit
             residual = fit.residual
-    warnings.warn(
-        f"lasso_solve: residual {residual:.2e} > tol {tol:.1e} after {max_iter} iterations",
-        RuntimeWarning,
-        stacklevel=2,
-    )
     return LassoFit(x, it, False, residual)
+
+
+def lasso_solve(
+    A, y, lam: float, *, tol: float = 1e-10, max_iter: int = 50000, x_init=None
+) -> LassoFit:
+    r"""``argmin_x (1/2)||y - A x||^2 + lam ||x||_1``: FISTA, then an exact polish.
+
+    FISTA with step ``1/L``, ``L = 1.05 ||A||_2^2`` (power iteration) and a momentum
+    reset whenever the objective increases (O'Donoghue and Candes' restart). Every
+    50 steps the support and signs of the iterate are tried: the least-squares
+    solution on the support with the ``lam * sign`` shift is returned if it satisfies
+    the KKT conditions of the LASSO (it is then the exact minimiser). The residual
+    is the relative gradient mapping ``||x - S(x - A^T(Ax - y)/L, lam/L)|| / ||x||``
+    (``S`` the soft threshold); a run that ends above ``tol`` warns with it.
+    ``A`` ``(n, N)``, ``y`` ``(n,)``, ``x_init`` ``(N,)``: finite, at most ``1e100``.
+    """
+    A = np.asarray(_checks.finite_array("A", A, ndim=2, max_abs=_checks.MAX_ABS), dtype=float)
+    if min(A.shape) < 1:
+        raise ValueError(f"A must be a non-empty (n, N) matrix, got shape {A.shape}")
+    y = _checks.finite_array("y", y, 1, (A.shape[0],), against="A", max_abs=_checks.MAX_ABS)
+    lam = _checks.positive("lam", lam)
+    limits = (_checks.positive("tol", tol), _checks.integer("max_iter", max_iter, 1))
+    N = A.shape[1]
+    if x_init is None:
+        x = np.zeros(N)
+    else:
+        x = _checks.finite_array("x_init", x_init, 1, (N,), against="A", max_abs=_checks.MAX_ABS)
+    fit = _fista(A, np.asarray(y, dtype=float), lam, np.asarray(x, dtype=float), limits)
+    if not fit.converged:
+        warnings.warn(
+            f"lasso_solve: residual {fit.residual:.2e} > tol {limits[0]:.1e} after "
+            f"{limits[1]} iterations",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return fit

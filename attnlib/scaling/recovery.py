@@ -79,6 +79,8 @@ def spectral_summary(
     Quadrature: :func:`attnlib.rmt.deformed_spectrum` with a breakpoint at ``tau / c``.
     """
     Delta = _checks.positive("Delta", Delta)
+    c = _checks.in_interval("c", c, 0.0, _checks.MAX_ABS)
+    tau = _checks.nonnegative("tau", tau)
     sm = SpectralMap(c, tau, "nuclear")
     n_nodes = _checks.integer("n_nodes", n_nodes, 8)
     lam_k, pi_k = _modes_of(target)
@@ -105,7 +107,8 @@ def count_recovered(fractions, level: float) -> int:
     A NaN fraction means the fraction could not be computed (e.g. a mode with no
     eigenvector of ``S0`` at this ``d``): it is reported, never counted as "not recovered".
     """
-    fr = np.asarray(fractions, dtype=float)
+    fr = np.asarray(_checks.numeric_array("fractions", fractions, kinds="biuf"), dtype=float)
+    level = _checks.in_interval("level", level, 0.0, 1.0, high_open=True)
     bad = np.flatnonzero(np.isnan(fr))
     if bad.size:
         raise ValueError(
@@ -162,11 +165,10 @@ def recovered_modes_trained(
     """
     level = _checks.in_interval("level", level, 0.0, 1.0, high_open=True)
     rtol = _checks.positive("rtol", rtol)
-    S0 = np.asarray(_checks.finite_array("S0", S0, ndim=2), dtype=float)
-    d = S0.shape[0]
-    S_hat = np.asarray(_checks.finite_array("S_hat", S_hat, ndim=2, shape=(d, d)), dtype=float)
-    if S0.shape != (d, d):
-        raise ValueError(f"S0 must be square, got shape {S0.shape}")
+    S0 = np.asarray(_checks.square_matrix("S0", S0), dtype=float)
+    S_hat = np.asarray(_checks.square_matrix("S_hat", S_hat), dtype=float)
+    if S_hat.shape != S0.shape:
+        raise ValueError(f"S_hat has shape {S_hat.shape}, expected the shape {S0.shape} of S0")
     lam_k, _ = _modes_of(target)
     S_hat = (S_hat + S_hat.T) / 2
     e0, U0 = np.linalg.eigh((S0 + S0.T) / 2)

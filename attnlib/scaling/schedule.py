@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
@@ -25,9 +24,7 @@ class LamSchedule:
 
     def __post_init__(self):
         _checks.positive("lam0", self.lam0)
-        e = float(self.ell)
-        if not math.isfinite(e):
-            raise ValueError(f"ell must be a finite real number, got {self.ell!r}")
+        _checks.finite("ell", self.ell)
         _checks.positive("alpha_ref", self.alpha_ref)
 
     def __call__(self, alpha):

@@ -81,7 +81,7 @@ def optimal_scale(task, Q0: float, m: float, q: float) -> tuple[float, float]:
     task = _check_task(task)
     Q0 = _checks.positive("Q0", Q0)
     q = _checks.nonnegative("q", q)
-    m = float(m)
+    m = _checks.finite("m", m)
 
     def e(c):
         return se.test_error_from_overlaps(task, Q0, c * m, c * c * q)
@@ -199,11 +199,13 @@ def decompose_trained(
     """
     task = _check_task(task)
     zero_tol = _checks.nonnegative("zero_tol", zero_tol)
-    s, a, b, wr = direction_statistics(S_hat, S0, rank_tol=rank_tol)
+    S0a = np.asarray(_checks.square_matrix("S0", S0), float)
+    Sa = np.asarray(_checks.square_matrix("S_hat", S_hat, S0a.shape[0], against="S0"), float)
+    s, a, b, wr = direction_statistics(Sa, S0a, rank_tol=rank_tol)
     d = s.size
-    S0a = np.asarray(S0, float)
-    Sa = np.asarray(S_hat, float)
     Q0 = float(np.sum(S0a * S0a) / d)
+    if not Q0 > 0:
+        raise ValueError("S0 must be a non-zero matrix (Q0 = Tr(S0^2)/d = 0)")
     m = float(np.sum(Sa * S0a) / d)
     q = float(np.sum(Sa * Sa) / d)
     c_star, e_star = optimal_scale(task, Q0, m, q)

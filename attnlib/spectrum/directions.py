@@ -35,9 +35,15 @@ class DirectionProfile(NamedTuple):
     hilbert: np.ndarray
 
 
+def _points(name: str, x) -> np.ndarray:
+    """Finite real values at most ``1e100`` in magnitude (any shape)."""
+    a = _checks.numeric_array(name, x, kinds="biuf")
+    return np.asarray(_checks.finite_array(name, a, max_abs=_checks.MAX_ABS), dtype=float)
+
+
 def _rho_h_at(target, Delta, x):
     """``rho_R(x)`` and ``h_R(x)`` at arbitrary real ``x``."""
-    x = np.asarray(x, float)
+    x = _points("x", x)
     G = np.asarray(rmt.stieltjes(target, Delta, x + 0j), complex)  # boundary value G(x + i0)
     return np.maximum(-G.imag / math.pi, 0.0), G.real
 
@@ -52,10 +58,21 @@ def overlap_density(target, Delta: float, x, lam):
     """
     target = _check_target(target)
     Delta = _checks.positive("Delta", Delta)
-    x = np.asarray(x, float)
-    lam = np.asarray(lam, float)
+    x = _points("x", x)
+    lam = _points("lam", lam)
+    try:
+        np.broadcast_shapes(x.shape, lam.shape)
+    except ValueError:
+        raise ValueError(f"x {x.shape} and lam {lam.shape} must broadcast") from None
     rho, h = _rho_h_at(target, Delta, x)
-    return Delta / ((lam - x + Delta * h) ** 2 + (math.pi * Delta * rho) ** 2)
+    with np.errstate(all="ignore"):
+        out = Delta / ((lam - x + Delta * h) ** 2 + (math.pi * Delta * rho) ** 2)
+    if not np.all(np.isfinite(out)):
+        raise ValueError(
+            f"overlap_density overflows at Delta = {Delta:g} (lam = x outside the support, "
+            "where O = 1 / (Delta h_R^2)); use a larger Delta"
+        )
+    return out
 
 
 def direction_profile(target, Delta: float, x=None, *, n_nodes: int = _DEFAULT_NODES):
@@ -69,7 +86,7 @@ def direction_profile(target, Delta: float, x=None, *, n_nodes: int = _DEFAULT_N
     if x is None:
         x, _, rho, h, _ = _deformed(target, Delta, _checks.integer("n_nodes", n_nodes, 16))
     else:
-        x = np.asarray(x, float)
+        x = _points("x", x)
         rho, h = _rho_h_at(target, Delta, x)
     a, b, w = _profile(x, rho, h, Delta, _zero_mass(target))
     return DirectionProfile(x=x, a=a, b=b, w=w, rho=rho, hilbert=h)
@@ -83,11 +100,9 @@ def direction_statistics(S, S0, *, rank_tol: float = 1e-8):
     eigenvectors of ``S0`` with ``|lambda| > rank_tol max |lambda|``.
     Returns four ``(d,)`` arrays.
     """
-    S0 = np.asarray(_checks.finite_array("S0", S0, ndim=2), float)
-    d = S0.shape[0]
-    S = np.asarray(_checks.finite_array("S", S, ndim=2, shape=(d, d)), float)
-    if S0.shape != (d, d):
-        raise ValueError(f"S0 must be square, got shape {S0.shape}")
+    S0 = np.asarray(_checks.square_matrix("S0", S0), float)
+    S = np.asarray(_checks.square_matrix("S", S, S0.shape[0], against="S0"), float)
+    rank_tol = _checks.nonnegative("rank_tol", rank_tol)
     s, U = np.linalg.eigh((S + S.T) / 2)
     SU = S0 @ U
     a = np.sum(U * SU, axis=0)

@@ -223,7 +223,7 @@ def singular_values_W(spectrum: LearnedSpectrum, kappa: float) -> SingularValueL
         raise ValueError(f"spectrum must be a LearnedSpectrum, got {type(spectrum)!r}")
     if spectrum.penalty != "nuclear":
         raise ValueError("singular_values_W needs the nuclear (factorised) spectrum, got frobenius")
-    kappa = _checks.positive("kappa", kappa)
+    kappa = _checks.in_interval("kappa", kappa, 0.0, _checks.MAX_ABS)
     if kappa < spectrum.rank_fraction * (1 - 1e-9):
         raise ValueError(
             f"kappa must be >= the rank fraction {spectrum.rank_fraction:.4g} of the convex "

@@ -139,9 +139,14 @@ def _run_optax(cfg: OptaxConfig, params, X, Y, lam):
         state, values = _optax_chunk(static, state, X, Y, lam, lr)
         values = np.asarray(values, dtype=float)
         done += cfg.chunk
+        if not np.isfinite(values[0]) and not history:
+            raise ValueError(
+                "the objective is non-finite at the starting point: the initial parameters "
+                "(W_init, init_scale, S_init) or the penalty (lam, lam_W) are too large"
+            )
         if not np.all(np.isfinite(values)):
-            raise FloatingPointError(
-                f"objective became non-finite within {done} steps; lower learning_rate"
+            raise ValueError(
+                f"learning_rate too large: the objective became non-finite within {done} steps"
             )
         # relative change per step over this chunk (from the last value of the previous one)
         prev, n_diff = (

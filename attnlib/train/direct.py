@@ -10,7 +10,7 @@ from attnlib import _checks
 from attnlib.tasks import Dataset, Task
 from attnlib.train.adam import _run_optax, make_config
 from attnlib.train.objective import _curvature, _sym
-from attnlib.train.result import TrainResult, _check_dtype, _finish, _Run
+from attnlib.train.result import TrainResult, _finish, _Run
 
 
 def _default_rate(task, X, Y, S0, lam, method):
@@ -57,7 +57,7 @@ def train_direct(
     _checks.choice("method", method, ("adam", "gd"))
     opts = dict(steps=steps, decay=decay, tol=tol, chunk=chunk, keep_path=keep_path)
     make_config(task, "direct", "sgd", learning_rate=1.0, **opts)  # checks the options
-    dt = _check_dtype(dtype)
+    dt = _checks.float_dtype("dtype", dtype)
     X, Y, d = _checks.dataset(task, data)
     Xc, Yc = jnp.asarray(X, dtype=dt), jnp.asarray(Y, dtype=dt)
     if S_init is None:

@@ -12,11 +12,12 @@ import numpy as np
 from attnlib import _checks
 from attnlib.tasks import Dataset, Task
 from attnlib.train.adam import _run_optax, make_config
-from attnlib.train.result import TrainResult, _check_dtype, _finish, _Run
+from attnlib.train.result import TrainResult, _finish, _Run
 
 
 def _initial_factor(key, W_init, shape, init_scale, dt):
     if W_init is None:
+        key = _checks.prng_key("key", key)
         return init_scale * jax.random.normal(key, shape, dtype=dt)
     W0 = _checks.numeric_array("W_init", W_init, kinds="biuf")
     if W0.shape != shape:
@@ -71,7 +72,7 @@ def train_factorized(
     opts = dict(steps=steps, learning_rate=learning_rate, decay=decay, tol=tol, chunk=chunk)
     cfg = make_config(task, "factorized", "adam", keep_path=keep_path, **opts)
     init_scale = _checks.positive("init_scale", init_scale)
-    dt = _check_dtype(dtype)
+    dt = _checks.float_dtype("dtype", dtype)
     X, Y, d = _checks.dataset(task, data)
     W0 = _initial_factor(key, W_init, (d, p), init_scale, dt)
     Xc, Yc = jnp.asarray(X, dtype=dt), jnp.asarray(Y, dtype=dt)

@@ -59,8 +59,9 @@ def test_error_stats(
     """Monte Carlo test error with its standard error (see :func:`test_error`)."""
     n_test = _checks.integer("n_test", n_test, 2)
     batch = _checks.integer("batch", batch, 1)
+    key = _checks.prng_key("key", key)
     S0 = _checks.square_matrix("S0", S0, symmetric=True)
-    S = _checks.square_matrix("S", S, S0.shape[0], symmetric=True)
+    S = _checks.square_matrix("S", S, S0.shape[0], symmetric=True, against="S0")
     _checks.task(task)
     d = S0.shape[0]
     S0j, Sj = jnp.asarray(S0, jnp.float64), jnp.asarray(S, jnp.float64)
@@ -90,7 +91,7 @@ def test_error(
 def mse(S, S0) -> float:
     """``||S - S0||_F^2 / d``."""
     S0 = _checks.square_matrix("S0", S0)
-    S = _checks.square_matrix("S", S, S0.shape[0])
+    S = _checks.square_matrix("S", S, S0.shape[0], against="S0")
     D = np.asarray(S, np.float64) - np.asarray(S0, np.float64)
     return float(np.sum(D * D) / S0.shape[0])
 
@@ -98,7 +99,7 @@ def mse(S, S0) -> float:
 def overlaps(S, S0) -> Overlaps:
     """``(m, q, Q0) = (Tr(S S0)/d, Tr(S^2)/d, Tr(S0^2)/d)``; ``mse = Q0 - 2 m + q``."""
     S0 = np.asarray(_checks.square_matrix("S0", S0), np.float64)
-    S = np.asarray(_checks.square_matrix("S", S, S0.shape[0]), np.float64)
+    S = np.asarray(_checks.square_matrix("S", S, S0.shape[0], against="S0"), np.float64)
     d = S0.shape[0]
     return Overlaps(
         m=float(np.sum(S * S0) / d), q=float(np.sum(S * S) / d), Q0=float(np.sum(S0 * S0) / d)

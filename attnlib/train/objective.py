@@ -99,8 +99,22 @@ def factorized_preactivations(X, W):
 
     ``h = [(X W)(X W)^T / sqrt(p d) - I Tr S] / sqrt(d)`` with
     ``Tr S = ||W||_F^2 / sqrt(p d)``: one ``(n T, d) @ (d, p)`` matmul dominates.
-    ``X`` has shape ``(n, T, d)``, ``W`` ``(d, p)``; returns ``(n, T, T)``.
+    ``X`` has shape ``(n, T, d)``, ``W`` ``(d, p)`` (finite, entries at most ``1e100`` in
+    magnitude); returns ``(n, T, T)``.
     """
+    X = _checks.finite_array("X", _checks.numeric_array("X", X, kinds="biuf"), ndim=3)
+    if min(X.shape) < 1:
+        raise ValueError(f"X must be a non-empty (n, T, d) array, got shape {X.shape}")
+    W = _checks.numeric_array("W", W, kinds="biuf")
+    _checks.finite_array("W", W, ndim=2, shape=(X.shape[2], None), against="X")
+    if W.shape[1] < 1:
+        raise ValueError(f"W must have at least one column, got shape {W.shape}")
+    for name, a in (("X", X), ("W", W)):
+        _checks.finite_array(name, a, max_abs=_checks.MAX_ABS)
+    return _factorized_preacts(jnp.asarray(X), jnp.asarray(W))
+
+
+def _factorized_preacts(X, W):
     n, T, d = X.shape
     p = W.shape[1]
     c = 1.0 / math.sqrt(p * d)
@@ -111,7 +125,7 @@ def factorized_preactivations(X, W):
 
 
 def _factorized_objective(task, W, X, Y, lam_W):
-    return jnp.sum(task.loss(Y, factorized_preactivations(X, W))) + lam_W * jnp.sum(W * W)
+    return jnp.sum(task.loss(Y, _factorized_preacts(X, W))) + lam_W * jnp.sum(W * W)
 
 
 def _direct_objective(task, S, X, Y, lam):

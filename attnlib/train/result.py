@@ -55,16 +55,6 @@ class _Run(NamedTuple):
     path: np.ndarray | None = None
 
 
-def _check_dtype(dtype):
-    try:
-        dt = jnp.dtype(dtype)
-    except TypeError:
-        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}") from None
-    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
-    return dt
-
-
 def _finish(task, X, Y, run: _Run, solver: str, tol: float) -> TrainResult:
     """Check the run (finite ``S``), warn with the residual if it did not converge."""
     S = np.asarray(run.S, dtype=np.float64)
