@@ -65,9 +65,8 @@ def timed(fn) -> float:
 def on_cluster(args, n_workers: int) -> float:
     """Seconds for the timed grid on a local cluster of ``n_workers`` warmed-up workers."""
     with sweep.local_client(n_workers) as client:
-        # warm-up: the same shapes at another lam (compiles in every worker)
-        warm = grid_of(args, 2 * LAM, 2 * n_workers)
-        sweep.run(warm, client=client, cache=False, progress=False)
+        # warm-up: every worker compiles the solver for these shapes (at another seed)
+        client.run(convex_point, args.alpha, LAM, args.d, 999)
         grid = grid_of(args, LAM, args.points)
         return timed(lambda: sweep.run(grid, client=client, cache=False, progress=False))
 
