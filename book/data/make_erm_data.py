@@ -206,7 +206,7 @@ def convex_chain_point(*, task, noise, alpha, lam, d, n_test, key, seed, init=No
     return row, r.S
 
 
-def adam(task, data, p, lam, key, steps, W_init=None):
+def adam(task, data, p, lam, key, *, steps, W_init=None):
     """Adam on W with weight decay lam_W = lam / sqrt(kappa); returns (TrainResult, notes)."""
     lam_W = lam / math.sqrt(p / data.X.shape[2])
     return C.quiet(train.train_factorized, key, task, data, p, lam_W, steps=steps, W_init=W_init)
@@ -216,7 +216,7 @@ def adam_point(*, task, alpha, d, lam, steps, n_test, key, seed):
     """Adam at ``kappa = 1``; at seed 0 also its distance to the convex minimiser."""
     task_ = make_task(task, NOISE)
     S0, data, (k_test, k_init) = _data(task_, targets.Wishart(KAPPA0), alpha, d, [*key, seed], 4)
-    r, notes = adam(task_, data, d, lam, k_init, steps)
+    r, notes = adam(task_, data, d, lam, k_init, steps=steps)
     if notes:
         C.log(f"    [adam] {notes} (residual {r.residual:.1e})")
     row = {
@@ -236,7 +236,7 @@ def width_p(kappa, d) -> int:
     return max(1, int(round(kappa * d)))
 
 
-def _width_metrics(task, data, r, S0, lam, k_test, n_test, cutoff) -> dict:
+def _width_metrics(task, data, r, S0, lam, *, k_test, n_test, cutoff) -> dict:
     """Per-sequence nuclear objective, train loss, test error and rank of ``r.S``."""
     return {
         "objective": float(train.objective(task, data, r.S, lam, "nuclear") / data.X.shape[0]),
@@ -250,10 +250,10 @@ def width_adam_point(*, alpha, lam, d, n_test, ik, kappa, steps, seed):
     """Adam at width ``kappa`` on the data set of ``seed`` (shared by every width)."""
     task = make_task("seq2seq", NOISE)
     S0, data, (k_test, k_init) = _data(task, targets.Wishart(KAPPA0), alpha, d, [3, seed], 4)
-    r, notes = adam(task, data, width_p(kappa, d), lam, jax.random.fold_in(k_init, ik), steps)
+    r, notes = adam(task, data, width_p(kappa, d), lam, jax.random.fold_in(k_init, ik), steps=steps)
     if notes:
         C.log(f"    [adam] {notes} (kappa={kappa}, residual {r.residual:.1e})")
-    return _width_metrics(task, data, r, S0, lam, k_test, n_test, RANK_CUTOFF)
+    return _width_metrics(task, data, r, S0, lam, k_test=k_test, n_test=n_test, cutoff=RANK_CUTOFF)
 
 
 def width_convex_point(*, alpha, lam, d, n_test, seed):
@@ -261,7 +261,7 @@ def width_convex_point(*, alpha, lam, d, n_test, seed):
     task = make_task("seq2seq", NOISE)
     S0, data, (k_test, _) = _data(task, targets.Wishart(KAPPA0), alpha, d, [3, seed], 4)
     c, _ = C.quiet(train.train_convex, task, data, lam, tol=1e-8)
-    return _width_metrics(task, data, c, S0, lam, k_test, n_test, 1e-6)
+    return _width_metrics(task, data, c, S0, lam, k_test=k_test, n_test=n_test, cutoff=1e-6)
 
 
 def interp_lam(theory, group, x, key="alpha"):
@@ -273,7 +273,7 @@ def compare_point(*, task, kappa0, alpha, d, lam_nuc, lam_fro, steps, n_test, ke
     """Test errors of factorised Adam (nuclear, kappa = 1) and direct Adam (Frobenius)."""
     task_ = make_task(task, NOISE)
     S0, data, (k_test, k_init) = _data(task_, targets.Wishart(kappa0), alpha, d, [*key, seed], 4)
-    fac, n1 = adam(task_, data, d, lam_nuc, k_init, steps)
+    fac, n1 = adam(task_, data, d, lam_nuc, k_init, steps=steps)
     dirc, n2 = C.quiet(train.train_direct, task_, data, lam_fro, steps=steps)
     for note in n1 + n2:
         C.log(f"    [{note}]")

@@ -154,7 +154,7 @@ DEC_FIELDS = (
 )
 
 
-def run_convex(task, target, alpha, lam, penalty, d, key, n_test):
+def run_convex(task, target, alpha, lam, penalty, *, d, key, n_test):
     """Train once; return (S0, TrainResult, decomposition dict)."""
     k_s0, k_data, k_test = jax.random.split(key, 3)
     S0 = np.asarray(target.sample(k_s0, d))
@@ -175,7 +175,7 @@ def convex_point(*, penalty, alpha, lam, d, n_test, seed):
     given (alpha, seed) whatever the penalty or lam."""
     key = C.key_for(SEED, 1, int(round(1000 * alpha)), seed)
     _, res, dec = run_convex(
-        make_task(), make_target("wishart"), alpha, lam, penalty, d, key, n_test
+        make_task(), make_target("wishart"), alpha, lam, penalty, d=d, key=key, n_test=n_test
     )
     return {"eigs": np.linalg.eigvalsh(res.S), "dec": np.array([dec[f] for f in DEC_FIELDS])}
 
@@ -189,9 +189,9 @@ def spiked_point(*, d, key_base, ia, alpha, n_test, seed):
         alpha,
         LAM,
         "nuclear",
-        d,
-        C.key_for(SEED, key_base, ia, seed),
-        n_test,
+        d=d,
+        key=C.key_for(SEED, key_base, ia, seed),
+        n_test=n_test,
     )
     ev, U = np.linalg.eigh(res.S)
     l0, V = np.linalg.eigh(S0)
