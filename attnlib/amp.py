@@ -70,11 +70,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _checks, channels
+from attnlib.rmt import spectral_divergence
+from attnlib.spectral_map import PENALTIES, SpectralMap, check_penalty
 from attnlib.tasks import Dataset, Linear, Task, pair_variances, preactivations, to_pairs
 
-PENALTIES = ("nuclear", "frobenius")
-
-__all__ = ["GAMPResult", "gamp", "spectral_prox", "spectral_divergence", "data_gradient_sum"]
+__all__ = [
+    "PENALTIES",
+    "GAMPResult",
+    "gamp",
+    "spectral_prox",
+    "spectral_divergence",
+    "data_gradient_sum",
+]
 
 
 class GAMPResult(NamedTuple):
@@ -120,30 +127,10 @@ def data_gradient_sum(X: jax.Array, g: jax.Array) -> jax.Array:
     return (0.5 * (M + M.T) - tr * jnp.eye(d, dtype=g.dtype)) / math.sqrt(d)
 
 
-def _scalar_map(x, tau, penalty):
-    if penalty == "nuclear":
-        return jnp.maximum(x - tau, 0.0), (x > tau).astype(x.dtype)
-    s = 1.0 / (1.0 + tau)
-    return x * s, jnp.full_like(x, s)
-
-
-def spectral_divergence(x: jax.Array, f: jax.Array, fprime: jax.Array) -> jax.Array:
-    r"""Divergence of the spectral map ``F(B) = U f(x) U^T`` over the ``d (d+1)/2``
-    orthonormal coordinates of symmetric matrices, at a ``B`` with eigenvalues ``x``:
-    ``sum_i f'(x_i) + sum_{i<j} (f(x_i) - f(x_j)) / (x_i - x_j)`` (``f'`` at ties)."""
-    dx = x[:, None] - x[None, :]
-    df = f[:, None] - f[None, :]
-    tie = jnp.abs(dx) <= 1e-12 * (1.0 + jnp.max(jnp.abs(x)))
-    mean_fp = 0.5 * (fprime[:, None] + fprime[None, :])
-    q = jnp.where(tie, mean_fp, df / jnp.where(tie, 1.0, dx))
-    off = 0.5 * (jnp.sum(q) - jnp.sum(jnp.diagonal(q)))
-    return jnp.sum(fprime) + off
-
-
 def spectral_prox(B: jax.Array, tau: float, penalty: str = "nuclear"):
     """``(F(B), div F(B))`` for the penalty's spectral prox with threshold ``tau >= 0``:
     eigenvalues ``x -> max(x - tau, 0)`` (nuclear + PSD) or ``x / (1 + tau)`` (Frobenius)."""
-    _checks.choice("penalty", penalty, PENALTIES)
+    check_penalty(penalty)
     tau = _checks.nonnegative("tau", tau)
     B = jnp.asarray(B)
     if B.ndim != 2 or B.shape[0] != B.shape[1]:
@@ -156,7 +143,8 @@ def spectral_prox(B: jax.Array, tau: float, penalty: str = "nuclear"):
 @functools.partial(jax.jit, static_argnames=("penalty",))
 def _spectral_prox(B, tau, penalty):
     x, U = jnp.linalg.eigh(0.5 * (B + B.T))
-    f, fp = _scalar_map(x, tau, penalty)
+    fmap = SpectralMap(1.0, tau, penalty)
+    f, fp = fmap.f(x), fmap.fprime(x)
     S = (U * f[None, :]) @ U.T
     return 0.5 * (S + S.T), spectral_divergence(x, f, fp)
 
@@ -210,29 +198,18 @@ def _iterate(task, penalty, opts, arrays, st: _State):
 
 
 def _check_gamp_args(task, data, lam, penalty, damping):
-    _checks.choice("penalty", penalty, PENALTIES)
+    check_penalty(penalty)
     lam = (
         _checks.nonnegative("lam", lam) if penalty == "frobenius" else _checks.positive("lam", lam)
     )
     damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
-    if not isinstance(task, Task):
-        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
-    if not hasattr(data, "X") or not hasattr(data, "Y"):
-        raise ValueError("data must be an attnlib.tasks.Dataset with fields X and Y")
     return lam, damping
 
 
 def _data_arrays(task, data):
-    X = np.asarray(data.X, dtype=np.float64)
-    Y = np.asarray(data.Y, dtype=np.float64)
-    if X.ndim != 3 or X.shape[1] != task.T:
-        raise ValueError(f"data.X must have shape (n, T={task.T}, d), got {X.shape}")
-    n = X.shape[0]
-    if Y.shape != (n, *task.out_shape):
-        raise ValueError(f"data.Y must have shape {(n, *task.out_shape)}, got {Y.shape}")
-    _checks.finite_array("data.X", X)
-    _checks.finite_array("data.Y", Y)
-    return X, Y
+    """``(X, Y)`` as float64 numpy arrays after the shared data checks."""
+    X, Y, _ = _checks.dataset(task, data)
+    return np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)
 
 
 def _initial_state(task, X, S_init, v_init) -> _State:

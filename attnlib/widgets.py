@@ -14,8 +14,8 @@ the state-evolution results it has computed, and has two faces:
   nearest cached point (order parameters and prox points), while changing the task or
   target computes a new learning curve (kept in the cache, least recently used out).
 
-There is no module-level state. ``ipywidgets`` is imported only when a widget is
-built, so the library itself does not depend on it.
+There is no module-level state. ``ipywidgets`` is optional (the ``book`` extra):
+without it the figures work and building a widget raises ``ImportError``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,12 @@ from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 import numpy as np
+
+try:  # optional: the figures work without it, the sliders need it (the "book" extra)
+    import ipywidgets
+    from IPython.display import display as _display
+except ImportError:  # pragma: no cover
+    ipywidgets = _display = None
 
 from attnlib import _checks, plotting, scaling, se, spectrum, targets, thresholds
 from attnlib import tasks as _tasks
@@ -345,8 +351,14 @@ def _draw_scaling(s, curve, fig):
 # ----------------------------------------------------------------------------
 
 
+def _ipywidgets():
+    if ipywidgets is None:
+        raise ImportError("the explorers' sliders need ipywidgets (pip install ipywidgets)")
+    return ipywidgets, _display
+
+
 def _slider(kind, value, low, high, step, description, **kw):
-    import ipywidgets as w
+    w, _ = _ipywidgets()
 
     cls = {"float": w.FloatSlider, "int": w.IntSlider, "log": w.FloatLogSlider}[kind]
     if kind == "log":
@@ -373,8 +385,7 @@ def _slider(kind, value, low, high, step, description, **kw):
 
 def _explorer(settings, controls, draw):
     """Wire ``controls`` (field name -> widget) to ``draw(settings, fig)``; returns a VBox."""
-    import ipywidgets as w
-    from IPython.display import display
+    w, display = _ipywidgets()
 
     def update(**values):
         fig = draw(settings._replace(**values), None)
@@ -392,7 +403,7 @@ def erm_explorer(settings: ERMSettings | None = None):
 
 
 def _erm_widget(s, draw):
-    import ipywidgets as w
+    w, _ = _ipywidgets()
 
     controls = {
         "alpha": _slider("float", s.alpha, 0.02, s.alpha_max, 0.01, "alpha"),
@@ -415,7 +426,7 @@ def spectrum_explorer(settings: SpectrumSettings | None = None):
 
 
 def _spectrum_widget(s, draw):
-    import ipywidgets as w
+    w, _ = _ipywidgets()
 
     controls = {
         "alpha": _slider("float", s.alpha, 0.02, 1.5, 0.01, "alpha"),

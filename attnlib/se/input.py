@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _checks, rmt
-from attnlib.se.results import PENALTIES
+from attnlib.spectral_map import PENALTIES, SpectralMap
 
 __all__ = ["InputSide", "input_side", "input_arrays", "target_token"]
 
@@ -41,11 +41,12 @@ class InputSide(NamedTuple):
 def _nuclear(target, Delta, c, tau, m_hat):
     spec = rmt.deformed_spectrum(target, Delta, breakpoints=(tau / c,))
     x, w, h = np.asarray(spec.x), np.asarray(spec.w), np.asarray(spec.hilbert)
-    f = np.maximum(c * x - tau, 0.0)
+    fmap = SpectralMap(c, tau, "nuclear")
+    f = fmap.f(x)
     q = float(np.sum(w * f * f))
     m = float(np.sum(w * f * (x - 2.0 * Delta * h)))
     v = float(np.sum(w * f * h)) / m_hat
-    return m, q, v, float(np.sum(w[c * x > tau]))
+    return m, q, v, float(np.sum(w[fmap.kept(x)]))
 
 
 def input_side(target, m_hat, q_hat, a_hat, lam, penalty="nuclear", *, Q0=None) -> InputSide:
@@ -60,7 +61,7 @@ def input_side(target, m_hat, q_hat, a_hat, lam, penalty="nuclear", *, Q0=None) 
     tau = lam / a_hat
     if penalty == "frobenius":
         Q0 = target.Q0 if Q0 is None else Q0
-        k = c / (1.0 + tau)
+        k = SpectralMap(c, tau, "frobenius").slope
         return InputSide(k * Q0, k * k * (Q0 + Delta), k / (2.0 * m_hat), 1.0, Delta, c, tau)
     return InputSide(*_nuclear(target, Delta, c, tau, m_hat), Delta, c, tau)
 
@@ -105,7 +106,7 @@ def input_arrays(token, penalty, conj, lam, Q0):
     m_hat, q_hat, a_hat = conj[0], conj[1], conj[2]
     if penalty == "frobenius":
         Delta = q_hat / m_hat**2
-        k = (m_hat / a_hat) / (1.0 + lam / a_hat)
+        k = SpectralMap(m_hat / a_hat, lam / a_hat, "frobenius").slope
         return jnp.stack([k * Q0, k * k * (Q0 + Delta), k / (2.0 * m_hat), jnp.ones_like(k)])
     shape = jax.ShapeDtypeStruct((4,), jnp.float64)
     return jax.pure_callback(_host_nuclear, shape, token, conj, lam)

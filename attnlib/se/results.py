@@ -6,10 +6,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from attnlib.spectral_map import PENALTIES
+
 __all__ = ["PENALTIES", "SEConvergenceWarning", "SEResult", "LearningCurve", "WarmStart"]
-
-PENALTIES = ("nuclear", "frobenius")
-
 
 class SEConvergenceWarning(RuntimeWarning):
     """The state-evolution fixed point was not reached (the residual is given)."""
