@@ -101,8 +101,10 @@ class _PointSolver:
                 results.append(r)
                 init = r.warm if r.warm is not None else init
             self.curves.put(key, results)
-        fields = {f: np.array([getattr(r, f) for r in results]) for f in se.LearningCurve._fields}
-        return se.LearningCurve(**{**fields, "penalty": penalty, "warm": None})
+        fields = {"penalty": penalty, "warm": None}
+        for f in se.LearningCurve._fields:
+            fields.setdefault(f, np.array([getattr(r, f) for r in results]))
+        return se.LearningCurve(**fields)
 
     def point(self, task, target, alpha, lam, penalty, *, near=None):
         """One SE point, warm-started from the nearest point of the cached curve ``near``
