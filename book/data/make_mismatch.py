@@ -38,7 +38,7 @@ SEED = 421
 KAPPA0, NOISE, ALPHA = 0.2, 0.25, 0.4  # chapter 4's running example
 SCALES = tuple(float(c) for c in np.round(np.linspace(0.4, 2.2, 19), 3))
 FULL = {"lams": [0.005, 0.1], "d": 100, "seeds": 2, "n_test": 20000}
-QUICK = {"lams": [0.005, 0.1], "d": 40, "seeds": 2, "n_test": 4000}
+QUICK = {"lams": [0.005, 0.1], "d": 30, "seeds": 1, "n_test": 2000}
 
 
 def make_task() -> tasks.Task:

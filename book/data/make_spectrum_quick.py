@@ -63,7 +63,7 @@ def convex_runs(task, kappa0: float, lam: float, d: int = 30, seeds: int = 2):
     target = targets.Wishart(kappa0)
     grid = [("nuclear", a, lam) for a in (0.1, 0.2, 0.4, 0.8)]
     grid += [("frobenius", 0.4, lam)]
-    grid += [("nuclear", 0.4, x) for x in (0.01, 0.03, 0.3, 1.0)]
+    grid += [("nuclear", 0.4, x) for x in (0.01, 1.0)]
     runs = []
     for penalty, alpha, lam_ in grid:
         pts = [convex_point(task, target, penalty, alpha, lam_, d, s) for s in range(seeds)]
@@ -79,10 +79,10 @@ def convex_runs(task, kappa0: float, lam: float, d: int = 30, seeds: int = 2):
     return runs, d
 
 
-def spiked_runs(task, kappa0: float, lam: float, spikes, d: int = 40, seeds: int = 2) -> dict:
+def spiked_runs(task, kappa0: float, lam: float, spikes, d: int = 30, seeds: int = 1) -> dict:
     """Top eigenvalues of ``S_hat`` and squared overlaps with the target's top eigenvectors."""
     target = targets.Spiked(spikes=tuple(spikes), bulk=targets.Wishart(kappa0))
-    alphas = [0.01, 0.02, 0.04, 0.07, 0.12]
+    alphas = [0.02, 0.04, 0.07, 0.12]
     k = len(spikes)
     top, ov = np.zeros((len(alphas), seeds, k)), np.zeros((len(alphas), seeds, k))
     for ia, alpha in enumerate(alphas):
@@ -109,7 +109,7 @@ def adam_run(task, kappa0: float, lam: float, d: int = 30, kappa: float = 0.5) -
             data,
             p,
             lam / math.sqrt(p / d),
-            steps=3000,
+            steps=2000,
             learning_rate=0.02,
             dtype=jax.numpy.float64,
         )
