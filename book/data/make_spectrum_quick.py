@@ -40,7 +40,7 @@ DEC_FIELDS = (
 )
 
 
-def _train(task, target, alpha, lam, penalty, d, key):
+def _train(task, target, alpha, lam, *, penalty, d, key):
     k_s0, k_data = jax.random.split(key)
     S0 = np.asarray(target.sample(k_s0, d))
     data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
@@ -50,10 +50,12 @@ def _train(task, target, alpha, lam, penalty, d, key):
     return S0, data, res
 
 
-def convex_point(task, target, penalty: str, alpha: float, lam: float, d: int, seed: int) -> dict:
+def convex_point(
+    task, target, *, penalty: str, alpha: float, lam: float, d: int, seed: int
+) -> dict:
     """Proximal solver once: eigenvalues of ``S_hat`` and its error decomposition."""
     key = jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(SEED), int(1000 * alpha)), seed)
-    S0, _, res = _train(task, target, alpha, lam, penalty, d, key)
+    S0, _, res = _train(task, target, alpha, lam, penalty=penalty, d=d, key=key)
     dec = spectrum.decompose_trained(task, res.S, S0)
     return {"eigs": np.linalg.eigvalsh(res.S), **{f: getattr(dec, f) for f in DEC_FIELDS}}
 
@@ -66,7 +68,10 @@ def convex_runs(task, kappa0: float, lam: float, d: int = 30, seeds: int = 2):
     grid += [("nuclear", 0.4, x) for x in (0.01, 1.0)]
     runs = []
     for penalty, alpha, lam_ in grid:
-        pts = [convex_point(task, target, penalty, alpha, lam_, d, s) for s in range(seeds)]
+        pts = [
+            convex_point(task, target, penalty=penalty, alpha=alpha, lam=lam_, d=d, seed=s)
+            for s in range(seeds)
+        ]
         runs.append(
             dict(
                 penalty=penalty,
@@ -88,7 +93,7 @@ def spiked_runs(task, kappa0: float, lam: float, spikes, d: int = 30, seeds: int
     for ia, alpha in enumerate(alphas):
         for s in range(seeds):
             key = jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(SEED + 2), ia), s)
-            S0, _, res = _train(task, target, alpha, lam, "nuclear", d, key)
+            S0, _, res = _train(task, target, alpha, lam, penalty="nuclear", d=d, key=key)
             ev, U = np.linalg.eigh(res.S)
             _, V = np.linalg.eigh(S0)
             top[ia, s] = ev[::-1][:k]
@@ -100,7 +105,9 @@ def adam_run(task, kappa0: float, lam: float, d: int = 30, kappa: float = 0.5) -
     """Adam on the factor ``W`` (``p = kappa d``) and the proximal solver on the same data."""
     alpha, p = 0.4, int(round(kappa * d))
     k_data, k_init = jax.random.split(jax.random.PRNGKey(SEED + 3))
-    S0, data, conv = _train(task, targets.Wishart(kappa0), alpha, lam, "nuclear", d, k_data)
+    S0, data, conv = _train(
+        task, targets.Wishart(kappa0), alpha, lam, penalty="nuclear", d=d, key=k_data
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = train.train_factorized(
