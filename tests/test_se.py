@@ -562,3 +562,15 @@ def test_anderson_finds_a_known_fixed_point_and_reports_failure():
     bad = fixed_point.anderson(G, jnp.zeros(1), None, cfg._replace(max_iter=50))
     assert int(bad.status) in (fixed_point.MAX_ITER, fixed_point.STALLED)
     assert float(bad.residual) >= 1.0
+
+
+def test_zero_phase_or_failed_results_are_ignored_as_warm_starts():
+    """A zero-phase result (m = q = v = 0) or a failed one (NaN) passed as ``init``
+    starts from the default point instead of raising."""
+    task = tasks.Linear(T=1)
+    zero = se.solve(task, TARGET, 0.3, 100.0)
+    assert zero.converged and zero.v == 0.0 and zero.warm is None
+    r = se.solve(task, TARGET, 0.3, 0.1, init=zero)
+    assert r.converged and r.v > 0
+    failed = zero._replace(converged=False, m=math.nan, q=math.nan, v=math.nan)
+    assert se.solve(task, TARGET, 0.3, 0.1, init=failed).converged

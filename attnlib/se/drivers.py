@@ -54,7 +54,12 @@ def _start(init, pb: point.Problem):
         x0 = robust.default_x0(Q0)
     else:
         if isinstance(init, SEResult):
-            init = init.warm if isinstance(init.warm, WarmStart) else (init.m, init.q, init.v)
+            if isinstance(init.warm, WarmStart):
+                init = init.warm
+            elif init.converged and init.v > 0:
+                init = (init.m, init.q, init.v)
+            else:  # zero phase or no fixed point: nothing to warm-start from
+                return robust.default_x0(Q0), None
         if isinstance(init, WarmStart):
             prox = init.prox if init.key == (pb.task, *pb.qmc) else None
             init = init.x
