@@ -53,6 +53,8 @@ def counted_point(x, seed, calls, sleep=0.0):
 def failing_point(x, seed):
     if x == 2 and seed == 1:
         raise FloatingPointError("diverged")
+    if x == 4:  # a curve of points, one of which did not converge
+        return {"y": float(x + seed), "converged": np.array([True, seed == 1, True])}
     return {"y": float(x + seed), "converged": x != 3}
 
 
@@ -114,7 +116,7 @@ def test_chains_warm_start_in_order_on_the_cluster(client, tmp_path):
 
 
 def test_failures_are_recorded_and_the_grid_continues(client, tmp_path):
-    grid = sweep.Grid(failing_point, {"x": [1, 2, 3]}, seeds=2)
+    grid = sweep.Grid(failing_point, {"x": [1, 2, 3, 4]}, seeds=2)
     res = sweep.run(grid, client=client, cache_dir=tmp_path, progress=False)
     t = res.table
     status = {(x, s): st for x, s, st in zip(t["x"], t["seed"], t["status"], strict=True)}
@@ -125,16 +127,18 @@ def test_failures_are_recorded_and_the_grid_continues(client, tmp_path):
         (2, 1): "error",
         (3, 0): "not_converged",
         (3, 1): "not_converged",
+        (4, 0): "not_converged",
+        (4, 1): "ok",
     }
     err = res.failures.query("status == 'error'")["error"].item()
     assert err.startswith("FloatingPointError: diverged")
     assert np.isnan(res.table.query("x == 2 and seed == 1")["y"].item())
     assert res.table.query("x == 3 and seed == 1")["y"].item() == 4.0  # the row is kept
     text = res.summary()
-    assert "3 failed" in text and "x=2, seed=1" in text and "diverged" in text
+    assert "4 failed" in text and "x=2, seed=1" in text and "diverged" in text
     # an error is not cached (retried next time); a non-converged point is a result
     again = sweep.run(grid, serial=True, cache_dir=tmp_path, progress=False)
-    assert (again.n_cached, again.n_computed) == (5, 1)
+    assert (again.n_cached, again.n_computed) == (7, 1)
 
 
 # ---------------------------------------------------------------------------
