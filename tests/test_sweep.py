@@ -43,6 +43,11 @@ def jax_point(alpha, d, seed):
     return {"loss": float(alpha * jnp.mean(h**2)), "eigs": eigs[-3:]}
 
 
+def echo_point(x, lam):
+    """Returns a parameter's name with another value (an array) and with the same value."""
+    return {"lam": np.full(2, lam), "x": x}
+
+
 def counted_point(x, seed, calls, sleep=0.0):
     """``x**2 + seed``; writes one file into the folder ``calls`` per call."""
     Path(calls, f"{x}-{seed}-{uuid.uuid4().hex}").touch()
@@ -172,7 +177,9 @@ def test_a_killed_grid_resumes_with_only_the_missing_points(tmp_path):
     n_stored = len(store)
     assert 3 <= n_stored < 8, "the first run must be killed half-way"
     first = n_calls(calls)
-    res = sweep.run(grid, serial=True, cache_dir=cache, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sweep.CorruptEntry)  # no torn entry after the kill
+        res = sweep.run(grid, serial=True, cache_dir=cache, progress=False)
     assert res.n_cached == n_stored
     assert n_calls(calls) - first == 8 - n_stored  # only the missing points were computed
     assert list(res.table["y"]) == [x * x for x in range(8)]
@@ -270,3 +277,12 @@ def test_grid_declaration_and_bad_arguments():
         sweep.Grid(failing_point, {"x": [object()]}).keys()
     with pytest.raises(ValueError, match="grid"):
         sweep.run("not a grid")
+
+
+def test_an_output_named_like_a_parameter_is_kept():
+    res = sweep.run(
+        sweep.Grid(echo_point, {"x": [1], "lam": 0.5}), serial=True, cache=False, progress=False
+    )
+    assert res.table["lam"].item() == 0.5 and res.table["x"].item() == 1
+    np.testing.assert_array_equal(res.table["lam_out"].item(), [0.5, 0.5])
+    assert "x_out" not in res.table.columns
