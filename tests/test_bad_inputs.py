@@ -718,7 +718,6 @@ KNOWN_FAILURES = {
     ),
     **dict.fromkeys(
         (
-            "thresholds.interpolation_se",
             "thresholds.minimal_width",
             "thresholds.semicircle_moment2",
         ),
