@@ -17,7 +17,7 @@ unexport MPLBACKEND
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 LINT_PATHS := $(wildcard attnlib tests benchmarks book/data)
 
-.PHONY: all book test test-all execute lint lab venv clean distclean
+.PHONY: all book book-student check-html test test-all test-quick execute lint lab venv clean distclean
 
 all: test
 
@@ -36,6 +36,35 @@ venv: $(STAMP)
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	@echo "Book written to _build/html/index.html"
+
+# Builds from the committed outputs, without executing a chapter: Jupyter Book
+# reads a copy of _config.yml with execute_notebooks set to off (and the other
+# overrides given), written by tools/book_config.py.
+NOEXEC_CONFIG  := _build/config-noexec.yml
+STUDENT_CONFIG := _build/config-student.yml
+
+# The pages as a browser shows them: build from the committed outputs, open every
+# page in headless Chromium (installed from Debian's packages when missing), wait
+# for MathJax, fail on untypeset TeX, a broken image or link, or a console error.
+# Screenshots of every page: _build/screenshots/.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+check-html: $(STAMP)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  $(SUDO) apt-get update && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
+	    chromium chromium-driver; }
+	$(BIN)/python tools/book_config.py $(NOEXEC_CONFIG) execute.execute_notebooks=off
+	$(BIN)/jupyter-book build . --config $(NOEXEC_CONFIG) --warningiserror --keep-going
+	$(BIN)/python tools/check_html.py _build/html --shots _build/screenshots
+
+# The student edition: the same pages without the solutions of the problems
+# (sphinx-exercise's hide_solutions), from the committed outputs.
+book-student: $(STAMP)
+	$(BIN)/python tools/book_config.py $(STUDENT_CONFIG) execute.execute_notebooks=off \
+	  sphinx.config.hide_solutions=true
+	$(BIN)/jupyter-book build . --config $(STUDENT_CONFIG) --path-output _build/student \
+	  --warningiserror --keep-going
+	@echo "Student edition written to _build/student/_build/html/index.html"
 
 # The CI set: unit tests not marked slow, then every chapter re-executed by nbval.
 test: $(STAMP)
