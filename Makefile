@@ -68,8 +68,13 @@ book-student: $(STAMP)
 
 # The CI set: unit tests not marked slow, then every chapter re-executed by nbval.
 test: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/python -m pytest -m "not slow" tests
+	MPLBACKEND=Agg $(BIN)/python -m pytest -m "not slow and not quick" tests
 	$(nbval)
+
+# Class mode: every chapter executed with ATTNLIB_QUICK=1 (small d, live
+# simulations), each within its one-minute budget (tests/test_quick_mode.py).
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -m quick tests -v -s
 
 # Everything, slow tests included.
 test-all: $(STAMP)

@@ -154,8 +154,13 @@ def _screenshots(driver: webdriver.Chrome, height: int, stem: Path) -> None:
         {
             "format": "png",
             "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": 1280, "height": min(height, FULL_PAGE_MAX_PX),
-                     "scale": 0.5},
+            "clip": {
+                "x": 0,
+                "y": 0,
+                "width": 1280,
+                "height": min(height, FULL_PAGE_MAX_PX),
+                "scale": 0.5,
+            },
         },
     )
     stem.with_name(stem.name + "-full.png").write_bytes(base64.b64decode(shot["data"]))
@@ -266,8 +271,10 @@ def main(argv: list[str]) -> int:
         if len(problems) > 40:
             print(f"  ... and {len(problems) - 40} more")
     elapsed = time.perf_counter() - start
-    print(f"\ncheck-html: {len(pages) - len(failed)} passed, {len(failed)} failed "
-          f"({elapsed:.0f} s); screenshots in {args.shots}")
+    print(
+        f"\ncheck-html: {len(pages) - len(failed)} passed, {len(failed)} failed "
+        f"({elapsed:.0f} s); screenshots in {args.shots}"
+    )
     return 1 if failed else 0
 
 
