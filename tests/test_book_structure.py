@@ -265,7 +265,9 @@ def test_formatted_glue_values_are_plain_numbers(path):
     warning, so -W fails). Glue float(value) / int(value)."""
     nb = _load(path)
     stored = {
-        out["metadata"]["scrapbook"]["name"]: out.get("data", {}).get("text/plain", "")
+        out["metadata"]["scrapbook"]["name"]: next(
+            (v for k, v in out.get("data", {}).items() if k.endswith("text/plain")), None
+        )
         for cell in _code_cells(nb)
         for out in cell.get("outputs", [])
         if "scrapbook" in out.get("metadata", {})

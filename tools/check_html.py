@@ -8,7 +8,8 @@ network) it waits for MathJax to finish typesetting and fails if
 
 - any math element is left untypeset, MathJax reports an error or an
   undefined macro, or TeX
-  (``$...$``, ``\\(``, ``\\frac``...) shows as plain text outside code;
+  (``$...$``, ``\\(``, ``\\frac``...) shows as plain text outside code, or a
+  glued number shows as a numpy repr (``np.float64(...)``);
 - an image is broken (not loaded or zero size);
 - an internal link points to a missing file or to a missing anchor
   (external links are listed, not followed: there is no network);
@@ -86,7 +87,7 @@ const texts = [];
 for (let node = walker.nextNode(); node; node = walker.nextNode()) {
   const parent = node.parentElement;
   // Hidden text (collapsed solutions, hidden inputs) counts too: a reader can open it.
-  if (!parent || !/[$\\]/.test(node.textContent) || parent.closest(skip)) continue;
+  if (!parent || !/[$\\(]/.test(node.textContent) || parent.closest(skip)) continue;
   texts.push(node.textContent);
 }
 const images = Array.from(document.images).map(img => ({
@@ -103,6 +104,9 @@ RAW_TEX = re.compile(
     r"\$\$|(?<![\w$])\$[^$\s][^$\n]{0,200}?[^$\s\\]\$(?![\w$])|\\[()\[\]]"
     r"|\\(?:frac|mathrm|mathbb|alpha|kappa|lambda|Delta|sqrt|begin|end|left|right|hat|operatorname)\b"
 )
+
+
+NUMPY_REPR = re.compile(r"\bnp\.(?:float|int|bool_)\w*\(")
 
 
 class _Server(http.server.ThreadingHTTPServer):
@@ -216,6 +220,8 @@ def check_page(driver, base: str, html: Path, page: Path, shots: Path, anchors: 
     problems += [f"untypeset math: {t!r}" for t in info["untypeset"]]
     problems += [f"MathJax error: {t!r}" for t in info["mjErrors"]]
     for text in info["texts"]:
+        if NUMPY_REPR.search(text):
+            problems.append(f"numpy repr in text (glue float(value)): {text.strip()[:100]!r}")
         found = sorted({m.group(0) for m in RAW_TEX.finditer(text)})
         if found:
             problems.append(f"raw TeX in text: {', '.join(found)} in {text.strip()[:100]!r}")
