@@ -10,6 +10,11 @@ STAMP  := $(VENV)/.installed
 # CPU JAX, reproducible: no accelerator discovery, no inherited XLA flags.
 export JAX_PLATFORMS := cpu
 unexport XLA_FLAGS
+# JAX's persistent compilation cache, shared by the book build, nbval, the tests
+# and class mode: a fresh kernel reads compiled functions from disk instead of
+# compiling them again. Override with `make JAX_CACHE=DIR ...`.
+JAX_CACHE ?= $(CURDIR)/.jax_cache
+export JAX_COMPILATION_CACHE_DIR := $(JAX_CACHE)
 # Chapters run with the kernel's inline backend (figures are part of the
 # committed outputs); only the unit tests force Agg, below.
 unexport MPLBACKEND
@@ -107,7 +112,7 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab book/
 
 clean:
-	rm -rf _build .pytest_cache .ruff_cache .jupyter_cache *.egg-info
+	rm -rf _build .pytest_cache .ruff_cache .jupyter_cache .jax_cache *.egg-info
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print0 | xargs -0 rm -rf
 	find . -path ./$(VENV) -prune -o -name .ipynb_checkpoints -type d -print0 | xargs -0 rm -rf
 
