@@ -22,7 +22,7 @@ unexport MPLBACKEND
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 LINT_PATHS := $(wildcard attnlib tests benchmarks book/data)
 
-.PHONY: all book book-student check-html test test-all test-quick execute lint lab venv clean distclean
+.PHONY: all book book-student check-html check-pages test test-all test-quick execute lint lab venv clean distclean
 
 all: test
 
@@ -51,15 +51,19 @@ STUDENT_CONFIG := _build/config-student.yml
 # The pages as a browser shows them: build from the committed outputs, open every
 # page in headless Chromium (installed from Debian's packages when missing), wait
 # for MathJax, fail on untypeset TeX, a broken image or link, or a console error.
-# Screenshots of every page: _build/screenshots/.
+# Screenshots of every page: _build/screenshots/. `make check-pages` checks the
+# pages already in _build/html (e.g. right after `make book`) without rebuilding.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 check-html: $(STAMP)
+	$(BIN)/python tools/book_config.py $(NOEXEC_CONFIG) execute.execute_notebooks=off
+	$(BIN)/jupyter-book build . --config $(NOEXEC_CONFIG) --warningiserror --keep-going
+	$(MAKE) check-pages
+
+check-pages: $(STAMP)
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
 	  $(SUDO) apt-get update && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
 	    chromium chromium-driver; }
-	$(BIN)/python tools/book_config.py $(NOEXEC_CONFIG) execute.execute_notebooks=off
-	$(BIN)/jupyter-book build . --config $(NOEXEC_CONFIG) --warningiserror --keep-going
 	$(BIN)/python tools/check_html.py _build/html --shots _build/screenshots
 
 # The student edition: the same pages without the solutions of the problems
