@@ -51,7 +51,8 @@ STUDENT_CONFIG := _build/config-student.yml
 # The pages as a browser shows them: build from the committed outputs, open every
 # page in headless Chromium (installed from Debian's packages when missing), wait
 # for MathJax, fail on untypeset TeX, a broken image or link, or a console error.
-# Screenshots of every page: _build/screenshots/. `make check-pages` checks the
+# Screenshots of every page: _build/screenshots/. Uses chromium (or google-chrome)
+# with its chromedriver. `make check-pages` checks the
 # pages already in _build/html (e.g. right after `make book`) without rebuilding.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 check-html: $(STAMP)
@@ -60,7 +61,7 @@ check-html: $(STAMP)
 	$(MAKE) check-pages
 
 check-pages: $(STAMP)
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	@{ command -v chromium && command -v chromedriver; } >/dev/null || command -v google-chrome >/dev/null || { \
 	  $(SUDO) apt-get update && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
 	    chromium chromium-driver; }

@@ -129,9 +129,18 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         super().send_error(code, message, explain)
 
 
-def _driver(chromium: str, chromedriver: str) -> webdriver.Chrome:
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def _first_on_path(names) -> str | None:
+    return next((path for path in map(shutil.which, names) if path), None)
+
+
+def _driver(chromium: str | None, chromedriver: str | None) -> webdriver.Chrome:
+    """Headless Chromium; without a chromedriver on PATH selenium finds a matching one."""
     options = webdriver.ChromeOptions()
-    options.binary_location = chromium
+    if chromium:
+        options.binary_location = chromium
     for arg in (
         "--headless=new",
         "--no-sandbox",  # CI runs as root
@@ -145,7 +154,8 @@ def _driver(chromium: str, chromedriver: str) -> webdriver.Chrome:
     ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=chromedriver))
+    service = Service(executable_path=chromedriver) if chromedriver else Service()
+    driver = webdriver.Chrome(options=options, service=service)
     driver.set_page_load_timeout(120)
     driver.set_script_timeout(MATHJAX_TIMEOUT_S + 30)
     return driver
@@ -240,8 +250,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("html", nargs="?", default=ROOT / "_build" / "html", type=Path)
     parser.add_argument("--shots", default=ROOT / "_build" / "screenshots", type=Path)
-    parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
-    parser.add_argument("--chromedriver", default=shutil.which("chromedriver") or "chromedriver")
+    parser.add_argument("--chromium", default=_first_on_path(BROWSERS))
+    parser.add_argument("--chromedriver", default=shutil.which("chromedriver"))
     args = parser.parse_args(argv)
     html = args.html.resolve()
     pages = sorted(p for p in html.rglob("*.html") if "_static" not in p.parts)
