@@ -1,14 +1,10 @@
 """environment.yml must install exactly what `pip install -e ".[...]"` installs."""
 
 import re
+import tomllib  # Python >= 3.11 (pyproject.toml: requires-python)
 from pathlib import Path
 
 import yaml
-
-try:
-    import tomllib  # Python >= 3.11
-except ModuleNotFoundError:  # Python 3.10: the same parser, installed by the test extra
-    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 
