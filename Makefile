@@ -16,6 +16,7 @@ unexport XLA_FLAGS
 # compiling them again. Override with `make JAX_CACHE=DIR ...`.
 JAX_CACHE ?= $(CURDIR)/.jax_cache
 export JAX_COMPILATION_CACHE_DIR := $(JAX_CACHE)
+export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS := 0.2
 # Chapters run with the kernel's inline backend (figures are part of the
 # committed outputs); only the unit tests force Agg, below.
 unexport MPLBACKEND
