@@ -79,13 +79,15 @@ class BayesResult(NamedTuple):
 
 class BayesConfig(NamedTuple):
     """Numerical settings of :func:`solve`: Brent tolerance on ``log Delta``; Sobol points of
-    the channel integral (non-Gaussian channels) and of the Bayes test error; seed."""
+    the channel integral (non-Gaussian channels) and of the Bayes test error; seed;
+    ``check_unique``: scan below the root for a second fixed point (Gaussian channels)."""
 
     xtol: float = 1e-10
     n_outer: int = 2048
     n_inner: int = 2048
     n_test: int = 4096
     seed: int = 0
+    check_unique: bool = True
 
 
 def _check(task, target):
@@ -157,7 +159,7 @@ def solve(task, target, alpha: float, config: BayesConfig | None = None) -> Baye
     D0 = 1.0 / (2 * alpha * _info(task, target, var0, cfg).J)  # first iterate from no information
     G, cache = _gap_fn(task, target, alpha, cfg)
     gauss = channels.is_gaussian(task)
-    bracket, other = _largest_root(G, D0, _DELTA_MIN * Q0, scan_all=gauss)
+    bracket, other = _largest_root(G, D0, _DELTA_MIN * Q0, scan_all=gauss and cfg.check_unique)
     if bracket is None:  # no fixed point with Delta_eff > 0: perfect recovery
         te = prediction.test_errors(task, Q0, 0.0, seed=cfg.seed)
         return BayesResult(
