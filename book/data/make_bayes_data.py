@@ -52,7 +52,7 @@ GAMP_FULL = {
         "linear_noisy": (0.1, 0.3, 0.5),
     },
     "sizes": (75, 150),
-    "seeds": (0, 1, 2),
+    "seeds": (0, 1),
 }
 GAMP_QUICK = {
     "alphas": {"seq2seq": (0.05, 0.1, 0.15), "seq2seq_noisy": (0.1, 0.2, 0.3), "linear_noisy": ()},
@@ -65,6 +65,7 @@ def log(msg: str) -> None:
     print(f"[make_bayes_data {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
+DAMPINGS = (0.5, 0.8, 0.9)
 LAM_GRID = np.logspace(-3.0, -0.5, 5)
 N_QMC = 2048  # QMC points of the ERM state evolution (integration error reported)
 
@@ -119,8 +120,14 @@ def gamp_point(setting: str, alpha: float, d: int, seed: int) -> dict:
     k_s0, k_data = jax.random.split(key)
     S0 = TARGET.sample(k_s0, d)
     data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
-    r = bayes.gamp_rie(task, data, TARGET, S0=S0, max_iter=150, tol=1e-5)
+    bound = 2 * (TARGET.Q0 - TARGET.measure().moment(1) ** 2)
+    for damping in DAMPINGS:  # heavier damping when an iteration blows up
+        r = bayes.gamp_rie(task, data, TARGET, S0=S0, max_iter=150, tol=1e-5, damping=damping)
+        if np.all(np.isfinite(r.v)) and r.v[-1] < bound:
+            break
+        log(f"   gamp {setting} alpha={alpha} d={d} seed={seed}: diverged at damping {damping}")
     return {
+        "damping": damping,
         "mse": float(r.mse[-1]),
         "Delta_eff": float(r.Delta_eff[-1]),
         "n_iter": float(r.n_iter),
@@ -153,7 +160,7 @@ def run_gamp(grid: dict) -> dict:
         if not alphas:
             continue
         shape = (len(alphas), len(grid["sizes"]), len(grid["seeds"]))
-        res = {k: np.zeros(shape) for k in ("mse", "Delta_eff", "n_iter", "converged")}
+        res = {k: np.zeros(shape) for k in ("mse", "Delta_eff", "n_iter", "converged", "damping")}
         for i, a in enumerate(alphas):
             for j, d in enumerate(grid["sizes"]):
                 for s, seed in enumerate(grid["seeds"]):
