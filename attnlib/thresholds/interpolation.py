@@ -29,6 +29,7 @@ where ``v`` is large.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import NamedTuple
 
@@ -147,7 +148,8 @@ class InterpolationThreshold(NamedTuple):
 def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
     """The ``lam = 0`` state-evolution fixed point at ``alpha``, or ``None`` if there is none.
 
-    ``None`` when the solver stops without reaching a fixed point (below the threshold
+    ``None`` when the solver stops without reaching a fixed point (neither ``converged``
+    nor a relative residual below ``1e-5``; below the threshold
     its iteration runs off to ``v -> infinity``: that is the measurement, so the
     :class:`attnlib.se.SEConvergenceWarning` it raises is recorded here and not
     repeated; every other warning is passed on), or when the point it stops at has
@@ -162,7 +164,10 @@ def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
     for w in caught:
         if not issubclass(w.category, se.SEConvergenceWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    if r is None or not (r.residual < _RESIDUAL_OK and r.v < _V_MAX and r.train_loss > 0):
+    if r is None:
+        return None
+    fixed = bool(r.converged) or r.residual < _RESIDUAL_OK
+    if not (fixed and math.isfinite(r.v) and r.v < _V_MAX and r.train_loss > 0):
         return None
     return r
 
