@@ -7,20 +7,29 @@ value raises ``ValueError`` naming the argument and the accepted range.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 
 import numpy as np
 
 
 def _fmt(x) -> str:
-    return repr(x)
+    r = repr(x)
+    return r if len(r) <= 80 else r[:77] + "..."
+
+
+def real(name: str, value) -> float:
+    """Return ``float(value)`` for a real number (not a string, not complex); may be inf/NaN."""
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"{name} must be a real number, got {_fmt(value)}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number, got {_fmt(value)}") from None
 
 
 def positive(name: str, value, *, allow_zero: bool = False) -> float:
     """Return ``float(value)`` if it is finite and > 0 (>= 0 with ``allow_zero``)."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number, got {_fmt(value)}") from None
+    x = real(name, value)
     ok = math.isfinite(x) and (x >= 0 if allow_zero else x > 0)
     if not ok:
         bound = ">= 0" if allow_zero else "> 0"
@@ -35,10 +44,7 @@ def nonnegative(name: str, value) -> float:
 
 def in_interval(name: str, value, low: float, high: float, *, low_open=True, high_open=False):
     """Return ``float(value)`` if it lies in the interval (low, high] (openness configurable)."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number, got {_fmt(value)}") from None
+    x = real(name, value)
     lo_ok = x > low if low_open else x >= low
     hi_ok = x < high if high_open else x <= high
     if not (math.isfinite(x) and lo_ok and hi_ok):
@@ -59,14 +65,29 @@ def integer(name: str, value, minimum: int = 1) -> int:
 
 def choice(name: str, value, options) -> str:
     """Return ``value`` if it is one of ``options``."""
-    if value not in options:
+    if not isinstance(value, Hashable) or value not in options:
         raise ValueError(f"{name} must be one of {sorted(options)}, got {_fmt(value)}")
     return value
 
 
+def numeric_array(name: str, array, kinds: str = "biufc") -> np.ndarray:
+    """``np.asarray(array)`` if it is an array of numbers (dtype kinds ``kinds``)."""
+    try:
+        a = np.asarray(array)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers, got {_fmt(array)}") from None
+    if a.dtype.kind not in kinds:
+        what = "real numbers" if "c" not in kinds else "numbers"
+        raise ValueError(f"{name} must be an array of {what}, got dtype {a.dtype}")
+    return a
+
+
 def finite_array(name: str, array, ndim: int | None = None, shape=None):
-    """Check that ``array`` is finite (no NaN or inf) with the given ndim / shape."""
-    a = np.asarray(array)
+    """Check that ``array`` is a numeric array, finite (no NaN or inf), with the given ndim / shape.
+
+    Returns ``array`` itself (not a copy).
+    """
+    a = numeric_array(name, array)
     if ndim is not None and a.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {a.shape}")
     if shape is not None:
@@ -76,3 +97,53 @@ def finite_array(name: str, array, ndim: int | None = None, shape=None):
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} contains NaN or inf")
     return array
+
+
+def task(value):
+    """Return ``value`` if it is an attnlib task (an object with ``T``, ``out_shape``, ``loss``).
+
+    Checked by its interface rather than its class so that this module imports nothing
+    from attnlib (every other module imports it).
+    """
+    ok = all(hasattr(value, k) for k in ("T", "out_shape", "loss", "output"))
+    if not ok or isinstance(value, type):
+        raise ValueError(f"task must be an attnlib.tasks.Task, got {_fmt(value)}")
+    return value
+
+
+def dataset(task_, data, d: int | None = None):
+    """Validate a data set against a task; return ``(data.X, data.Y, d)``.
+
+    ``data.X``: ``(n, T, d)`` sequences (``T = task.T``; ``d`` as given, if given);
+    ``data.Y``: ``(n, *task.out_shape)`` labels; both finite.
+    """
+    task(task_)
+    if not hasattr(data, "X") or not hasattr(data, "Y"):
+        raise ValueError("data must be an attnlib.tasks.Dataset with fields X and Y")
+    X = np.asarray(data.X)
+    Y = np.asarray(data.Y)
+    if X.ndim != 3 or X.shape[1] != task_.T or X.shape[0] < 1 or X.shape[2] < 1:
+        raise ValueError(f"data.X must have shape (n, T={task_.T}, d), got {X.shape}")
+    if d is not None and X.shape[2] != d:
+        raise ValueError(f"data.X has d = {X.shape[2]}, but the matrix has d = {d}")
+    want = (X.shape[0], *task_.out_shape)
+    if Y.shape != want:
+        raise ValueError(f"data.Y must have shape {want} for this task, got {Y.shape}")
+    finite_array("data.X", X)
+    finite_array("data.Y", Y)
+    return data.X, data.Y, X.shape[2]
+
+
+def square_matrix(name: str, S, d: int | None = None, symmetric: bool = False):
+    """Check a finite square ``(d, d)`` matrix (symmetric to ``1e-6`` relative if asked)."""
+    a = numeric_array(name, S, kinds="biuf")
+    if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 1:
+        raise ValueError(f"{name} must be a square (d, d) matrix, got shape {a.shape}")
+    if d is not None and a.shape[0] != d:
+        raise ValueError(f"{name} must have shape ({d}, {d}) to match the data, got {a.shape}")
+    finite_array(name, a)
+    if symmetric:
+        scale = float(np.max(np.abs(a))) if a.size else 0.0
+        if np.max(np.abs(a - a.T), initial=0.0) > 1e-6 * scale:
+            raise ValueError(f"{name} must be symmetric (|{name} - {name}^T| > 1e-6 max|{name}|)")
+    return a

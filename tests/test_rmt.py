@@ -23,6 +23,7 @@ from scipy import integrate, linalg, special
 import attnlib  # noqa: F401  (float64)
 from attnlib import rmt
 from attnlib import targets as T
+from attnlib.rmt.law import _G, _law
 
 D_FAST = 1000
 
@@ -193,8 +194,8 @@ def test_wishart_closed_form_vs_atom_sum():
     # quantile atoms (4000) approximate the Marchenko-Pastur law to O(n^-1) near its edges
     np.testing.assert_allclose(g_atoms, g_closed, atol=2e-4)
     # the module's Wishart transform is the target's own one off the real axis
-    law = rmt._law(target)
-    np.testing.assert_allclose(rmt._G(law, z)[0], target.stieltjes(z), rtol=1e-12)
+    law = _law(target)
+    np.testing.assert_allclose(_G(law, z)[0], target.stieltjes(z), rtol=1e-12)
     # densities on the real line
     ((lo, hi),) = rmt.support(target, Delta)
     x = np.linspace(lo + 0.1, hi - 0.1, 60)  # away from the edges, where the top atom lags

@@ -1,0 +1,55 @@
+"""Sweeps: grids of experiments run on Dask, cached on disk, resumable, with progress.
+
+Declare a grid by the function of one point, its parameters and its seeds, and
+run it::
+
+    from attnlib import sweep
+
+    def point(alpha, lam, d, seed):          # module level: workers import it
+        ...                                   # explicit PRNG keys from ``seed``
+        return {"test_error": e, "converged": ok}
+
+    grid = sweep.Grid(point, {"alpha": [0.1, 0.2], "lam": [0.01, 0.1], "d": 60}, seeds=3)
+    res = sweep.run(grid)                     # embedded local cluster, one worker per core
+    res.table                                 # pandas DataFrame: alpha, lam, d, seed, outputs
+    print(res.summary())                      # cached / computed / failed, and which
+    sweep.pivot(res.table, "test_error", {"lam": [0.01, 0.1], "seed": range(3),
+                                          "alpha": [0.1, 0.2]})   # array (2, 3, 2)
+
+Warm starts along an axis: ``Grid(fn, params, chain="alpha")`` runs each chain
+(the points differing only in ``alpha``, in declared order) as one task, chains
+in parallel; ``fn`` then takes ``init`` (the previous point's state, ``None``
+first) and returns ``(row, state)``.
+
+Where it runs (:func:`run`): an embedded local cluster by default; an existing
+scheduler with ``address=...`` or ``DASK_SCHEDULER_ADDRESS``; a given ``client``;
+or ``serial=True`` in this process. Every point is cached on disk
+(:func:`default_cache_dir`) under a key made of its parameters, the function's
+qualified name and attnlib's version: re-running computes only what is missing.
+
+Modules: :mod:`~attnlib.sweep.grid` (declaration, keys), :mod:`~attnlib.sweep.cache`
+(atomic, checksummed files), :mod:`~attnlib.sweep.execute` (one task in a worker),
+:mod:`~attnlib.sweep.runner` (Dask, progress), :mod:`~attnlib.sweep.table` (results).
+"""
+
+from .cache import Cache, CorruptEntry
+from .cache import default_dir as default_cache_dir
+from .execute import ERROR, NOT_CONVERGED, OK
+from .grid import Grid, product
+from .runner import local_client, run
+from .table import SweepResult, pivot
+
+__all__ = [
+    "ERROR",
+    "NOT_CONVERGED",
+    "OK",
+    "Cache",
+    "CorruptEntry",
+    "Grid",
+    "SweepResult",
+    "default_cache_dir",
+    "local_client",
+    "pivot",
+    "product",
+    "run",
+]

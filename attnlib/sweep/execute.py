@@ -1,0 +1,62 @@
+"""Running the points of one task (a single point, or a stretch of a chain) in a worker.
+
+Each point gives a *record*: a dict with ``row`` (the function's dict, or ``{}``),
+``state`` (the warm start it hands on, chains only), ``status`` (``"ok"``,
+``"not_converged"`` when the row has a false ``converged`` entry, ``"error"`` when
+the function raised or returned something that is not a dict), ``error`` (the
+exception's type and message, or ``None``) and ``seconds``.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+
+OK, NOT_CONVERGED, ERROR = "ok", "not_converged", "error"
+
+
+def _status(row: Mapping) -> str:
+    if "converged" in row and not bool(row["converged"]):
+        return NOT_CONVERGED
+    return OK
+
+
+def call_point(fn: Callable, point: Mapping, chained: bool, init) -> dict:
+    """Evaluate ``fn`` at one point; never raises (an exception becomes an error record)."""
+    t0 = time.perf_counter()
+    try:
+        out = fn(**point, init=init) if chained else fn(**point)
+        row, state = out if chained else (out, None)
+        if not isinstance(row, Mapping):
+            raise TypeError(
+                f"{getattr(fn, '__name__', fn)} returned {type(row).__name__}, "
+                "expected a dict (and, with a chain, a (dict, state) pair)"
+            )
+        row = dict(row)
+        status, error = _status(row), None
+    except Exception as err:
+        row, state, status = {}, init, ERROR
+        error = f"{type(err).__name__}: {err}"
+        tb = traceback.format_exc(limit=-3)
+        error = f"{error}\n{tb}" if tb else error
+    return {
+        "row": row,
+        "state": state,
+        "status": status,
+        "error": error,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def run_task(fn: Callable, points: Sequence[Mapping], chained: bool = False, init=None):
+    """Evaluate ``fn`` at ``points`` in order; along a chain, each point starts from the
+    state of the previous one (an errored point hands on the state it received).
+    Returns the list of records."""
+    records = []
+    for point in points:
+        rec = call_point(fn, point, chained, init)
+        if chained:
+            init = rec["state"]
+        records.append(rec)
+    return records
