@@ -33,9 +33,10 @@ TASK = tasks.Linear(T=2)
 TARGET = scaling.PowerLawModes(gamma=2.0, n_modes=16)
 LAM = 1.25  # threshold lam / (12 alpha) crosses mode 2 at alpha ~ 0.1 and mode 8 at ~ 1.8
 KEY = jax.random.PRNGKey(5051)
-FULL = dict(d=64, seeds=(0, 1, 2), alpha_sim=np.geomspace(0.12, 1.8, 5),
+# sizes d (multiples of 16: every mode gets d/16 eigenvalues), seeds, trained and SE grids
+FULL = dict(d=(48, 64, 96), seeds=(0, 1, 2), alpha_sim=np.geomspace(0.12, 1.8, 5),
             alpha_th=np.geomspace(0.05, 4.0, 48))
-QUICK = dict(d=32, seeds=(0, 1), alpha_sim=np.geomspace(0.15, 1.2, 3),
+QUICK = dict(d=(32,), seeds=(0, 1), alpha_sim=np.geomspace(0.15, 1.2, 3),
              alpha_th=np.geomspace(0.05, 4.0, 16))
 
 
@@ -63,13 +64,15 @@ def theory(alphas) -> scaling.ExcessRiskCurve:
 
 
 def run(quick: bool = False) -> dict:
-    """Trained points (len(seeds), len(alpha_sim)) per field, and the theory curve."""
+    """Trained points (len(d), len(seeds), len(alpha_sim)) per field, and the theory curve."""
     P = QUICK if quick else FULL
     t0 = time.time()
-    out = {"d": P["d"], "alpha_sim": P["alpha_sim"], "lam": LAM}
-    rows = [[run_point(float(a), P["d"], s) for a in P["alpha_sim"]] for s in P["seeds"]]
+    out = {"d": np.array(P["d"]), "alpha_sim": P["alpha_sim"], "lam": LAM}
+    rows = [
+        [[run_point(float(a), d, s) for a in P["alpha_sim"]] for s in P["seeds"]] for d in P["d"]
+    ]
     for f in ("excess", "mse", "n_recovered", "converged"):
-        out[f"sim_{f}"] = np.array([[r[f] for r in row] for row in rows])
+        out[f"sim_{f}"] = np.array([[[r[f] for r in row] for row in rd] for rd in rows])
     th = theory(P["alpha_th"])
     for f in ("alpha", "excess", "n_recovered", "threshold", "Delta_eff", "converged"):
         out[f"th_{f}"] = np.asarray(getattr(th, f))
