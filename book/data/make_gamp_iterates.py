@@ -97,9 +97,7 @@ def se_iterates(name: str, n_iter: int, n_qmc: int = 8192) -> dict:
     m, q, v = 0.0, 0.0, V_INIT
     rec = {k: [] for k in ("m", "q", "v", "loss")}
     for _ in range(n_iter):
-        o = se.output_side(
-            cfg["task"], cfg["alpha"], TARGET.Q0, m, max(q, Q_START), v, n_qmc=n_qmc
-        )
+        o = se.output_side(cfg["task"], cfg["alpha"], TARGET.Q0, m, max(q, Q_START), v, n_qmc=n_qmc)
         for k, x in zip(("m", "q", "v", "loss"), (m, q, v, o.train_loss), strict=True):
             rec[k].append(x)
         i = se.input_side(TARGET, o.m_hat, o.q_hat, o.a_hat, LAM, "nuclear")

@@ -34,10 +34,18 @@ TARGET = scaling.PowerLawModes(gamma=2.0, n_modes=16)
 LAM = 1.25  # threshold lam / (12 alpha) crosses mode 2 at alpha ~ 0.1 and mode 8 at ~ 1.8
 KEY = jax.random.PRNGKey(5051)
 # sizes d (multiples of 16: every mode gets d/16 eigenvalues), seeds, trained and SE grids
-FULL = dict(d=(48, 64, 96), seeds=(0, 1, 2), alpha_sim=np.geomspace(0.12, 1.8, 5),
-            alpha_th=np.geomspace(0.05, 4.0, 48))
-QUICK = dict(d=(32,), seeds=(0, 1), alpha_sim=np.geomspace(0.15, 1.2, 3),
-             alpha_th=np.geomspace(0.05, 4.0, 16))
+FULL = dict(
+    d=(48, 64, 96),
+    seeds=(0, 1, 2),
+    alpha_sim=np.geomspace(0.12, 1.8, 5),
+    alpha_th=np.geomspace(0.05, 4.0, 48),
+)
+QUICK = dict(
+    d=(32,),
+    seeds=(0, 1),
+    alpha_sim=np.geomspace(0.15, 1.2, 3),
+    alpha_th=np.geomspace(0.05, 4.0, 16),
+)
 
 
 def run_point(alpha: float, d: int, seed: int) -> dict:
