@@ -1,6 +1,7 @@
 # attnlib / the book: `make book` builds the book, `make test` runs the tests.
 # Both create the virtual environment .venv on first use and reinstall the
-# project into it only when pyproject.toml has changed.
+# project into it only when pyproject.toml has changed. `make data` regenerates
+# every file in book/data/ (hours on two cores; cached points are not recomputed).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -17,7 +18,7 @@ unexport MPLBACKEND
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 LINT_PATHS := $(wildcard attnlib tests benchmarks book/data)
 
-.PHONY: all book test test-all execute lint lab venv clean distclean
+.PHONY: all book test test-all execute lint lab venv clean distclean data
 
 all: test
 
@@ -57,6 +58,16 @@ else
 nbval = $(BIN)/python -m pytest --nbval --nbval-current-env \
 	  --nbval-sanitize-with book/sanitize.cfg --nbval-cell-timeout=600 $(NOTEBOOKS)
 endif
+
+# Regenerate every data file of the book: each book/data/make_*.py script runs its
+# grids on an embedded local Dask cluster (attnlib.sweep), from book/. Points are
+# cached (~/.cache/attnlib/sweep), so an interrupted run resumes where it stopped.
+# Pass options to every script with DATA_ARGS, e.g. DATA_ARGS="--workers 2" or
+# DATA_ARGS="--address tcp://host:8786".
+DATA_SCRIPTS := erm amp spectrum scaling
+data: $(STAMP)
+	cd book && for s in $(DATA_SCRIPTS); do \
+	  ../$(BIN)/python -m data.make_$${s}_data $(DATA_ARGS) || exit 1; done
 
 # Re-run chapters in place (working directory book/), storing the outputs that
 # nbval compares against. One chapter: make execute NB=book/01_model.ipynb

@@ -9,7 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 
+import jax
 import numpy as np
+
+MAX_ABS = 1e100
+"""Largest magnitude accepted for matrix entries and data: squares and products of such
+numbers (traces, Gram matrices) stay far from float64 overflow."""
 
 
 def _fmt(x) -> str:
@@ -34,6 +39,14 @@ def positive(name: str, value, *, allow_zero: bool = False) -> float:
     if not ok:
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be finite and {bound}, got {_fmt(value)}")
+    return x
+
+
+def finite(name: str, value) -> float:
+    """Return ``float(value)`` if it is a finite real number."""
+    x = real(name, value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be a finite real number, got {_fmt(value)}")
     return x
 
 
@@ -82,10 +95,13 @@ def numeric_array(name: str, array, kinds: str = "biufc") -> np.ndarray:
     return a
 
 
-def finite_array(name: str, array, ndim: int | None = None, shape=None):
+def finite_array(
+    name: str, array, ndim: int | None = None, shape=None, *, against=None, max_abs=None
+):
     """Check that ``array`` is a numeric array, finite (no NaN or inf), with the given ndim / shape.
 
-    Returns ``array`` itself (not a copy).
+    Returns ``array`` itself (not a copy). ``against``: the name of the argument that
+    fixes ``shape`` (named in the message). ``max_abs``: largest accepted magnitude.
     """
     a = numeric_array(name, array)
     if ndim is not None and a.ndim != ndim:
@@ -93,9 +109,14 @@ def finite_array(name: str, array, ndim: int | None = None, shape=None):
     if shape is not None:
         for i, (got, want) in enumerate(zip(a.shape, shape, strict=False)):
             if want is not None and got != want:
-                raise ValueError(f"{name} has shape {a.shape}, expected {tuple(shape)} (axis {i})")
+                to = f" to match {against}" if against else ""
+                raise ValueError(
+                    f"{name} has shape {a.shape}, expected {tuple(shape)}{to} (axis {i})"
+                )
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} contains NaN or inf")
+    if max_abs is not None and a.size and np.max(np.abs(a)) > max_abs:
+        raise ValueError(f"{name} has entries larger than {max_abs:g} in magnitude")
     return array
 
 
@@ -129,21 +150,50 @@ def dataset(task_, data, d: int | None = None):
     want = (X.shape[0], *task_.out_shape)
     if Y.shape != want:
         raise ValueError(f"data.Y must have shape {want} for this task, got {Y.shape}")
-    finite_array("data.X", X)
-    finite_array("data.Y", Y)
+    finite_array("data.X", X, max_abs=MAX_ABS)
+    finite_array("data.Y", Y, max_abs=MAX_ABS)
     return data.X, data.Y, X.shape[2]
 
 
-def square_matrix(name: str, S, d: int | None = None, symmetric: bool = False):
-    """Check a finite square ``(d, d)`` matrix (symmetric to ``1e-6`` relative if asked)."""
+def square_matrix(
+    name: str, S, d: int | None = None, symmetric: bool = False, *, against: str = "the data"
+):
+    """Check a finite square ``(d, d)`` matrix, ``d >= 1``, entries at most :data:`MAX_ABS`
+    in magnitude (symmetric to ``1e-6`` relative if asked); ``against`` names what fixes ``d``.
+    """
     a = numeric_array(name, S, kinds="biuf")
     if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 1:
         raise ValueError(f"{name} must be a square (d, d) matrix, got shape {a.shape}")
     if d is not None and a.shape[0] != d:
-        raise ValueError(f"{name} must have shape ({d}, {d}) to match the data, got {a.shape}")
-    finite_array(name, a)
+        raise ValueError(f"{name} must have shape ({d}, {d}) to match {against}, got {a.shape}")
+    finite_array(name, a, max_abs=MAX_ABS)
     if symmetric:
         scale = float(np.max(np.abs(a))) if a.size else 0.0
         if np.max(np.abs(a - a.T), initial=0.0) > 1e-6 * scale:
             raise ValueError(f"{name} must be symmetric (|{name} - {name}^T| > 1e-6 max|{name}|)")
     return a
+
+
+def float_dtype(name: str, dtype):
+    """Return ``dtype`` as a numpy dtype if it is float32 or float64."""
+    try:
+        dt = None if dtype is None else np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"{name} must be float32 or float64, got {_fmt(dtype)}")
+    return dt
+
+
+def prng_key(name: str, key):
+    """Return ``key`` if it is one jax PRNG key: a typed key (``jax.random.key``) of shape
+    ``()`` or a raw ``uint32`` key of shape ``(2,)`` (``jax.random.PRNGKey``)."""
+    if isinstance(key, jax.Array) and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        if key.shape == ():
+            return key
+    elif isinstance(key, (jax.Array, np.ndarray)) and key.dtype == np.uint32 and key.shape == (2,):
+        return key
+    raise ValueError(
+        f"{name} must be a jax PRNG key (jax.random.PRNGKey(seed) or jax.random.key(seed)), "
+        f"got {_fmt(key)}"
+    )

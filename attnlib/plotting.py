@@ -10,6 +10,16 @@ from __future__ import annotations
 import matplotlib as mpl
 import numpy as np
 
+from attnlib import _checks
+
+__all__ = [
+    "BOOK_STYLE",
+    "eigenvalue_histogram",
+    "mark_threshold",
+    "theory_and_simulation",
+    "use_book_style",
+]
+
 BOOK_STYLE = {
     "figure.figsize": (6.0, 3.8),
     "figure.dpi": 100,
@@ -32,6 +42,39 @@ def use_book_style() -> None:
     mpl.rcParams.update(BOOK_STYLE)
 
 
+def _axes(ax):
+    if not all(hasattr(ax, m) for m in ("plot", "errorbar", "axvline", "hist")):
+        raise ValueError(f"ax must be a matplotlib Axes, got {type(ax)!r}")
+    return ax
+
+
+def _curve(name: str, values, n: int | None = None, ndim: int = 1, against: str = "") -> np.ndarray:
+    a = np.asarray(_checks.finite_array(name, values), dtype=float)
+    if a.ndim != ndim or a.shape[-1] < 1:
+        raise ValueError(f"{name} must be a non-empty {ndim}-d array, got shape {a.shape}")
+    if n is not None and a.shape[-1] != n:
+        raise ValueError(
+            f"{name} must have {n} points along its last axis (as {against}), got shape {a.shape}"
+        )
+    return a
+
+
+def _simulation(x_sim, y_sim, y_err):
+    """Checked ``(x, mean, error bar)`` of the simulation points (module docstring)."""
+    x = _curve("x_sim", x_sim)
+    y = np.asarray(_checks.numeric_array("y_sim", y_sim, kinds="biuf"), dtype=float)
+    y = _curve("y_sim", y, x.size, ndim=y.ndim if y.ndim in (1, 2) else 1, against="x_sim")
+    if y.ndim == 2:
+        n = y.shape[0]
+        y_err = y.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else None
+        y = y.mean(axis=0)
+    elif y_err is not None:
+        y_err = np.asarray(_checks.finite_array("y_err", y_err), dtype=float)
+        if np.any(y_err < 0) or y_err.shape not in ((), (x.size,), (2, x.size)):
+            raise ValueError(f"y_err must be >= 0 with shape ({x.size},), got {y_err.shape}")
+    return x, y, y_err
+
+
 def theory_and_simulation(
     ax,
     x_theory,
@@ -50,13 +93,12 @@ def theory_and_simulation(
     or a 2-d array ``(n_seeds, len(x_sim))`` from which the mean and the
     standard error of the mean are computed.
     """
+    _axes(ax)
+    x_theory = _curve("x_theory", x_theory)
+    y_theory = _curve("y_theory", y_theory, x_theory.size, against="x_theory")
     (line,) = ax.plot(x_theory, y_theory, color=color, label=label)
     if x_sim is not None and y_sim is not None:
-        y_sim = np.asarray(y_sim, dtype=float)
-        if y_sim.ndim == 2:
-            n = y_sim.shape[0]
-            y_err = y_sim.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else None
-            y_sim = y_sim.mean(axis=0)
+        x_sim, y_sim, y_err = _simulation(x_sim, y_sim, y_err)
         ax.errorbar(
             x_sim,
             y_sim,
@@ -70,8 +112,11 @@ def theory_and_simulation(
 
 
 def mark_threshold(ax, x, label=None, color="0.35"):
-    """A dotted vertical line at a threshold, labelled in the legend."""
-    ax.axvline(x, linestyle=":", color=color, linewidth=1.2, label=label)
+    """A dotted vertical line at a threshold ``x`` (finite), labelled in the legend."""
+    x = _checks.real("x", x)
+    if not np.isfinite(x):
+        raise ValueError(f"x must be finite, got {x}")
+    _axes(ax).axvline(x, linestyle=":", color=color, linewidth=1.2, label=label)
     return ax
 
 
@@ -83,7 +128,14 @@ def eigenvalue_histogram(
     Eigenvalues with ``|x| <= zero_tol * max|x|`` are counted as the atom at
     zero and left out of the histogram, whose area is then the non-zero fraction.
     """
-    ev = np.asarray(eigenvalues, dtype=float)
+    _axes(ax)
+    ev = _curve("eigenvalues", eigenvalues)
+    bins = _checks.integer("bins", bins, 1)
+    zero_tol = _checks.nonnegative("zero_tol", zero_tol)
+    if value_range is not None:
+        value_range = tuple(_curve("value_range", value_range, 2, against="(lo, hi)"))
+        if not value_range[0] < value_range[1]:
+            raise ValueError(f"value_range must be (lo, hi) with lo < hi, got {value_range}")
     scale = np.max(np.abs(ev)) if ev.size else 1.0
     zero = np.abs(ev) <= zero_tol * scale
     frac0 = float(np.mean(zero))

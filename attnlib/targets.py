@@ -17,6 +17,7 @@ transform used to test them.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import NamedTuple
 
 import jax
@@ -24,6 +25,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _checks
+
+__all__ = [
+    "Explicit",
+    "PowerLaw",
+    "PowerLawModes",
+    "SpectralMeasure",
+    "Spiked",
+    "Target",
+    "Wishart",
+    "atoms_and_weights",
+    "haar_orthogonal",
+    "quantile_atoms",
+]
 
 
 class SpectralMeasure(NamedTuple):
@@ -44,6 +58,8 @@ class SpectralMeasure(NamedTuple):
 
 def haar_orthogonal(key: jax.Array, d: int) -> jax.Array:
     """A Haar-distributed ``d x d`` orthogonal matrix (QR with sign correction)."""
+    key = _checks.prng_key("key", key)
+    d = _checks.integer("d", d, 1)
     g = jax.random.normal(key, (d, d), dtype=jnp.float64)
     q, r = jnp.linalg.qr(g)
     return q * jnp.sign(jnp.diagonal(r))[None, :]
@@ -51,8 +67,14 @@ def haar_orthogonal(key: jax.Array, d: int) -> jax.Array:
 
 def quantile_atoms(quantile, n_atoms: int) -> np.ndarray:
     """Atoms at the mid-point quantiles ``(k - 1/2) / n_atoms`` of a law (given its quantile)."""
+    if not callable(quantile):
+        raise ValueError(f"quantile must be a vectorized callable, got {quantile!r}")
+    n_atoms = _checks.integer("n_atoms", n_atoms, 1)
     u = (np.arange(n_atoms) + 0.5) / n_atoms
-    return np.asarray(quantile(u), dtype=float)
+    atoms = np.asarray(quantile(u), dtype=float)
+    if atoms.shape != u.shape:
+        raise ValueError(f"quantile must map ({n_atoms},) to ({n_atoms},), got {atoms.shape}")
+    return np.asarray(_checks.finite_array("quantile(u)", atoms))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,7 +255,7 @@ class Explicit(Target):
     values: tuple[float, ...] = (1.0,)
 
     def __post_init__(self):
-        v = np.asarray(self.values, dtype=float)
+        v = np.asarray(_checks.numeric_array("values", self.values, kinds="biuf"), dtype=float)
         if v.ndim != 1 or v.size == 0:
             raise ValueError(
                 f"values must be a non-empty 1-d list of eigenvalues, got shape {v.shape}"
@@ -265,7 +287,9 @@ class Spiked(Target):
     bulk: Target | None = None
 
     def __post_init__(self):
-        s = np.asarray(self.spikes, dtype=float)
+        s = np.asarray(_checks.numeric_array("spikes", self.spikes, kinds="biuf"), dtype=float)
+        if self.bulk is not None and not isinstance(self.bulk, Target):
+            raise ValueError(f"bulk must be an attnlib.targets.Target or None, got {self.bulk!r}")
         if s.ndim != 1 or s.size == 0:
             raise ValueError(f"spikes must be a non-empty 1-d list, got shape {s.shape}")
         _checks.finite_array("spikes", s)
@@ -294,3 +318,156 @@ class Spiked(Target):
         of ``S0`` itself are shifted by the bulk; :func:`attnlib.rmt.isolated_eigenvalues`
         gives them."""
         return self.spikes
+
+
+# ----------------------------------------------------------------------------
+# Power-law modes (the target family of the scaling laws, chapter 5)
+# ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class PowerLawModes(Target):
+    r"""``n_modes`` extensive eigenvalue groups with ``lambda_k = A k^{-gamma}``, ``Q0 = 1``.
+
+    Mode ``k`` (``k = 1..n_modes``, largest first) has eigenvalue ``lambda_k = A k^{-gamma}``
+    and multiplicity ``pi_k d`` with ``pi_k = kappa0 k^{-share_exponent} / Z``,
+    ``Z = sum_j j^{-share_exponent}`` (equal shares of the rank ``kappa0 d`` by default);
+    the other ``(1 - kappa0) d`` eigenvalues are 0; eigenvectors are Haar. The scale ``A``
+    makes ``Q0 = sum_k pi_k lambda_k^2 = 1``. The large-``d`` limit at fixed ``n_modes``
+    is the atomic measure :meth:`measure` (no outliers).
+
+    Attributes:
+      gamma: decay exponent of the eigenvalues, ``> 0``.
+      n_modes: number of groups, ``>= 1``.
+      kappa0: rank fraction in ``(0, 1]``.
+      share_exponent: ``beta`` in ``pi_k ~ k^{-beta}``, finite (0: equal shares).
+    """
+
+    gamma: float = 1.5
+    n_modes: int = 8
+    kappa0: float = 1.0
+    share_exponent: float = 0.0
+
+    def __post_init__(self):
+        _checks.positive("gamma", self.gamma)
+        _checks.integer("n_modes", self.n_modes, 1)
+        _checks.in_interval("kappa0", self.kappa0, 0.0, 1.0)
+        _checks.finite("share_exponent", self.share_exponent)
+
+    # --- the modes -------------------------------------------------------------------------
+
+    @property
+    def r(self) -> float:
+        """Counting exponent ``r = (1 - share_exponent) / gamma``.
+
+        The rank fraction of the modes above ``t`` grows like ``t^{-r}``.
+        """
+        return (1.0 - self.share_exponent) / self.gamma
+
+    def mode_weights(self) -> np.ndarray:
+        """``pi_k`` (``n_modes``,), summing to ``kappa0``."""
+        k = np.arange(1, self.n_modes + 1, dtype=float)
+        w = k ** (-float(self.share_exponent))
+        return self.kappa0 * w / w.sum()
+
+    def mode_eigenvalues(self) -> np.ndarray:
+        """``lambda_k = A k^{-gamma}`` (``n_modes``,), decreasing; ``sum pi_k lambda_k^2 = 1``."""
+        k = np.arange(1, self.n_modes + 1, dtype=float)
+        shape = k ** (-float(self.gamma))
+        A = 1.0 / math.sqrt(float(np.sum(self.mode_weights() * shape**2)))
+        return A * shape
+
+    def mode_dims(self, d: int) -> np.ndarray:
+        """Integer multiplicities ``m_k`` at size ``d`` (largest remainders of ``pi_k d``).
+
+        Raises ``ValueError`` if ``d`` is too small for every mode to get a dimension.
+        """
+        d = _checks.integer("d", d, 1)
+        p0 = max(1, int(round(self.kappa0 * d)))
+        share = self.mode_weights() / self.kappa0 * p0
+        m = np.floor(share).astype(int)
+        rest = p0 - int(m.sum())
+        if rest > 0:
+            order = np.argsort(-(share - m), kind="stable")
+            m[order[:rest]] += 1
+        if np.any(m < 1):
+            raise ValueError(
+                f"d must be large enough for every mode to have dimension >= 1 "
+                f"(n_modes={self.n_modes}, kappa0={self.kappa0}), got d={d}"
+            )
+        return m
+
+    def mode_labels(self, d: int) -> np.ndarray:
+        """Mode index (0-based) of each eigenvector column used by :meth:`sample`; ``-1`` for 0."""
+        m = self.mode_dims(d)
+        lab = np.full(d, -1, dtype=int)
+        lab[: m.sum()] = np.repeat(np.arange(self.n_modes), m)
+        return lab
+
+    def sample_eigenvalues(self, d: int) -> np.ndarray:
+        """The ``d`` eigenvalues of :meth:`sample`, in the column order of :meth:`mode_labels`."""
+        lab = self.mode_labels(d)
+        lam = np.zeros(d)
+        nz = lab >= 0
+        lam[nz] = self.mode_eigenvalues()[lab[nz]]
+        return lam
+
+    # --- Target interface ------------------------------------------------------------------
+
+    def sample(self, key, d):
+        """``S0 = O diag(sample_eigenvalues(d)) O^T`` with ``O = haar_orthogonal(key, d)``."""
+        lam = jnp.asarray(self.sample_eigenvalues(d))
+        U = haar_orthogonal(key, d)
+        S = (U * lam[None, :]) @ U.T
+        return (S + S.T) / 2
+
+    def measure(self, n_atoms: int = 4000) -> SpectralMeasure:
+        """The exact limit (``n_atoms`` is ignored): ``pi_k`` at ``lambda_k``, the rest at 0."""
+        atoms = self.mode_eigenvalues()[::-1]
+        weights = self.mode_weights()[::-1]
+        if self.kappa0 < 1.0:
+            atoms = np.concatenate([[0.0], atoms])
+            weights = np.concatenate([[1.0 - self.kappa0], weights])
+        return SpectralMeasure(atoms, weights)
+
+    def eigenvalues(self, d: int) -> np.ndarray:
+        """The ``d`` eigenvalues of :meth:`sample`, ascending."""
+        return np.sort(self.sample_eigenvalues(d))
+
+    @property
+    def Q0(self) -> float:
+        return 1.0
+
+    def counting(self, t) -> np.ndarray:
+        """``rho(t) = sum_{lambda_k > t} pi_k``: the rank fraction of the modes above ``t``."""
+        t = np.asarray(t, dtype=float)
+        lam, pi = self.mode_eigenvalues(), self.mode_weights()
+        return np.sum(pi * (lam > t[..., None]), axis=-1)
+
+    def threshold_bias(self, t) -> np.ndarray:
+        """``B(t) = sum_k pi_k min(lambda_k, t)^2``: the soft-threshold error at noise 0."""
+        t = np.asarray(t, dtype=float)
+        lam, pi = self.mode_eigenvalues(), self.mode_weights()
+        return np.sum(pi * np.minimum(lam, t[..., None]) ** 2, axis=-1)
+
+
+def atoms_and_weights(target) -> tuple[np.ndarray, np.ndarray]:
+    """Atoms ``(n,)`` and weights ``(n,)`` (``>= 0``, summing to 1) of a target's limiting spectrum.
+
+    ``target``: a :class:`Target` (its :meth:`Target.measure` with the default number of
+    atoms) or a :class:`SpectralMeasure`. Raises ``ValueError`` for anything else or for
+    a measure that is not a finite probability measure.
+    """
+    if isinstance(target, SpectralMeasure):
+        mu = target
+    elif isinstance(target, Target):
+        mu = target.measure()
+    else:
+        raise ValueError(f"target must be a Target or a SpectralMeasure, got {type(target)!r}")
+    a = np.asarray(mu.atoms, dtype=float)
+    w = np.asarray(mu.weights, dtype=float)
+    _checks.finite_array("target atoms", a)
+    _checks.finite_array("target weights", w)
+    if a.shape != w.shape or a.ndim != 1 or np.any(w < 0) or not np.isclose(w.sum(), 1.0):
+        raise ValueError("target: the measure needs one weight >= 0 per atom, summing to 1")
+    return a, w

@@ -1,6 +1,6 @@
 r"""The attention-indexed model (AIM): sequences, tasks, labels.
 
-Conventions (THEORY.md section 1):
+Conventions (the book's "Notation and conventions" page, ``book/notation.md``):
 
 - A sequence is ``X`` of shape ``(T, d)`` whose tokens are i.i.d. ``N(0, I_d)``;
   a data set stacks ``n`` of them, shape ``(n, T, d)``.
@@ -33,6 +33,45 @@ from attnlib import _checks
 
 NOISE_PLACEMENTS = ("logits", "outputs")
 
+__all__ = [
+    "NOISE_PLACEMENTS",
+    "Custom",
+    "Dataset",
+    "Linear",
+    "Seq2Lab",
+    "Seq2Seq",
+    "Task",
+    "effective_constraints",
+    "make_dataset",
+    "mean_self_attention",
+    "n_pairs",
+    "n_samples",
+    "pair_indices",
+    "pair_variances",
+    "preactivations",
+    "sample_sequences",
+    "to_matrix",
+    "to_pairs",
+]
+
+
+def _array(name: str, x, min_ndim: int):
+    """``x`` as an array with at least ``min_ndim`` axes; finite unless traced under jax."""
+    if isinstance(x, jax.core.Tracer):
+        a = x
+    else:
+        a = jnp.asarray(_checks.finite_array(name, _checks.numeric_array(name, x, kinds="biuf")))
+    if a.ndim < min_ndim or 0 in a.shape[-min_ndim:]:
+        raise ValueError(f"{name} must have at least {min_ndim} non-empty axes, got {a.shape}")
+    return a
+
+
+def _square(name: str, x):
+    a = _array(name, x, 2)
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{name} must be square in its last two axes, got shape {a.shape}")
+    return a
+
 
 # ----------------------------------------------------------------------------
 # Pair bookkeeping
@@ -59,6 +98,7 @@ def pair_variances(T: int) -> np.ndarray:
 
 def to_pairs(h: jax.Array) -> jax.Array:
     """Symmetric ``(..., T, T)`` matrices to their ``(..., K)`` upper-triangular pairs."""
+    h = _square("h", h)
     ia, ib = pair_indices(h.shape[-1])
     return h[..., ia, ib]
 
@@ -66,6 +106,7 @@ def to_pairs(h: jax.Array) -> jax.Array:
 def to_matrix(pairs: jax.Array, T: int) -> jax.Array:
     """``(..., K)`` pairs to the symmetric ``(..., T, T)`` matrices they describe."""
     ia, ib = pair_indices(T)
+    pairs = _array("pairs", pairs, 1)
     if pairs.shape[-1] != len(ia):
         raise ValueError(f"pairs must have last axis K = {len(ia)} for T = {T}, got {pairs.shape}")
     h = jnp.zeros(pairs.shape[:-1] + (T, T), dtype=pairs.dtype)
@@ -80,18 +121,31 @@ def to_matrix(pairs: jax.Array, T: int) -> jax.Array:
 
 def sample_sequences(key: jax.Array, n: int, T: int, d: int, dtype=jnp.float64) -> jax.Array:
     """``n`` sequences of ``T`` i.i.d. ``N(0, I_d)`` tokens, shape ``(n, T, d)``."""
+    key = _checks.prng_key("key", key)
     n = _checks.integer("n", n, 1)
     T = _checks.integer("T", T, 1)
     d = _checks.integer("d", d, 1)
-    return jax.random.normal(key, (n, T, d), dtype=dtype)
+    return jax.random.normal(key, (n, T, d), dtype=_checks.float_dtype("dtype", dtype))
 
 
-@jax.jit
 def preactivations(X: jax.Array, S: jax.Array) -> jax.Array:
     r"""``h_ab = (x_a^T S x_b - delta_ab Tr S) / sqrt(d)``, shape ``(n, T, T)``.
 
-    ``X`` has shape ``(n, T, d)`` (or ``(T, d)``), ``S`` is symmetric ``(d, d)``.
+    ``X`` has shape ``(n, T, d)`` (or ``(T, d)``), ``S`` is symmetric ``(d, d)``; entries
+    finite and at most ``1e100`` in magnitude (checked unless traced under jax).
     """
+    X = _array("X", X, 2)
+    S = _square("S", S)
+    if S.ndim != 2 or S.shape[0] != X.shape[-1]:
+        raise ValueError(f"S must be (d, d) and X (n, T, d) with one d, got {S.shape}, {X.shape}")
+    for name, a in (("X", X), ("S", S)):
+        if not isinstance(a, jax.core.Tracer) and a.size and jnp.max(jnp.abs(a)) > _checks.MAX_ABS:
+            raise ValueError(f"{name} has entries larger than {_checks.MAX_ABS:g} in magnitude")
+    return _preactivations(X, S)
+
+
+@jax.jit
+def _preactivations(X, S):
     d = X.shape[-1]
     XS = X @ S
     h = jnp.einsum("...ai,...bi->...ab", XS, X)
@@ -207,6 +261,7 @@ class Seq2Seq(Task):
 
 def mean_self_attention(A: jax.Array) -> jax.Array:
     """Default seq2lab readout: ``(1/T) sum_a A_aa`` of a ``(..., T, T)`` attention matrix."""
+    A = _square("A", A)
     return jnp.mean(jnp.diagonal(A, axis1=-2, axis2=-1), axis=-1)
 
 
@@ -230,6 +285,8 @@ class Seq2Lab(Task):
     def __post_init__(self):
         super().__post_init__()
         _checks.positive("beta", self.beta)
+        if not callable(self.readout):
+            raise ValueError(f"readout must be a callable, got {self.readout!r}")
 
     def output(self, h):
         return self.readout(jax.nn.softmax(self.beta * h, axis=-1))
@@ -284,7 +341,9 @@ class Custom(Task):
 
 def effective_constraints(task: Task, key: jax.Array | None = None, tol: float = 1e-8) -> int:
     """Numerical rank of ``d g / d pairs`` at a random point: the generic ``m_eff``."""
-    key = jax.random.PRNGKey(0) if key is None else key
+    _checks.task(task)
+    key = jax.random.PRNGKey(0) if key is None else _checks.prng_key("key", key)
+    tol = _checks.positive("tol", tol)
     hv = jax.random.normal(key, (task.n_pairs,), dtype=jnp.float64)
     jac = jax.jacfwd(lambda p: task.output(to_matrix(p, task.T)).reshape(-1))(hv)
     s = np.linalg.svd(np.asarray(jac), compute_uv=False)
@@ -312,10 +371,10 @@ class Dataset(NamedTuple):
 
 def make_dataset(key: jax.Array, task: Task, S0: jax.Array, n: int, dtype=jnp.float64) -> Dataset:
     """Sample ``n`` sequences and label them with the teacher ``S0`` (shape ``(d, d)``)."""
-    S0 = jnp.asarray(S0, dtype=dtype)
-    if S0.ndim != 2 or S0.shape[0] != S0.shape[1]:
-        raise ValueError(f"S0 must be a square (d, d) matrix, got shape {S0.shape}")
-    _checks.finite_array("S0", S0)
+    key = _checks.prng_key("key", key)
+    _checks.task(task)
+    dtype = _checks.float_dtype("dtype", dtype)
+    S0 = jnp.asarray(_checks.square_matrix("S0", S0), dtype=dtype)
     k_x, k_y = jax.random.split(key)
     X = sample_sequences(k_x, n, task.T, S0.shape[0], dtype=dtype)
     h0 = preactivations(X, S0)

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import targets, tasks, train
-from attnlib.train import _optax_chunk, _optimizer
+from attnlib.train.adam import _optax_chunk, _optimizer, _Static
 
 D, T, ALPHA = 100, 2, 1.0
 CHUNK = 10  # Adam steps per timed call
@@ -66,8 +66,10 @@ def main():
     lr = (jnp.asarray(0.05, dt), jnp.asarray(0.01, dt), jnp.asarray(1000.0, dt))
     opt_state = _optimizer("adam", None, *lr).init(W)
 
+    static = _Static(task, "factorized", "adam", None, CHUNK)
+
     def run_steps():
-        out = _optax_chunk(task, "factorized", "adam", None, CHUNK, W, opt_state, X, Y, lam_W, lr)
+        out = _optax_chunk(static, (W, opt_state), X, Y, lam_W, lr)
         jax.block_until_ready(out)
 
     A = jax.random.normal(k_a, (n * T, d), dt)

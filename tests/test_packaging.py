@@ -1,12 +1,10 @@
 """environment.yml must install exactly what `pip install -e ".[...]"` installs."""
 
 import re
+import tomllib  # Python >= 3.11 (pyproject.toml: requires-python)
 from pathlib import Path
 
-import pytest
 import yaml
-
-tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
 
 ROOT = Path(__file__).resolve().parents[1]
 

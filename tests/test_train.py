@@ -26,6 +26,7 @@ import pytest
 
 import attnlib  # noqa: F401  (float64)
 from attnlib import targets, tasks, train
+from attnlib.train.objective import _factorized_objective, _preacts, _value_and_sym_grad
 
 D = 40
 KAPPA0 = 0.5
@@ -102,7 +103,7 @@ def test_fast_preactivations_equal_tasks_preactivations(T):
     X = jax.random.normal(jax.random.PRNGKey(T), (13, T, d))
     S = jnp.asarray(_sym_random(jax.random.PRNGKey(0), d))
     np.testing.assert_allclose(
-        train._preacts(X, S), tasks.preactivations(X, S), rtol=1e-12, atol=1e-12
+        _preacts(X, S), tasks.preactivations(X, S), rtol=1e-12, atol=1e-12
     )
 
 
@@ -113,7 +114,7 @@ def test_weight_decay_is_trace_penalty(task):
     S0, data = _small(task)
     W = jax.random.normal(jax.random.PRNGKey(3), (d, p))
     S = W @ W.T / math.sqrt(p * d)
-    direct = float(train._factorized_objective(task, W, data.X, data.Y, lam_W))
+    direct = float(_factorized_objective(task, W, data.X, data.Y, lam_W))
     via_S = train.objective(task, data, S, math.sqrt(p / d) * lam_W, "nuclear")
     assert direct == pytest.approx(via_S, rel=1e-12)
 
@@ -125,7 +126,7 @@ def test_gradient_matches_finite_differences(task, penalty):
     d, lam, eps = 6, 0.2, 1e-5
     S0, data = _small(task)
     S = _sym_random(jax.random.PRNGKey(3), d, 0.5)
-    _, g = train._value_and_sym_grad(task, data.X, data.Y, jnp.asarray(S))
+    _, g = _value_and_sym_grad(task, data.X, data.Y, jnp.asarray(S))
     g = np.asarray(g) + (d * lam * np.eye(d) if penalty == "nuclear" else d * lam * S)
     for i in range(3):
         E = _sym_random(jax.random.PRNGKey(10 + i), d)
@@ -141,7 +142,7 @@ def test_factorized_gradient_matches_finite_differences(task):
     d, p, lam_W, eps = 6, 4, 0.3, 1e-5
     S0, data = _small(task)
     W = np.asarray(jax.random.normal(jax.random.PRNGKey(3), (d, p)))
-    g = np.asarray(jax.grad(train._factorized_objective, argnums=1)(task, W, data.X, data.Y, lam_W))
+    g = np.asarray(jax.grad(_factorized_objective, argnums=1)(task, W, data.X, data.Y, lam_W))
 
     def F(W):  # through the public objective on S
         return train.objective(task, data, W @ W.T / math.sqrt(p * d), math.sqrt(p / d) * lam_W)
@@ -219,7 +220,7 @@ def test_convex_nuclear_kkt(seq_problem):
     d = S0.shape[0]
     S = res.S
     assert np.linalg.eigvalsh(S).min() > -1e-12
-    _, g = train._value_and_sym_grad(task, data.X, data.Y, jnp.asarray(S))
+    _, g = _value_and_sym_grad(task, data.X, data.Y, jnp.asarray(S))
     G = np.asarray(g) + d * lam * np.eye(d)  # gradient of the objective; must be PSD and G S = 0
     scale = np.linalg.norm(G)
     assert np.linalg.eigvalsh(G).min() > -1e-6 * scale
@@ -243,7 +244,7 @@ def test_convex_frobenius_kkt(seq_problem, seq_frobenius):
     res = seq_frobenius
     assert res.converged
     d = S0.shape[0]
-    _, g = train._value_and_sym_grad(task, data.X, data.Y, jnp.asarray(res.S))
+    _, g = _value_and_sym_grad(task, data.X, data.Y, jnp.asarray(res.S))
     G = np.asarray(g) + d * lam * res.S
     assert np.linalg.norm(G) < 1e-7 * np.linalg.norm(np.asarray(g))
 
@@ -252,7 +253,7 @@ def test_convex_lam_large_gives_zero(lin_problem):
     """Above lam_max = max(0, -lambda_min(grad L(0))) / d the nuclear minimiser is S = 0."""
     task, _, S0, data, _ = lin_problem
     d = S0.shape[0]
-    _, g = train._value_and_sym_grad(task, data.X, data.Y, jnp.zeros((d, d)))
+    _, g = _value_and_sym_grad(task, data.X, data.Y, jnp.zeros((d, d)))
     lam_max = max(0.0, -float(np.linalg.eigvalsh(np.asarray(g)).min())) / d
     res = train.train_convex(task, data, 1.01 * lam_max)
     assert res.converged and np.abs(res.S).max() < 1e-12

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+import jax
 import numpy as np
 
 from attnlib import _checks
@@ -21,6 +22,7 @@ from attnlib.spectral_map import array_namespace as _xp
 
 def conditional_overlap(spec: DeformedSpectrum) -> np.ndarray:
     """``E[v^T S0 v | x] = x - 2 Delta h_R(x)`` at the nodes of ``spec`` (v: eigenvector of R)."""
+    _check_spec(spec)
     return spec.x - 2 * spec.Delta * spec.hilbert
 
 
@@ -32,9 +34,14 @@ class SpectralIntegrals(NamedTuple):
     div: float  # div F / d^2        -> int rho_R f h_R
 
 
-def _values(spec: DeformedSpectrum, f) -> np.ndarray:
+def _check_spec(spec):
     if not isinstance(spec, DeformedSpectrum):
         raise ValueError(f"spec must be an attnlib.rmt.DeformedSpectrum, got {type(spec)!r}")
+    return spec
+
+
+def _values(spec: DeformedSpectrum, f) -> np.ndarray:
+    _check_spec(spec)
     if not callable(f):
         raise ValueError(f"f must be a vectorized callable, got {f!r}")
     fx = np.asarray(f(spec.x), dtype=float)
@@ -74,6 +81,17 @@ def stein_mse(spec: DeformedSpectrum, f: Callable) -> float:
     return float(np.sum(w * (fx - x) ** 2) + 4.0 * D * np.sum(w * fx * h) - D)
 
 
+def _eigen_values(xp, name, values):
+    """A 1-d real array (checked for finite values unless traced under jax)."""
+    if isinstance(values, jax.core.Tracer):
+        a = values
+    else:
+        a = _checks.finite_array(name, _checks.numeric_array(name, values, kinds="biuf"))
+    if np.ndim(a) != 1:
+        raise ValueError(f"{name} must be a 1-d array, got shape {np.shape(a)}")
+    return xp.asarray(a) if xp is not np else np.asarray(a, dtype=float)
+
+
 def spectral_divergence(x, f, fprime, *, block: int = 1 << 22):
     r"""Divergence of the spectral map ``F(B) = O f(diag(x)) O^T`` at a symmetric ``B``.
 
@@ -86,8 +104,10 @@ def spectral_divergence(x, f, fprime, *, block: int = 1 << 22):
     also under ``jax.jit``); memory ``O(block)`` per row block.
     """
     xp = _xp(x, f, fprime)
-    x, f, fprime = xp.asarray(x), xp.asarray(f), xp.asarray(fprime)
+    x, f, fprime = (_eigen_values(xp, n, v) for n, v in (("x", x), ("f", f), ("fprime", fprime)))
     d = x.shape[0]
+    if f.shape != (d,) or fprime.shape != (d,):
+        raise ValueError(f"f and fprime must have the shape (d,) = {x.shape} of x")
     tol = 1e-12 * xp.maximum(1.0, xp.max(xp.abs(x))) if d else 0.0
     total = xp.sum(fprime)
     for sl in _chunks(d, d, budget=block):

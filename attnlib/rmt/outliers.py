@@ -6,10 +6,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from attnlib import _checks
 from attnlib.rmt.law import _F0, _G_real, _Law, _law
 from attnlib.rmt.roots import _bracketed_newton
 from attnlib.rmt.support import _prepare
-from attnlib.targets import SpectralMeasure, Spiked
+from attnlib.targets import SpectralMeasure, Spiked, Target
 
 
 class Outlier(NamedTuple):
@@ -66,8 +67,11 @@ def isolated_eigenvalues(target, *, n_atoms: int = 4000) -> tuple[float, ...]:
     solution (rank-one perturbation formula). With no bulk they are the ``theta_k``.
     Other targets: ``target.outliers()``.
     """
+    n_atoms = _checks.integer("n_atoms", n_atoms, 1)
     if isinstance(target, SpectralMeasure):
         return ()
+    if not isinstance(target, Target):
+        raise ValueError(f"target must be an attnlib.targets.Target, got {type(target)!r}")
     if isinstance(target, Spiked):
         if target.bulk is None:
             return tuple(float(t) for t in target.spikes)

@@ -170,10 +170,29 @@ def _components(law: _Law, Delta: float) -> _Components:
     return _Components(u_lo, u_hi, x_lo, x_hi, comp_mass, features)
 
 
+DELTA_MAX = 1e100  # squares of the support edges (~ Delta) must stay far from overflow
+
+
 def _prepare(target, Delta, n_atoms):
-    Delta = _checks.positive("Delta", Delta)
+    """Checked ``(law, Delta)``.
+
+    ``Delta`` lies in ``(0, 1e100]``; for an atomic measure it must also resolve the
+    atoms: the bump of ``rho_R`` around an atom of mass ``m`` has width ``~ sqrt(m Delta)``,
+    which must be at least ``1e-8`` times the scale ``max(1, max|t|)`` of the atoms.
+    """
+    Delta = _checks.in_interval("Delta", Delta, 0.0, DELTA_MAX)
     n_atoms = _checks.integer("n_atoms", n_atoms, 1)
-    return _law(target, n_atoms), Delta
+    law = _law(target, n_atoms)
+    atom = law.lo == law.hi  # atoms of mu (every piece of an atomic law; 0 for Wishart)
+    if np.any(atom):
+        scale = max(1.0, float(np.max(np.abs(law.hi))))
+        low = (1e-8 * scale) ** 2 / float(np.min(law.mass[atom]))
+        if Delta < low:
+            raise ValueError(
+                f"Delta = {Delta:.3g} is below {low:.3g}: the target's atoms would give "
+                "bumps of rho_R narrower than float64 resolves"
+            )
+    return law, Delta
 
 
 def support(target, Delta, *, n_atoms: int = 4000) -> tuple[tuple[float, float], ...]:

@@ -1,0 +1,117 @@
+"""Scaling laws from the state evolution: the excess risk along ``alpha``.
+
+:func:`excess_risk_curve` runs the state evolution along ``alpha`` with a penalty
+schedule ``lam = lam0 (alpha / alpha_ref)^{-nu}`` (:class:`LamSchedule`, exponent
+``ell`` in code; at fixed ``d``, ``n = alpha d^2`` so this is ``lam ~ n^{-nu}``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from attnlib import _checks, channels, se
+from attnlib import tasks as _tasks
+from attnlib.scaling.recovery import count_recovered, spectral_summary
+from attnlib.scaling.schedule import LamSchedule
+from attnlib.targets import Target
+
+
+class ExcessRiskCurve(NamedTuple):
+    """State-evolution learning curve along ``alpha`` with a penalty schedule.
+
+    Arrays over ``alpha``: ``lam``; ``test_error`` (noise-free labels); ``e0`` (the
+    limit of ``test_error`` as ``S_hat -> S0``: 0 for noise-free test labels);
+    ``excess = test_error - e0``; ``mse``; ``Delta_eff``; ``threshold = tau / c``;
+    ``rank_fraction``; ``n_recovered`` and ``fractions`` (``(n_alpha, n_modes)``, see
+    :func:`recovered_modes`); ``converged``. ``mse`` and ``excess`` are recomputed at
+    the fixed point by :func:`spectral_summary` (Stein form), which keeps their relative
+    accuracy when they are many decades below ``Q0``.
+    """
+
+    alpha: np.ndarray
+    lam: np.ndarray
+    test_error: np.ndarray
+    e0: np.ndarray
+    excess: np.ndarray
+    mse: np.ndarray
+    Delta_eff: np.ndarray
+    threshold: np.ndarray
+    rank_fraction: np.ndarray
+    n_recovered: np.ndarray
+    fractions: np.ndarray
+    converged: np.ndarray
+
+
+def _schedule(alphas, lam):
+    alphas = np.asarray(_checks.finite_array("alphas", alphas), dtype=float).reshape(-1)
+    if alphas.size == 0 or np.any(alphas <= 0) or np.any(np.diff(alphas) <= 0):
+        raise ValueError(f"alphas must be a non-empty increasing list of values > 0, got {alphas}")
+    if isinstance(lam, LamSchedule):
+        lams = np.atleast_1d(lam(alphas))
+    else:
+        lams = np.full(alphas.shape, _checks.positive("lam", lam))
+    return alphas, lams
+
+
+def _errors(task, Q0, res, mse):
+    """``(test_error, e0)`` at a fixed point, with the accurate ``mse`` (Stein form)."""
+    if isinstance(task, _tasks.Linear):
+        wts = channels.pair_weights(task.T) * _tasks.pair_variances(task.T)
+        return float(np.sum(wts)) * mse, 0.0
+    m = 0.5 * (Q0 + res.q - mse)
+    te = se.test_error_from_overlaps(task, Q0, m, res.q)
+    return te, se.test_error_from_overlaps(task, Q0, Q0, Q0)
+
+
+def excess_risk_curve(
+    task,
+    target,
+    alphas,
+    lam,
+    *,
+    level: float = 0.5,
+    n_nodes: int = 400,
+    progress=None,
+    **se_kwargs,
+) -> ExcessRiskCurve:
+    """:func:`attnlib.se.solve` along increasing ``alphas`` (warm starts), nuclear penalty.
+
+    Args:
+      task: an :class:`attnlib.tasks.Task`.
+      target: a target with an atomic spectrum (e.g. :class:`PowerLawModes`).
+      alphas: increasing sample ratios ``> 0``.
+      lam: a float (fixed penalty) or a :class:`LamSchedule`.
+      level: recovery level of :func:`recovered_modes`.
+      n_nodes: quadrature nodes of :func:`spectral_summary`.
+      progress: optional callable ``progress(i, alpha, result)`` (e.g. a printer).
+      **se_kwargs: passed to :func:`attnlib.se.solve`.
+
+    The test error is ``test_error_from_overlaps(Q0, m, q)`` with ``m = (Q0 + q - mse)/2``
+    and the accurate ``mse``; for the linear task it is ``sum_ab w_ab sigma_ab^2 mse``.
+    """
+    if not isinstance(target, Target):
+        raise ValueError(f"target must be an attnlib.targets.Target, got {type(target)!r}")
+    alphas, lams = _schedule(alphas, lam)
+    if se_kwargs.pop("penalty", "nuclear") != "nuclear":
+        raise ValueError("penalty: excess_risk_curve uses the nuclear penalty")
+    level = _checks.in_interval("level", level, 0.0, 1.0, high_open=True)
+    Q0 = float(target.Q0)
+    init = se_kwargs.pop("init", None)
+    rows = []
+    for i, (a, lm) in enumerate(zip(alphas, lams, strict=True)):
+        res = se.solve(task, target, float(a), float(lm), "nuclear", init=init, **se_kwargs)
+        if res.converged and res.q > 0 and res.v > 0:  # the zero phase is no warm start
+            init = res
+        summ = spectral_summary(target, res.Delta_eff, res.tau, res.c, n_nodes=n_nodes)
+        mse = max(summ.mse, 0.0)
+        te, e0 = _errors(task, Q0, res, mse)
+        rows.append(
+            (float(lm), te, e0, te - e0, mse, res.Delta_eff, summ.threshold, summ.rank_fraction)
+            + (count_recovered(summ.fractions, level), summ.fractions, res.converged)
+        )
+        if progress is not None:
+            progress(i, float(a), res)
+    cols = [np.array(col) for col in zip(*rows, strict=True)]
+    return ExcessRiskCurve(alphas, *cols)

@@ -1,0 +1,113 @@
+"""Eigenvector statistics of ``R = S0 + sqrt(Delta) W_goe`` against the target.
+
+Closed forms ``a(x), b(x), w(x)`` and the overlap density ``O(x, lambda)`` (see
+:mod:`attnlib.spectrum`), and their finite-``d`` counterparts for a trained matrix.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from attnlib import _checks, rmt
+from attnlib.spectrum.common import _DEFAULT_NODES, _check_target, _deformed, _profile, _zero_mass
+
+
+class DirectionProfile(NamedTuple):
+    r"""Large-``d`` statistics of the eigenvectors of ``R`` at eigenvalue ``x``.
+
+    Attributes:
+      x: eigenvalues of ``R`` (the nodes).
+      a: ``E[u^T S0 u | x] = x - 2 Delta h_R(x)``.
+      b: ``E[||S0 u||^2 | x]``.
+      w: ``E[||P0 u||^2 | x]`` (``P0`` projector on the range of ``S0``).
+      rho: ``rho_R(x)``.
+      hilbert: ``h_R(x) = Re G_R(x + i0)``.
+    """
+
+    x: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    w: np.ndarray
+    rho: np.ndarray
+    hilbert: np.ndarray
+
+
+def _points(name: str, x) -> np.ndarray:
+    """Finite real values at most ``1e100`` in magnitude (any shape)."""
+    a = _checks.numeric_array(name, x, kinds="biuf")
+    return np.asarray(_checks.finite_array(name, a, max_abs=_checks.MAX_ABS), dtype=float)
+
+
+def _rho_h_at(target, Delta, x):
+    """``rho_R(x)`` and ``h_R(x)`` at arbitrary real ``x``."""
+    x = _points("x", x)
+    G = np.asarray(rmt.stieltjes(target, Delta, x + 0j), complex)  # boundary value G(x + i0)
+    return np.maximum(-G.imag / math.pi, 0.0), G.real
+
+
+def overlap_density(target, Delta: float, x, lam):
+    r"""``O(x, lambda)``: ``d`` times the mean squared overlap of eigenvectors of ``R`` and ``S0``.
+
+    For an eigenvector of ``R = S0 + sqrt(Delta) W_goe`` with eigenvalue ``x`` in
+    the bulk and one of ``S0`` with eigenvalue ``lambda``:
+    ``O = Delta / ((lambda - x + Delta h_R(x))^2 + (pi Delta rho_R(x))^2)``.
+    ``x`` and ``lam`` broadcast against each other.
+    """
+    target = _check_target(target)
+    Delta = _checks.positive("Delta", Delta)
+    x = _points("x", x)
+    lam = _points("lam", lam)
+    try:
+        np.broadcast_shapes(x.shape, lam.shape)
+    except ValueError:
+        raise ValueError(f"x {x.shape} and lam {lam.shape} must broadcast") from None
+    rho, h = _rho_h_at(target, Delta, x)
+    with np.errstate(all="ignore"):
+        out = Delta / ((lam - x + Delta * h) ** 2 + (math.pi * Delta * rho) ** 2)
+    if not np.all(np.isfinite(out)):
+        raise ValueError(
+            f"overlap_density overflows at Delta = {Delta:g} (lam = x outside the support, "
+            "where O = 1 / (Delta h_R^2)); use a larger Delta"
+        )
+    return out
+
+
+def direction_profile(target, Delta: float, x=None, *, n_nodes: int = _DEFAULT_NODES):
+    r"""Closed-form ``a(x), b(x), w(x)`` of the eigenvectors of ``R`` (module docstring).
+
+    ``x=None`` evaluates at the quadrature nodes of :func:`attnlib.rmt.deformed_spectrum`.
+    Returns a :class:`DirectionProfile`.
+    """
+    target = _check_target(target)
+    Delta = _checks.positive("Delta", Delta)
+    if x is None:
+        x, _, rho, h, _ = _deformed(target, Delta, _checks.integer("n_nodes", n_nodes, 16))
+    else:
+        x = _points("x", x)
+        rho, h = _rho_h_at(target, Delta, x)
+    a, b, w = _profile(x, rho, h, Delta, _zero_mass(target))
+    return DirectionProfile(x=x, a=a, b=b, w=w, rho=rho, hilbert=h)
+
+
+def direction_statistics(S, S0, *, rank_tol: float = 1e-8):
+    r"""Finite-``d`` eigen-statistics ``(s, a, b, w)`` of a symmetric ``S`` against ``S0``.
+
+    ``S = sum_i s_i u_i u_i^T`` (ascending ``s``), ``a_i = u_i^T S0 u_i``,
+    ``b_i = ||S0 u_i||^2``, ``w_i = ||P0 u_i||^2`` with ``P0`` the projector on the
+    eigenvectors of ``S0`` with ``|lambda| > rank_tol max |lambda|``.
+    Returns four ``(d,)`` arrays.
+    """
+    S0 = np.asarray(_checks.square_matrix("S0", S0), float)
+    S = np.asarray(_checks.square_matrix("S", S, S0.shape[0], against="S0"), float)
+    rank_tol = _checks.nonnegative("rank_tol", rank_tol)
+    s, U = np.linalg.eigh((S + S.T) / 2)
+    SU = S0 @ U
+    a = np.sum(U * SU, axis=0)
+    b = np.sum(SU * SU, axis=0)
+    l0, V0 = np.linalg.eigh((S0 + S0.T) / 2)
+    rng = np.abs(l0) > rank_tol * max(np.max(np.abs(l0)), 1e-300)
+    w = np.sum((V0[:, rng].T @ U) ** 2, axis=0)
+    return s, a, b, w

@@ -1,0 +1,75 @@
+"""Adam or gradient descent on a symmetric ``S`` with the Frobenius penalty."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax.numpy as jnp
+
+from attnlib import _checks
+from attnlib.tasks import Dataset, Task
+from attnlib.train.adam import _run_optax, make_config
+from attnlib.train.objective import _curvature, _sym
+from attnlib.train.result import TrainResult, _finish, _Run
+
+
+def _default_rate(task, X, Y, S0, lam, method):
+    """``(learning_rate, decay)`` when none is given: Adam ``0.02``; GD ``1/L``, constant."""
+    if method == "adam":
+        return 0.02, None
+    X64, Y64 = jnp.asarray(X, jnp.float64), jnp.asarray(Y, jnp.float64)
+    L = _curvature(task, X64, Y64, jnp.asarray(S0, jnp.float64)) + S0.shape[0] * lam
+    return 1.0 / L, 1.0
+
+
+def train_direct(
+    task: Task,
+    data: Dataset,
+    lam: float,
+    *,
+    method: str = "adam",
+    steps: int = 5000,
+    learning_rate: float | Callable | None = None,
+    decay: float = 0.01,
+    tol: float = 1e-9,
+    chunk: int = 100,
+    dtype=jnp.float64,
+    S_init=None,
+    keep_path: bool = False,
+) -> TrainResult:
+    r"""Train a symmetric ``S`` element-wise with the Frobenius penalty (no PSD constraint).
+
+    Minimises ``sum_mu loss(Y_mu, h_mu(S)) + d (lam/2) ||S||_F^2``; gradients are
+    symmetrised so ``S`` stays symmetric.
+
+    Args:
+      task, data: the task and the training set.
+      lam: penalty strength ``>= 0``.
+      method: ``"adam"`` or ``"gd"`` (plain gradient descent).
+      steps, decay, tol, chunk, dtype: as in :func:`train_factorized`.
+      learning_rate: Adam peak rate (default ``0.02``) or gradient-descent step
+        (default ``1 / L`` with ``L`` a power-iteration estimate of the
+        curvature of the objective at ``S_init``); or an optax schedule.
+      S_init: initial symmetric ``(d, d)`` matrix (default zero).
+      keep_path: also return ``S`` after every chunk (``TrainResult.path``).
+    """
+    lam = _checks.nonnegative("lam", lam)
+    _checks.choice("method", method, ("adam", "gd"))
+    opts = dict(steps=steps, decay=decay, tol=tol, chunk=chunk, keep_path=keep_path)
+    make_config(task, "direct", "sgd", learning_rate=1.0, **opts)  # checks the options
+    dt = _checks.float_dtype("dtype", dtype)
+    X, Y, d = _checks.dataset(task, data)
+    Xc, Yc = jnp.asarray(X, dtype=dt), jnp.asarray(Y, dtype=dt)
+    if S_init is None:
+        S0 = jnp.zeros((d, d), dt)
+    else:
+        S0 = _sym(jnp.asarray(_checks.square_matrix("S_init", S_init, d, symmetric=True)))
+        S0 = jnp.asarray(S0, dtype=dt)
+    if learning_rate is None:
+        learning_rate, gd_decay = _default_rate(task, X, Y, S0, lam, method)
+        opts["decay"] = opts["decay"] if gd_decay is None else gd_decay
+    sgd = "adam" if method == "adam" else "sgd"
+    cfg = make_config(task, "direct", sgd, learning_rate=learning_rate, **opts)
+    S, history, residual, done, path = _run_optax(cfg, S0, Xc, Yc, lam)
+    run = _Run(_sym(S), None, history, residual < cfg.tol, done, residual, path)
+    return _finish(task, X, Y, run, "train_direct", cfg.tol)

@@ -1,0 +1,111 @@
+"""Metrics of a learned matrix: training loss, test error, mse and overlaps."""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib import _checks
+from attnlib.tasks import Dataset, Task, sample_sequences
+from attnlib.train.objective import _mean_loss, _preacts
+
+
+class Overlaps(NamedTuple):
+    """``m = Tr(S S0)/d``, ``q = Tr(S^2)/d``, ``Q0 = Tr(S0^2)/d``."""
+
+    m: float
+    q: float
+    Q0: float
+
+
+class TestError(NamedTuple):
+    """Monte Carlo estimate of a test error: ``mean`` and its standard error ``stderr``."""
+
+    __test__ = False  # not a pytest test class
+
+    mean: float
+    stderr: float
+
+
+def train_loss(task: Task, data: Dataset, S) -> float:
+    """Mean per-sequence square loss ``(1/n) sum_mu ||Y_mu - g(h_mu(S))||^2``."""
+    X, Y, d = _checks.dataset(task, data)
+    S = jnp.asarray(_checks.square_matrix("S", S, d, symmetric=True), dtype=X.dtype)
+    return float(_mean_loss(task, X, Y, S))
+
+
+@functools.partial(jax.jit, static_argnames=("task", "noisy"))
+def _test_batch(task, noisy, key, X, S0, S):
+    h0 = _preacts(X, S0)
+    target = task.labels(key, h0) if noisy else task.output(h0)
+    return task.loss(target, _preacts(X, S))
+
+
+def test_error_stats(
+    key: jax.Array,
+    task: Task,
+    S0,
+    S,
+    *,
+    n_test: int = 20000,
+    noisy: bool = False,
+    batch: int = 5000,
+) -> TestError:
+    """Monte Carlo test error with its standard error (see :func:`test_error`)."""
+    n_test = _checks.integer("n_test", n_test, 2)
+    batch = _checks.integer("batch", batch, 1)
+    key = _checks.prng_key("key", key)
+    S0 = _checks.square_matrix("S0", S0, symmetric=True)
+    S = _checks.square_matrix("S", S, S0.shape[0], symmetric=True, against="S0")
+    _checks.task(task)
+    d = S0.shape[0]
+    S0j, Sj = jnp.asarray(S0, jnp.float64), jnp.asarray(S, jnp.float64)
+    losses = []
+    for i, start in enumerate(range(0, n_test, batch)):
+        m = min(batch, n_test - start)
+        kx, ky = jax.random.split(jax.random.fold_in(key, i))
+        X = sample_sequences(kx, m, task.T, d)
+        losses.append(np.asarray(_test_batch(task, bool(noisy), ky, X, S0j, Sj)))
+    losses = np.concatenate(losses)
+    return TestError(float(losses.mean()), float(losses.std(ddof=1) / math.sqrt(losses.size)))
+
+
+def test_error(
+    key: jax.Array, task: Task, S0, S, *, n_test: int = 20000, noisy: bool = False
+) -> float:
+    """``e_test = E ||g(h(S0)) - g(h(S))||^2`` on ``n_test`` fresh sequences.
+
+    With ``noisy=True`` the targets are the task's noisy labels instead,
+    ``E ||Y - g(h(S))||^2`` (the label noise adds its own contribution).
+    The same ``key`` gives the same test sequences, so two estimators compared
+    with one key share their Monte Carlo error.
+    """
+    return test_error_stats(key, task, S0, S, n_test=n_test, noisy=noisy).mean
+
+
+def mse(S, S0) -> float:
+    """``||S - S0||_F^2 / d``."""
+    S0 = _checks.square_matrix("S0", S0)
+    S = _checks.square_matrix("S", S, S0.shape[0], against="S0")
+    D = np.asarray(S, np.float64) - np.asarray(S0, np.float64)
+    return float(np.sum(D * D) / S0.shape[0])
+
+
+def overlaps(S, S0) -> Overlaps:
+    """``(m, q, Q0) = (Tr(S S0)/d, Tr(S^2)/d, Tr(S0^2)/d)``; ``mse = Q0 - 2 m + q``."""
+    S0 = np.asarray(_checks.square_matrix("S0", S0), np.float64)
+    S = np.asarray(_checks.square_matrix("S", S, S0.shape[0], against="S0"), np.float64)
+    d = S0.shape[0]
+    return Overlaps(
+        m=float(np.sum(S * S0) / d), q=float(np.sum(S * S) / d), Q0=float(np.sum(S0 * S0) / d)
+    )
+
+
+# the metric names start with "test_": keep pytest from collecting them when imported
+test_error.__test__ = False
+test_error_stats.__test__ = False

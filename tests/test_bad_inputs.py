@@ -1,0 +1,693 @@
+"""Every public function of attnlib, driven with invalid and extreme arguments.
+
+For each public function (the ``__all__`` of each public module, enumerated below and
+checked to be complete) a valid baseline call is given; hypothesis replaces ONE
+argument by a bad value drawn for its kind (NaN, +-inf, negative, zero, huge, tiny,
+wrong shape, wrong type). The call must either return finite values (every number,
+array and field of the result is finite) or raise ``ValueError`` whose message names
+the replaced argument. Deterministic (``derandomize=True``) and small
+(``max_examples`` per function below).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import inspect
+import math
+import warnings
+
+import jax
+import jax.numpy as jnp
+import matplotlib
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import attnlib  # noqa: F401  (float64)
+from attnlib import (
+    amp,
+    channels,
+    plotting,
+    rmt,
+    scaling,
+    se,
+    spectral_map,
+    spectrum,
+    targets,
+    tasks,
+    thresholds,
+    train,
+    widgets,
+)
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+MODULES = (
+    "tasks",
+    "targets",
+    "spectral_map",
+    "rmt",
+    "scaling",
+    "train",
+    "spectrum",
+    "plotting",
+    "se",
+    "amp",
+    "channels",
+    "thresholds",
+    "widgets",
+)
+D = 4  # matrix size of the baseline calls
+
+NAN, INF = math.nan, math.inf
+_TYPES = ["text", None, [1.0, 2.0], 1j, object()]
+BAD = {
+    "pos": [NAN, INF, -INF, -1.0, 0.0, 1e300, 1e-300, *_TYPES],
+    "nonneg": [NAN, INF, -INF, -1.0, -1e-300, 1e300, *_TYPES],
+    "real": [NAN, INF, -INF, 1e300, -1e300, *_TYPES],
+    "unit": [NAN, INF, -1.0, 0.0, 1.5, 1e300, *_TYPES],
+    "int": [0, -1, 2.5, NAN, INF, "3", None, True],
+    "vector": [
+        [],
+        [NAN, 1.0],
+        [INF, 1.0],
+        [[1.0, 2.0], [3.0, 4.0]],
+        [1e300, -1e300],
+        np.array(["a", "b"]),
+        "text",
+        None,
+    ],
+    "matrix": [
+        np.full((D, D), NAN),
+        np.eye(D) * INF,
+        np.ones((D, D + 1)),
+        np.ones(D),
+        np.ones((D + 1, D + 1)),
+        np.zeros((0, 0)),
+        1e300 * np.eye(D),
+        np.triu(np.ones((D, D))),
+        np.array([["a"] * D] * D),
+        "text",
+        None,
+    ],
+    "sequences": [
+        np.full((3, 2, D), NAN),
+        np.ones((3, D)),
+        np.ones((3, 2, D + 1)),
+        np.zeros((0, 2, D)),
+        1e300 * np.ones((3, 2, D)),
+        "text",
+        None,
+    ],
+    "key": [None, "key", 3, np.array([NAN, NAN]), np.zeros(3, np.uint32)],
+    "task": ["seq2seq", None, 3, object()],
+    "target": ["wishart", None, 3.0, object()],
+    "callable": [None, 3, "f"],
+    "penalty": ["lasso", None, 3, ["nuclear"]],
+    "bool": ["yes", None],
+    "dtype": ["float", "int32", None, np.complex128],
+}
+
+
+def _finite(value, path="result"):
+    """Raise AssertionError naming the first non-finite number inside ``value``."""
+    if value is None or isinstance(value, (str, bool, type)) or callable(value):
+        return
+    if isinstance(value, int):  # Python integers are exact
+        return
+    if isinstance(value, (float, complex, np.number)):
+        assert np.isfinite(value), f"{path} = {value}"
+        return
+    if isinstance(value, (np.ndarray, jax.Array)):
+        a = np.asarray(value)
+        if a.dtype.kind in "biufc":
+            assert np.all(np.isfinite(a)), f"{path} has non-finite entries"
+        return
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        for f, v in zip(value._fields, value, strict=True):
+            _finite(v, f"{path}.{f}")
+        return
+    if isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            _finite(v, f"{path}[{i}]")
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _finite(v, f"{path}[{k!r}]")
+        return
+    if dataclasses.is_dataclass(value):
+        for f in dataclasses.fields(value):
+            _finite(getattr(value, f.name), f"{path}.{f.name}")
+
+
+@functools.lru_cache(maxsize=1)
+def _context():
+    """Valid inputs of the baseline calls (small, cheap)."""
+    key = jax.random.PRNGKey(0)
+    task = tasks.Seq2Seq(T=2)
+    linear = tasks.Linear(T=1)
+    target = targets.Wishart(0.5)
+    S0 = np.asarray(target.sample(key, D))
+    data = tasks.make_dataset(key, task, S0, 12)
+    ldata = tasks.make_dataset(key, linear, S0, 12)
+    se_result = se.solve(linear, target, 1.0, 0.3)
+    learned = spectrum.learned_spectrum(target, se_result, n_nodes=40)
+    x = np.linspace(0.0, 2.0, 5)
+    return dict(
+        key=key,
+        task=task,
+        linear=linear,
+        target=target,
+        modes=targets.PowerLawModes(gamma=1.5, n_modes=3),
+        S0=S0,
+        S=0.5 * S0,
+        data=data,
+        ldata=ldata,
+        se_result=se_result,
+        learned=learned,
+        spec=rmt.deformed_spectrum(target, 0.5, 30),
+        x=x,
+        eigs=np.linalg.eigvalsh(S0),
+        h=np.asarray(tasks.preactivations(data.X[:3], S0)),
+        ax=plt.figure().add_subplot(),
+    )
+
+
+def _specs():
+    """``{qualified name: (function, baseline kwargs, {argument: kind}, max_examples)}``."""
+    c = _context()
+    key, task, lin, tg = c["key"], c["task"], c["linear"], c["target"]
+    ident = np.asarray  # a vectorized callable
+    one = np.ones_like
+    S = {}
+
+    def add(fn, kw, kinds, n=12):
+        S[f"{fn.__module__.split('.')[1]}.{fn.__qualname__}"] = (fn, kw, kinds, n)
+
+    # tasks
+    add(tasks.n_pairs, dict(T=2), dict(T="int"))
+    add(tasks.pair_indices, dict(T=2), dict(T="int"))
+    add(tasks.pair_variances, dict(T=2), dict(T="int"))
+    add(tasks.to_pairs, dict(h=c["h"]), dict(h="matrix"))
+    add(tasks.to_matrix, dict(pairs=np.ones((3, 3)), T=2), dict(pairs="vector", T="int"))
+    add(
+        tasks.sample_sequences,
+        dict(key=key, n=3, T=2, d=D),
+        dict(key="key", n="int", T="int", d="int", dtype="dtype"),
+    )
+    add(tasks.preactivations, dict(X=c["data"].X, S=c["S0"]), dict(X="sequences", S="matrix"))
+    add(tasks.n_samples, dict(alpha=1.0, d=D), dict(alpha="pos", d="int"))
+    add(tasks.mean_self_attention, dict(A=c["h"]), dict(A="matrix"))
+    add(tasks.effective_constraints, dict(task=task), dict(task="task", key="key", tol="pos"))
+    add(
+        tasks.make_dataset,
+        dict(key=key, task=task, S0=c["S0"], n=5),
+        dict(key="key", task="task", S0="matrix", n="int", dtype="dtype"),
+    )
+    for cls in (tasks.Seq2Seq, tasks.Seq2Lab):
+        add(cls, dict(T=2), dict(T="int", noise="nonneg", beta="pos", noise_on="penalty"))
+    add(tasks.Linear, dict(T=1), dict(T="int", noise="nonneg", noise_on="penalty"))
+    add(tasks.Custom, dict(T=2, g=lambda h: h), dict(T="int", g="callable", noise="nonneg"))
+    # targets
+    add(targets.haar_orthogonal, dict(key=key, d=D), dict(key="key", d="int"))
+    add(
+        targets.quantile_atoms,
+        dict(quantile=ident, n_atoms=5),
+        dict(quantile="callable", n_atoms="int"),
+    )
+    add(targets.atoms_and_weights, dict(target=tg), dict(target="target"))
+    add(targets.Wishart, dict(kappa0=0.5), dict(kappa0="unit"))
+    add(targets.PowerLaw, dict(gamma=0.25), dict(gamma="unit", kappa0="unit"))
+    add(targets.Explicit, dict(values=(1.0, 2.0)), dict(values="vector"))
+    add(targets.Spiked, dict(spikes=(3.0,)), dict(spikes="vector", bulk="target"))
+    add(
+        targets.PowerLawModes,
+        dict(gamma=1.5, n_modes=3),
+        dict(gamma="pos", n_modes="int", kappa0="unit", share_exponent="real"),
+    )
+    # spectral_map
+    add(
+        spectral_map.SpectralMap,
+        dict(c=1.0, tau=0.1),
+        dict(c="pos", tau="nonneg", penalty="penalty"),
+    )
+    add(spectral_map.check_penalty, dict(penalty="nuclear"), dict(penalty="penalty"))
+    # rmt
+    add(rmt.semicircle_density, dict(x=c["x"], Delta=0.5), dict(x="vector", Delta="pos"))
+    add(rmt.semicircle_stieltjes, dict(z=c["x"] + 1j, Delta=0.5), dict(z="vector", Delta="pos"))
+    for fn in (rmt.stieltjes, rmt.density, rmt.cdf):
+        add(
+            fn,
+            dict(target=tg, Delta=0.5, x=c["x"])
+            if fn is not rmt.stieltjes
+            else dict(target=tg, Delta=0.5, z=c["x"] + 0.1j),
+            dict(
+                target="target",
+                Delta="pos",
+                **({"z": "vector"} if fn is rmt.stieltjes else {"x": "vector"}),
+            ),
+            n=8,
+        )
+    add(rmt.support, dict(target=tg, Delta=0.5), dict(target="target", Delta="pos", n_atoms="int"))
+    add(
+        rmt.deformed_spectrum,
+        dict(target=tg, Delta=0.5, n_nodes=30),
+        dict(target="target", Delta="pos", n_nodes="int", breakpoints="vector", tol="pos"),
+        n=8,
+    )
+    add(rmt.outliers, dict(target=tg, Delta=0.5), dict(target="target", Delta="pos"))
+    add(rmt.isolated_eigenvalues, dict(target=tg), dict(target="target", n_atoms="int"))
+    add(rmt.conditional_overlap, dict(spec=c["spec"]), dict(spec="target"))
+    add(rmt.spectral_integrals, dict(spec=c["spec"], f=ident), dict(spec="target", f="callable"))
+    add(rmt.stein_mse, dict(spec=c["spec"], f=ident), dict(spec="target", f="callable"))
+    add(
+        rmt.divergence_spectral,
+        dict(eigs=c["eigs"], f=ident, fprime=one),
+        dict(eigs="vector", f="callable", fprime="callable"),
+    )
+    e = c["eigs"]
+    add(
+        rmt.spectral_divergence,
+        dict(x=e, f=e, fprime=np.ones(D)),
+        dict(x="vector", f="vector", fprime="vector"),
+    )
+    # scaling
+    mt = c["modes"]
+    add(
+        scaling.count_recovered,
+        dict(fractions=[0.2, 0.9], level=0.5),
+        dict(fractions="vector", level="unit"),
+    )
+    add(
+        scaling.spectral_summary,
+        dict(target=mt, Delta=0.1, tau=0.2, n_nodes=40),
+        dict(target="target", Delta="pos", tau="nonneg", c="pos", n_nodes="int"),
+        n=8,
+    )
+    add(
+        scaling.recovered_modes,
+        dict(target=mt, se_result=c["se_result"], n_nodes=40),
+        dict(target="target", se_result="target", level="unit"),
+        n=6,
+    )
+    Sm = np.asarray(mt.sample(key, 12))
+    add(
+        scaling.recovered_modes_trained,
+        dict(S_hat=Sm, S0=Sm, target=mt),
+        dict(S_hat="matrix", S0="matrix", target="target", level="unit", rtol="pos"),
+    )
+    add(scaling.LamSchedule, dict(), dict(lam0="pos", ell="real", alpha_ref="pos"))
+    add(
+        scaling.excess_risk_curve,
+        dict(task=lin, target=mt, alphas=[1.0, 2.0], lam=0.1, n_nodes=40),
+        dict(task="task", target="target", alphas="vector", lam="pos", level="unit"),
+        n=6,
+    )
+    xs = np.array([1.0, 2.0, 4.0, 8.0])
+    add(scaling.fit_power_law, dict(x=xs, y=1 / xs), dict(x="vector", y="vector", x_min="pos"))
+    add(
+        scaling.predicted_exponent,
+        dict(gamma=1.5),
+        dict(gamma="pos", schedule="real", share_exponent="real"),
+    )
+    add(
+        scaling.lasso_se,
+        dict(target=mt, delta=0.5, lam=0.1),
+        dict(target="target", delta="pos", lam="pos", noise="nonneg", tol="pos"),
+        n=8,
+    )
+    add(
+        scaling.lasso_curve,
+        dict(target=mt, deltas=[0.5, 1.0], lam=0.1),
+        dict(target="target", deltas="vector", lam="pos", noise="nonneg"),
+        n=8,
+    )
+    add(
+        scaling.lasso_data,
+        dict(key=key, target=mt, N=20, delta=0.5),
+        dict(key="key", target="target", N="int", delta="pos", noise="nonneg"),
+    )
+    A, y, x0 = scaling.lasso_data(key, mt, 20, 0.5)
+    add(
+        scaling.lasso_solve,
+        dict(A=A, y=y, lam=0.1, max_iter=200),
+        dict(A="matrix", y="vector", lam="pos", tol="pos", max_iter="int", x_init="vector"),
+    )
+    add(
+        scaling.lasso_recovered_fractions,
+        dict(x=x0, x0=x0, target=mt),
+        dict(x="vector", x0="vector", target="target"),
+    )
+    # train
+    data = c["data"]
+    add(
+        train.objective,
+        dict(task=task, data=data, S=c["S"], lam=0.1),
+        dict(task="task", data="task", S="matrix", lam="nonneg", penalty="penalty"),
+    )
+    add(train.prox_nuclear_psd, dict(B=c["S0"], t=0.1), dict(B="matrix", t="nonneg"))
+    add(train.prox_frobenius, dict(B=c["S0"], t=0.1), dict(B="matrix", t="nonneg"))
+    W = np.ones((D, 2))
+    add(train.factorized_preactivations, dict(X=data.X, W=W), dict(X="sequences", W="matrix"))
+    fast = dict(steps=20, chunk=10)
+    add(
+        train.train_factorized,
+        dict(key=key, task=task, data=data, p=2, lam_W=0.1, **fast),
+        dict(
+            key="key",
+            task="task",
+            data="task",
+            p="int",
+            lam_W="nonneg",
+            steps="int",
+            learning_rate="pos",
+            decay="unit",
+            tol="nonneg",
+            chunk="int",
+            dtype="dtype",
+            W_init="matrix",
+            init_scale="pos",
+        ),
+        n=16,
+    )
+    add(
+        train.train_direct,
+        dict(task=task, data=data, lam=0.1, **fast),
+        dict(
+            task="task",
+            data="task",
+            lam="nonneg",
+            method="penalty",
+            steps="int",
+            learning_rate="pos",
+            decay="unit",
+            tol="nonneg",
+            S_init="matrix",
+        ),
+        n=16,
+    )
+    add(
+        train.train_convex,
+        dict(task=task, data=data, lam=0.1, max_iter=20, chunk=10),
+        dict(
+            task="task",
+            data="task",
+            lam="nonneg",
+            penalty="penalty",
+            max_iter="int",
+            tol="nonneg",
+            chunk="int",
+            S_init="matrix",
+        ),
+        n=16,
+    )
+    add(
+        train.train_loss,
+        dict(task=task, data=data, S=c["S"]),
+        dict(task="task", data="task", S="matrix"),
+    )
+    for fn in (train.test_error, train.test_error_stats):
+        add(
+            fn,
+            dict(key=key, task=task, S0=c["S0"], S=c["S"], n_test=20),
+            dict(key="key", task="task", S0="matrix", S="matrix", n_test="int"),
+        )
+    add(train.mse, dict(S=c["S"], S0=c["S0"]), dict(S="matrix", S0="matrix"))
+    add(train.overlaps, dict(S=c["S"], S0=c["S0"]), dict(S="matrix", S0="matrix"))
+    # spectrum
+    r = c["se_result"]
+    add(spectrum.spectral_function, dict(se_result=r), dict(se_result="target"))
+    add(
+        spectrum.learned_spectrum,
+        dict(target=tg, se_result=r, n_nodes=40),
+        dict(target="target", se_result="target", n_nodes="int"),
+        n=8,
+    )
+    add(
+        spectrum.singular_values_W,
+        dict(spectrum=c["learned"], kappa=1.0),
+        dict(spectrum="target", kappa="pos"),
+    )
+    add(
+        spectrum.overlap_density,
+        dict(target=tg, Delta=0.5, x=c["x"], lam=1.0),
+        dict(target="target", Delta="pos", x="vector", lam="real"),
+        n=8,
+    )
+    add(
+        spectrum.direction_profile,
+        dict(target=tg, Delta=0.5, n_nodes=30),
+        dict(target="target", Delta="pos", x="vector", n_nodes="int"),
+        n=8,
+    )
+    add(
+        spectrum.direction_statistics,
+        dict(S=c["S"], S0=c["S0"]),
+        dict(S="matrix", S0="matrix", rank_tol="pos"),
+    )
+    add(
+        spectrum.optimal_scale,
+        dict(task=lin, Q0=1.0, m=0.5, q=0.4),
+        dict(task="task", Q0="pos", m="real", q="nonneg"),
+    )
+    add(
+        spectrum.decompose,
+        dict(task=lin, target=tg, se_result=r, n_nodes=40),
+        dict(task="task", target="target", se_result="target", n_nodes="int"),
+        n=8,
+    )
+    add(
+        spectrum.decompose_trained,
+        dict(task=lin, S_hat=c["S"], S0=c["S0"]),
+        dict(task="task", S_hat="matrix", S0="matrix", key="key", zero_tol="nonneg"),
+    )
+    # plotting
+    ax, xv = c["ax"], c["x"]
+    add(plotting.use_book_style, dict(), dict())
+    add(
+        plotting.theory_and_simulation,
+        dict(ax=ax, x_theory=xv, y_theory=xv),
+        dict(ax="task", x_theory="vector", y_theory="vector", x_sim="vector", y_sim="vector"),
+    )
+    add(plotting.mark_threshold, dict(ax=ax, x=1.0), dict(ax="task", x="real"))
+    add(
+        plotting.eigenvalue_histogram,
+        dict(ax=ax, eigenvalues=xv),
+        dict(ax="task", eigenvalues="vector", bins="int", zero_tol="nonneg"),
+    )
+    # engine- and chapter-2-owned modules, through their public signatures
+    add(
+        se.solve,
+        dict(task=lin, target=tg, alpha=1.0, lam=0.3),
+        dict(task="task", target="target", alpha="pos", lam="pos", penalty="penalty"),
+        n=10,
+    )
+    add(
+        se.learning_curve,
+        dict(task=lin, target=tg, alphas=[1.0, 2.0], lam=0.3),
+        dict(task="task", target="target", alphas="vector", lam="pos"),
+        n=8,
+    )
+    add(
+        se.optimal_lambda,
+        dict(task=lin, target=tg, alpha=1.0),
+        dict(task="task", target="target", alpha="pos", penalty="penalty"),
+        n=6,
+    )
+    add(
+        se.test_error_from_overlaps,
+        dict(task=task, Q0=1.0, m=0.5, q=0.4, n_qmc=256),
+        dict(task="task", Q0="pos", m="real", q="nonneg", n_qmc="int"),
+    )
+    add(
+        se.output_side,
+        dict(task=lin, alpha=1.0, Q0=1.0, m=0.5, q=0.4, v=0.5, n_qmc=256),
+        dict(task="task", alpha="pos", Q0="pos", m="real", q="pos", v="pos"),
+    )
+    add(
+        se.input_side,
+        dict(target=tg, m_hat=1.0, q_hat=0.5, a_hat=1.0, lam=0.3),
+        dict(
+            target="target",
+            m_hat="pos",
+            q_hat="nonneg",
+            a_hat="pos",
+            lam="nonneg",
+            penalty="penalty",
+        ),
+        n=8,
+    )
+    add(se.qmc_normals, dict(dim=2, n=16), dict(dim="int", n="int", n_rep="int", seed="int"))
+    add(
+        amp.gamp,
+        dict(task=lin, data=c["ldata"], lam=0.3, max_iter=5),
+        dict(task="task", data="task", lam="pos", penalty="penalty", max_iter="int"),
+        n=8,
+    )
+    add(
+        amp.spectral_prox,
+        dict(B=c["S0"], tau=0.1),
+        dict(B="matrix", tau="nonneg", penalty="penalty"),
+    )
+    add(
+        amp.spectral_divergence,
+        dict(x=jnp.asarray(e), f=jnp.asarray(e), fprime=jnp.ones(D)),
+        dict(x="vector", f="vector", fprime="vector"),
+    )
+    g = np.ones((data.X.shape[0], 3))
+    add(amp.data_gradient_sum, dict(X=data.X, g=g), dict(X="sequences", g="matrix"))
+    Yp = tasks.to_pairs(jnp.asarray(data.Y))
+    add(
+        channels.pair_loss,
+        dict(task=task, Y=data.Y, p=Yp),
+        dict(task="task", Y="matrix", p="matrix"),
+    )
+    add(
+        channels.prox_objective,
+        dict(task=task, Y=data.Y, p=Yp, omega=Yp, V=0.5),
+        dict(task="task", Y="matrix", p="matrix", omega="matrix", V="pos"),
+    )
+    add(
+        channels.output_step,
+        dict(task=task, Y=data.Y, omega=Yp, V=0.5),
+        dict(task="task", Y="matrix", omega="matrix", V="pos"),
+        n=8,
+    )
+    add(channels.pair_weights, dict(T=2), dict(T="int"))
+    add(thresholds.semicircle_moment2, dict(t=0.5, r=1.0), dict(t="real", r="pos"))
+    add(thresholds.statistical_dimension, dict(kappa0=0.5), dict(kappa0="unit"))
+    add(thresholds.tangent_cone_dimension, dict(kappa0=0.5), dict(kappa0="unit"))
+    add(thresholds.perfect_recovery, dict(task=task, target=tg), dict(task="task", target="target"))
+    add(
+        thresholds.perfect_recovery_bayes,
+        dict(task=task, target=tg),
+        dict(task="task", target="target"),
+    )
+    add(
+        thresholds.perfect_recovery_se,
+        dict(task=task, target=tg, n_nodes=30, n_atoms=100),
+        dict(task="task", target="target", n_nodes="int"),
+        n=6,
+    )
+    add(
+        thresholds.recovery_mse_ratio,
+        dict(target=tg, Delta=0.1, t=1.0, n_nodes=30),
+        dict(target="target", Delta="pos", t="nonneg", n_nodes="int"),
+        n=8,
+    )
+    add(
+        thresholds.interpolation,
+        dict(task=task),
+        dict(task="task", kappa="unit", penalty="penalty"),
+    )
+    add(
+        thresholds.interpolation_small_noise,
+        dict(task=task, target=tg),
+        dict(task="task", target="target"),
+    )
+    add(
+        thresholds.interpolation_se,
+        dict(task=lin, target=tg),
+        dict(task="task", target="target", lam="pos"),
+        n=4,
+    )
+    add(
+        thresholds.minimal_width,
+        dict(task=lin, target=tg, alpha=1.0, lam=0.3),
+        dict(task="task", target="target", alpha="pos", lam="pos"),
+        n=6,
+    )
+    add(
+        widgets.make_task,
+        dict(kind="seq2seq", T=2, beta=1.0, noise=0.0),
+        dict(kind="penalty", T="int", beta="pos", noise="nonneg"),
+    )
+    for fn in (
+        widgets.erm_figure,
+        widgets.scaling_figure,
+        widgets.spectrum_figure,
+        widgets.erm_explorer,
+        widgets.scaling_explorer,
+        widgets.spectrum_explorer,
+    ):
+        add(fn, dict(), dict(settings="target"), n=3)
+    return S
+
+
+# Public names that are not functions to call with bad arguments: result containers
+# (NamedTuples), base classes, warnings.
+NOT_CALLED = {"Task", "Target"}
+
+
+def _public(module):
+    mod = importlib.import_module(f"attnlib.{module}")
+    names = getattr(mod, "__all__", None)
+    assert names is not None, f"attnlib.{module} must declare __all__"
+    out = {}
+    for n in names:
+        obj = getattr(mod, n)
+        if not callable(obj) or n in NOT_CALLED:
+            continue
+        if inspect.isclass(obj) and (issubclass(obj, (tuple, Warning))):
+            continue
+        home = obj.__module__.split(".")[1]
+        out[f"{home}.{obj.__qualname__}"] = obj
+    return out
+
+
+def test_every_public_function_is_driven():
+    specs = _specs()
+    public = {}
+    for m in MODULES:
+        public.update(_public(m))
+    missing = sorted(set(public) - set(specs))
+    assert not missing, f"public functions without a bad-input spec: {missing}"
+
+
+def _spec_names():
+    return sorted(_specs())
+
+
+def _call(fn, kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(**kw)
+
+
+@pytest.mark.parametrize("name", _spec_names())
+def test_bad_inputs(name):
+    fn, base, kinds, n = _specs()[name]
+    if not kinds:
+        _finite(_call(fn, base))
+        return
+    cases = st.sampled_from(sorted(kinds)).flatmap(
+        lambda a: st.tuples(st.just(a), st.sampled_from(BAD[kinds[a]]))
+    )
+
+    @settings(
+        max_examples=n,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(cases)
+    def check(case):
+        arg, value = case
+        kw = {**base, arg: value}
+        try:
+            out = _call(fn, kw)
+        except ValueError as exc:
+            assert arg in str(exc), f"{name}({arg}={value!r}): ValueError without '{arg}': {exc}"
+            return
+        except Exception as exc:  # noqa: BLE001
+            raise AssertionError(
+                f"{name}({arg}={value!r}) raised {type(exc).__name__}: {exc}"
+            ) from exc
+        _finite(out, f"{name}({arg}={value!r})")
+
+    check()
