@@ -287,10 +287,8 @@ def main(argv: list[str]) -> int:
         if len(problems) > 40:
             print(f"  ... and {len(problems) - 40} more")
     elapsed = time.perf_counter() - start
-    print(
-        f"\ncheck-html: {len(pages) - len(failed)} passed, {len(failed)} failed "
-        f"({elapsed:.0f} s); screenshots in {args.shots}"
-    )
+    print(f"\n{len(pages)} pages in {elapsed:.0f} s; screenshots in {args.shots}")
+    print(f"check-html: {len(pages) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0
 
 
