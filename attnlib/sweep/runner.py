@@ -46,7 +46,9 @@ def _default_workers() -> int:
 
 
 @contextlib.contextmanager
-def local_client(n_workers: int | None = None, *, processes: bool = True) -> Iterator:
+def local_client(
+    n_workers: int | None = None, *, processes: bool = True, env: dict | None = None
+) -> Iterator:
     """An embedded Dask cluster on this machine and a client to it (closed on exit).
 
     ``n_workers`` single-threaded workers (default: one per available core). With
@@ -54,7 +56,10 @@ def local_client(n_workers: int | None = None, *, processes: bool = True) -> Ite
     solvers are mostly Python and numpy between JAX calls and hold the GIL, so
     threads would run one at a time, and each process has its own JAX runtime
     (compilation caches, device). Reuse one client across several :func:`run`
-    calls to pay the start-up (a few seconds) once.
+    calls to pay the start-up (a few seconds) once. ``env``: environment variables
+    of the worker processes, e.g. ``{"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false
+    intra_op_parallelism_threads=1"}`` so that each worker uses one core (Dask
+    already sets ``OMP_NUM_THREADS=1`` and the like).
     """
     n = _default_workers() if n_workers is None else int(n_workers)
     if n < 1:
@@ -65,6 +70,7 @@ def local_client(n_workers: int | None = None, *, processes: bool = True) -> Ite
         processes=processes,
         dashboard_address=None,
         silence_logs=logging.ERROR,
+        **({"env": dict(env)} if env and processes else {}),
     )
     client = Client(cluster)
     try:

@@ -1,5 +1,15 @@
 """Precompute the heavy parts of chapter 3 (book/03_amp_derivation.ipynb).
 
+Run from ``book/`` (``make data`` runs every script)::
+
+    python -m data.make_amp_data                       # every part, on a local Dask cluster
+    python -m data.make_amp_data --part thresholds     # fixedpoint | thresholds | curves | se
+    python -m data.make_amp_data --quick --out DIR     # the quick grids, elsewhere
+
+Every grid is an :class:`attnlib.sweep.Grid` over a point function below (cached
+on disk, resumable). In a chapter, ``make_amp_data.compute("curves", quick=True)``
+returns a part's arrays (the quick grid, in this process) without writing.
+
 Writes three small files next to this script:
 
 - ``amp_fixed_point.npz``: GAMP and the convex solver on the seq2seq data set of
@@ -11,16 +21,10 @@ Writes three small files next to this script:
   alpha and for several seeds, GAMP and the convex solver run on the same data
   (overlaps m, q, training loss, Monte Carlo test error, GAMP variance v), and for
   seq2seq the state-evolution learning curve (the linear one is cheap and is
-  computed in the chapter).
+  computed in the chapter). The part ``se`` recomputes only these SE curves.
 - ``amp_thresholds.npz``: convex-solver simulations at small lam for the
   perfect-recovery (noise-free) and interpolation (two noise levels) thresholds
   of the linear task at T = 1.
-
-Run from the repository root (about 30-60 minutes on two cores):
-
-    python book/data/make_amp_data.py            # everything
-    python book/data/make_amp_data.py thresholds # only some parts: fixedpoint | thresholds | curves
-    python book/data/make_amp_data.py se         # only the SE curves of an existing amp_curves.npz
 
 Every random draw derives from explicit PRNG keys, so the files are reproducible.
 """
@@ -28,16 +32,18 @@ Every random draw derives from explicit PRNG keys, so the files are reproducible
 from __future__ import annotations
 
 import sys
-import time
 import warnings
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a file: make `data` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import jax
 import numpy as np
+from data import _common as C
 
-from attnlib import amp, se, targets, tasks, train
+from attnlib import amp, se, sweep, targets, tasks, train
 
-HERE = Path(__file__).resolve().parent
 TARGET = targets.Wishart(0.5)
 LAM = 0.05
 SEEDS = (0, 1, 2)
@@ -53,10 +59,36 @@ SETTINGS = {
         0.6,
     ),
 }
+FULL = {
+    "seeds": len(SEEDS),
+    "d": {"linear": 60, "seq2seq": 50},
+    "alphas": {name: s[2] for name, s in SETTINGS.items()},
+    "se_alphas": {name: s[3] for name, s in SETTINGS.items()},
+    "d_thresholds": 40,
+    "pr_alpha": [0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6],
+    "interp_alpha": [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45],
+    "noises": [0.1, 20.0],
+}
+QUICK = {
+    "seeds": 2,
+    "d": {"linear": 20, "seq2seq": 16},
+    "alphas": {"linear": (0.3, 0.7), "seq2seq": (0.15, 0.3)},
+    "se_alphas": {"linear": None, "seq2seq": (0.1, 0.2)},
+    "d_thresholds": 16,
+    "pr_alpha": [0.3, 0.5],
+    "interp_alpha": [0.2, 0.4],
+    "noises": [0.1, 20.0],
+}
+CURVES_KEY, THRESHOLDS_KEY = 20250301, 20250302
 
 
-def log(msg: str) -> None:
-    print(f"[make_amp_data {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+def config(quick: bool) -> dict:
+    return QUICK if quick else FULL
+
+
+# ----------------------------------------------------------------------------
+# Point functions
+# ----------------------------------------------------------------------------
 
 
 def robust_gamp(task, data, damping, lam=LAM):
@@ -68,62 +100,55 @@ def robust_gamp(task, data, damping, lam=LAM):
                 warnings.simplefilter("ignore", RuntimeWarning)
                 res = amp.gamp(task, data, lam, damping=damp, tol=1e-7, max_iter=6000)
         except FloatingPointError as err:
-            log(f"   GAMP broke down with damping {damp} ({err})")
+            C.log(f"   GAMP broke down with damping {damp} ({err})")
             continue
         if res.converged:
             return res
-        log(f"   GAMP did not converge with damping {damp} (residual {res.residual:.1e})")
+        C.log(f"   GAMP did not converge with damping {damp} (residual {res.residual:.1e})")
     if res is None:
         raise FloatingPointError("GAMP broke down at every damping")
     return res
 
 
-def make_fixed_point(path: Path) -> None:
+def fixed_point_point(*, key_seed, fold, d, alpha):
     """GAMP and the convex solver on the seq2seq data set of the chapter's fixed-point check.
 
     The chapter regenerates the same data from the key ``fold_in(PRNGKey(seed), fold)``
     (its ``key(21)``), split as in the chapter's ``gamp_vs_convex``.
     """
-    seed, fold, d, alpha = 3, 21, 40, 0.15
     task = tasks.Seq2Seq(T=2)
-    k = jax.random.fold_in(jax.random.PRNGKey(seed), fold)
+    k = jax.random.fold_in(jax.random.PRNGKey(key_seed), fold)
     S0 = TARGET.sample(jax.random.fold_in(k, 0), d)
     data = tasks.make_dataset(jax.random.fold_in(k, 1), task, S0, tasks.n_samples(alpha, d))
-    t0 = time.time()
     rg = robust_gamp(task, data, 0.6)
     rc = train.train_convex(task, data, LAM, tol=1e-10, max_iter=40000)
     ov = train.overlaps(rg.S, S0)
     out = se.output_side(task, alpha, ov.Q0, ov.m, ov.q, rg.v)
-    log(
+    C.log(
         f"fixed point: GAMP converged {rg.converged} in {rg.n_iter} iterations, convex "
         f"converged {rc.converged}, |S_g - S_c|/|S_c| = "
-        f"{np.linalg.norm(rg.S - rc.S) / np.linalg.norm(rc.S):.1e} ({time.time() - t0:.0f} s)"
+        f"{np.linalg.norm(rg.S - rc.S) / np.linalg.norm(rc.S):.1e}"
     )
-    np.savez_compressed(
-        path,
-        seed=np.array(seed),
-        fold=np.array(fold),
-        d=np.array(d),
-        alpha=np.array(alpha),
-        lam=np.array(LAM),
-        Y_sum=np.array(float(np.sum(np.asarray(data.Y)))),
-        gamp_S=rg.S,
-        gamp_v=np.array(rg.v),
-        gamp_a_hat=np.array(rg.a_hat),
-        gamp_converged=np.array(rg.converged),
-        gamp_n_iter=np.array(rg.n_iter),
-        gamp_residual=np.array(rg.residual),
-        convex_S=rc.S,
-        convex_converged=np.array(rc.converged),
-        se_a_hat=np.array(out.a_hat),
-        se_q_hat=np.array(out.q_hat),
-        se_m_hat=np.array(out.m_hat),
-    )
-    log(f"wrote {path}")
+    return {
+        "Y_sum": float(np.sum(np.asarray(data.Y))),
+        "gamp_S": np.asarray(rg.S),
+        "gamp_v": rg.v,
+        "gamp_a_hat": rg.a_hat,
+        "gamp_converged": bool(rg.converged),
+        "gamp_n_iter": rg.n_iter,
+        "gamp_residual": rg.residual,
+        "convex_S": np.asarray(rc.S),
+        "convex_converged": bool(rc.converged),
+        "se_a_hat": out.a_hat,
+        "se_q_hat": out.q_hat,
+        "se_m_hat": out.m_hat,
+    }
 
 
-def run_point(task, d, alpha, seed, damping, base_key):
+def curve_point(*, setting, d, alpha, seed):
     """GAMP and the convex solver on one data set; returns a dict of scalars."""
+    task, _, _, _, damping = SETTINGS[setting]
+    base_key = jax.random.fold_in(jax.random.PRNGKey(CURVES_KEY), list(SETTINGS).index(setting))
     k = jax.random.fold_in(jax.random.fold_in(base_key, seed), int(round(alpha * 1e4)))
     k_s0, k_data, k_test = jax.random.split(k, 3)
     S0 = TARGET.sample(k_s0, d)
@@ -134,7 +159,7 @@ def run_point(task, d, alpha, seed, damping, base_key):
         rg = robust_gamp(task, data, damping)
         rc = train.train_convex(task, data, LAM, tol=1e-9, max_iter=40000)
     for w in caught:
-        log(f"   warning: {w.message}")
+        C.log(f"   warning: {w.message}")
     for name, S in (("gamp", rg.S), ("convex", rc.S)):
         ov = train.overlaps(S, S0)
         te = train.test_error_stats(k_test, task, S0, S, n_test=20000)
@@ -149,105 +174,176 @@ def run_point(task, d, alpha, seed, damping, base_key):
     out["gamp_converged"] = float(rg.converged)
     out["convex_converged"] = float(rc.converged)
     out["rel_diff"] = float(np.linalg.norm(rg.S - rc.S) / np.linalg.norm(rc.S))
-    return out
+    return {k: float(v) for k, v in out.items()}
 
 
-def se_curve(name: str) -> dict:
-    """State-evolution learning curve of a setting, on its SE grid and its data alphas."""
-    task, _, alphas, se_alphas, _ = SETTINGS[name]
-    if se_alphas is None:
-        return {}
-    grid = np.union1d(np.asarray(se_alphas), np.asarray(alphas))
-    t0 = time.time()
-    lc = se.learning_curve(task, TARGET, grid, LAM, "nuclear")
-    log(f"{name}: SE learning curve of {len(grid)} points ({time.time() - t0:.0f} s)")
-    fields = ("alpha", "m", "q", "v", "train_loss", "test_error", "converged")
-    return {f"{name}_se_{f}": np.asarray(getattr(lc, f), dtype=float) for f in fields}
+SE_FIELDS = ("alpha", "m", "q", "v", "train_loss", "test_error", "converged")
 
 
-def update_se(path: Path) -> None:
-    """Recompute only the state-evolution curves of an existing ``amp_curves.npz``."""
-    with np.load(path) as f:
-        arrays = dict(f)
-    for name in SETTINGS:
-        arrays.update(se_curve(name))
-    np.savez_compressed(path, **arrays)
-    log(f"updated {path}")
+def se_curve_point(*, setting, alphas):
+    """State-evolution learning curve of a setting on ``alphas`` (warm starts inside)."""
+    lc = se.learning_curve(SETTINGS[setting][0], TARGET, np.asarray(alphas), LAM, "nuclear")
+    return {f: np.asarray(getattr(lc, f), dtype=float) for f in SE_FIELDS}
 
 
-def make_curves(path: Path) -> None:
-    arrays = {}
-    base_key = jax.random.PRNGKey(20250301)
-    for idx, (name, (task, d, alphas, _, damping)) in enumerate(SETTINGS.items()):
-        arrays[f"{name}_alpha"] = np.array(alphas)
-        arrays[f"{name}_d"] = np.array(d)
-        rows = {}
-        for i, alpha in enumerate(alphas):
-            for s in SEEDS:
-                t0 = time.time()
-                res = run_point(task, d, alpha, s, damping, jax.random.fold_in(base_key, idx))
-                for key_, val in res.items():
-                    rows.setdefault(key_, np.full((len(SEEDS), len(alphas)), np.nan))[s, i] = val
-                log(
-                    f"{name} alpha={alpha:.3f} seed={s}: test gamp {res['gamp_test']:.4f} "
-                    f"convex {res['convex_test']:.4f}, |S_g - S_c|/|S_c| = {res['rel_diff']:.1e} "
-                    f"({time.time() - t0:.0f} s)"
-                )
-        for key_, val in rows.items():
-            arrays[f"{name}_{key_}"] = val
-        arrays.update(se_curve(name))
-    np.savez_compressed(path, **arrays)
-    log(f"wrote {path}")
+def _threshold_S0(s, d):
+    return TARGET.sample(jax.random.fold_in(jax.random.PRNGKey(THRESHOLDS_KEY), s), d)
 
 
-def make_thresholds(path: Path) -> None:
-    d = 40
-    base_key = jax.random.PRNGKey(20250302)
-    pr_alpha = np.array([0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6])
-    interp_alpha = np.array([0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45])
-    noises = np.array([0.1, 20.0])
-    pr = np.zeros((len(SEEDS), len(pr_alpha)))
-    interp = np.zeros((len(noises), len(SEEDS), len(interp_alpha)))
-    for s in SEEDS:
-        S0 = TARGET.sample(jax.random.fold_in(base_key, s), d)
-        for i, alpha in enumerate(pr_alpha):
-            k = jax.random.fold_in(jax.random.fold_in(base_key, 100 + s), i)
-            data = tasks.make_dataset(k, tasks.Linear(T=1), S0, tasks.n_samples(alpha, d))
-            r = train.train_convex(tasks.Linear(T=1), data, 1e-3, tol=1e-9, max_iter=40000)
-            pr[s, i] = train.mse(r.S, S0)
-            log(f"perfect recovery: seed {s}, alpha {alpha:.2f}: mse {pr[s, i]:.4f}")
-        for j, noise in enumerate(noises):
-            task = tasks.Linear(T=1, noise=float(noise))
-            for i, alpha in enumerate(interp_alpha):
-                k = jax.random.fold_in(jax.random.fold_in(base_key, 200 + 10 * s + j), i)
-                data = tasks.make_dataset(k, task, S0, tasks.n_samples(alpha, d))
-                r = train.train_convex(task, data, 1e-4, tol=1e-9, max_iter=40000)
-                interp[j, s, i] = r.train_loss
-                log(
-                    f"interpolation: noise {noise}, seed {s}, alpha {alpha:.2f}: {r.train_loss:.2e}"
-                )
-    np.savez_compressed(
-        path,
-        d=np.array(d),
-        pr_alpha=pr_alpha,
-        pr_mse=pr,
-        interp_alpha=interp_alpha,
-        noise=noises,
-        interp_train=interp,
+def pr_point(*, d, i, alpha, seed):
+    """Noise-free linear task at small lam: mse of the convex solver (perfect recovery)."""
+    base_key = jax.random.PRNGKey(THRESHOLDS_KEY)
+    k = jax.random.fold_in(jax.random.fold_in(base_key, 100 + seed), i)
+    S0 = _threshold_S0(seed, d)
+    data = tasks.make_dataset(k, tasks.Linear(T=1), S0, tasks.n_samples(alpha, d))
+    r = train.train_convex(tasks.Linear(T=1), data, 1e-3, tol=1e-9, max_iter=40000)
+    return {"mse": float(train.mse(r.S, S0))}
+
+
+def interp_point(*, d, j, noise, i, alpha, seed):
+    """Noisy linear task at tiny lam: training loss of the convex solver (interpolation)."""
+    base_key = jax.random.PRNGKey(THRESHOLDS_KEY)
+    k = jax.random.fold_in(jax.random.fold_in(base_key, 200 + 10 * seed + j), i)
+    task = tasks.Linear(T=1, noise=float(noise))
+    data = tasks.make_dataset(k, task, _threshold_S0(seed, d), tasks.n_samples(alpha, d))
+    r = train.train_convex(task, data, 1e-4, tol=1e-9, max_iter=40000)
+    return {"train": float(r.train_loss)}
+
+
+# ----------------------------------------------------------------------------
+# Grids and parts
+# ----------------------------------------------------------------------------
+
+
+def grid_fixed_point() -> sweep.Grid:
+    return sweep.Grid(fixed_point_point, {"key_seed": 3, "fold": 21, "d": 40, "alpha": 0.15})
+
+
+def grid_curves(cfg) -> sweep.Grid:
+    points = [
+        p
+        for name in SETTINGS
+        for p in sweep.product(setting=name, d=cfg["d"][name], alpha=list(cfg["alphas"][name]))
+    ]
+    return sweep.Grid(curve_point, points, seeds=cfg["seeds"])
+
+
+def grid_se(cfg) -> sweep.Grid:
+    points = [
+        {"setting": name, "alphas": np.union1d(se_alphas, cfg["alphas"][name]).tolist()}
+        for name, se_alphas in cfg["se_alphas"].items()
+        if se_alphas is not None
+    ]
+    return sweep.Grid(se_curve_point, points)
+
+
+def grid_thresholds(cfg) -> tuple[sweep.Grid, sweep.Grid]:
+    d = cfg["d_thresholds"]
+    pr = [{"d": d, "i": i, "alpha": a} for i, a in enumerate(cfg["pr_alpha"])]
+    interp = [
+        {"d": d, "j": j, "noise": noise, "i": i, "alpha": a}
+        for j, noise in enumerate(cfg["noises"])
+        for i, a in enumerate(cfg["interp_alpha"])
+    ]
+    return (
+        sweep.Grid(pr_point, pr, seeds=cfg["seeds"]),
+        sweep.Grid(interp_point, interp, seeds=cfg["seeds"]),
     )
-    log(f"wrote {path}")
 
 
-def main(parts) -> None:
-    if "fixedpoint" in parts:
-        make_fixed_point(HERE / "amp_fixed_point.npz")
-    if "thresholds" in parts:
-        make_thresholds(HERE / "amp_thresholds.npz")
-    if "curves" in parts:
-        make_curves(HERE / "amp_curves.npz")
-    elif "se" in parts:
-        update_se(HERE / "amp_curves.npz")
+FP_FIELDS = (
+    "Y_sum gamp_S gamp_v gamp_a_hat gamp_converged gamp_n_iter gamp_residual convex_S "
+    "convex_converged se_a_hat se_q_hat se_m_hat"
+).split()
+
+
+def arrays_fixed_point(cfg, run) -> dict:
+    point = grid_fixed_point().points[0]
+    row = run(grid_fixed_point()).iloc[0]
+    arrays = {("seed" if k == "key_seed" else k): np.array(v) for k, v in point.items()}
+    arrays["lam"] = np.array(LAM)
+    arrays.update({k: np.array(row[k]) for k in FP_FIELDS})
+    return arrays
+
+
+def arrays_se(cfg, run) -> dict:
+    t, arrays = run(grid_se(cfg)), {}
+    for _, row in t.iterrows():
+        arrays.update({f"{row['setting']}_se_{f}": np.asarray(row[f]) for f in SE_FIELDS})
+    return arrays
+
+
+def arrays_curves(cfg, run) -> dict:
+    t, arrays = run(grid_curves(cfg)), {}
+    skip = ("setting", "d", "alpha", "seed", *sweep.table.META_COLUMNS)
+    fields = [c for c in t.columns if c not in skip]
+    for name in SETTINGS:
+        alphas, sel = cfg["alphas"][name], t[t.setting == name]
+        arrays[f"{name}_alpha"] = np.array(alphas)
+        arrays[f"{name}_d"] = np.array(cfg["d"][name])
+        for f in fields:
+            axes = {"seed": range(cfg["seeds"]), "alpha": alphas}
+            arrays[f"{name}_{f}"] = sweep.pivot(sel, f, axes)
+    return arrays | arrays_se(cfg, run)
+
+
+def arrays_thresholds(cfg, run) -> dict:
+    g_pr, g_interp = grid_thresholds(cfg)
+    tp, ti = run(g_pr), run(g_interp)
+    seeds = range(cfg["seeds"])
+    return {
+        "d": np.array(cfg["d_thresholds"]),
+        "pr_alpha": np.array(cfg["pr_alpha"]),
+        "pr_mse": sweep.pivot(tp, "mse", {"seed": seeds, "alpha": cfg["pr_alpha"]}),
+        "interp_alpha": np.array(cfg["interp_alpha"]),
+        "noise": np.array(cfg["noises"]),
+        "interp_train": sweep.pivot(
+            ti, "train", {"noise": cfg["noises"], "seed": seeds, "alpha": cfg["interp_alpha"]}
+        ),
+    }
+
+
+ARRAYS = {
+    "fixedpoint": arrays_fixed_point,
+    "thresholds": arrays_thresholds,
+    "curves": arrays_curves,
+    "se": arrays_se,
+}
+FILES = {
+    "fixedpoint": "amp_fixed_point.npz",
+    "thresholds": "amp_thresholds.npz",
+    "curves": "amp_curves.npz",
+    "se": "amp_curves.npz",
+}
+
+
+def compute(part: str, quick: bool = True, runner=None) -> dict:
+    """The arrays of one part (the quick grids by default), computed without writing."""
+    return ARRAYS[part](config(quick), runner or C.Runner())
+
+
+def _part(name):
+    def part(quick, out, runner):
+        arrays = compute(name, quick, runner)
+        path = Path(out) / FILES[name]
+        if name == "se":  # only the SE curves of an existing amp_curves.npz
+            arrays = C.load_npz(path) | arrays
+        C.save_npz(path, arrays)
+
+    return part
+
+
+PARTS = {name: _part(name) for name in ("fixedpoint", "thresholds", "curves", "se")}
+
+
+def main(argv=None) -> None:
+    args = C.parser(__doc__, PARTS).parse_args(argv)
+    if not args.part:
+        args.part = ["fixedpoint", "thresholds", "curves"]  # "curves" includes "se"
+    C.run_parts(args, PARTS, lambda *a: None)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ("fixedpoint", "thresholds", "curves"))
+    from data import make_amp_data  # the importable module: workers load its functions by name
+
+    make_amp_data.main()

@@ -1,12 +1,18 @@
 r"""Theory curves and simulations for chapter 2 (``book/02_erm_asymptotics.ipynb``).
 
-Run from the repository root::
+Run from ``book/`` (``make data`` runs every script)::
 
-    python book/data/make_erm_data.py                 # every part, in order
-    python book/data/make_erm_data.py --part adam     # one part
-    python book/data/make_erm_data.py --quick --out DIR   # tiny smoke run elsewhere
+    python -m data.make_erm_data                    # every part, on a local Dask cluster
+    python -m data.make_erm_data --part adam        # one part
+    python -m data.make_erm_data --quick --out DIR  # the quick grids, elsewhere
+    python -m data.make_erm_data --address tcp://scheduler:8786   # on a Dask cluster
 
-Parts and the files they write next to this script (``book/data/``):
+Every grid is an :class:`attnlib.sweep.Grid` over a point function below: points are
+cached on disk, so an interrupted run resumes and a finished one computes nothing.
+In a chapter, ``make_erm_data.compute("curves", quick=True)`` returns the arrays of a
+part (the quick grid, in this process) without writing anything.
+
+Parts and the files they write (``book/data/``):
 
 - ``theory``  state evolution (:mod:`attnlib.se`) for every figure: learning curves
   for several ``lam``, optimal ``lam`` against ``alpha`` and ``kappa0`` for both
@@ -20,32 +26,27 @@ Parts and the files they write next to this script (``book/data/``):
   optimal ``lam`` of the theory (needs ``erm_theory.npz``). -> ``erm_compare.npz``
 
 ``erm_meta.json`` records the parameters and the run time of every part. All
-randomness comes from explicit PRNG keys derived from ``SEED``; the files are small
-(a few kB each). Every array is stored under a flat key ``"<group>.<name>"``.
+randomness comes from explicit PRNG keys derived from ``SEED``; every array is stored
+under a flat key ``"<group>.<name>"``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
-import re
 import sys
-import time
-import warnings
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file: make `data` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import math
 
 import jax
 import numpy as np
 import scipy.optimize
+from data import _common as C
 
-HERE = Path(__file__).resolve().parent
-try:
-    import attnlib
-except ImportError:  # a checkout without `pip install -e .`: use the repository's copy
-    sys.path.insert(0, str(HERE.parents[1]))
-    import attnlib
-from attnlib import se, targets, tasks, train  # noqa: E402
+import attnlib
+from attnlib import sweep, targets, tasks, train
 
 SEED = 2025
 
@@ -55,14 +56,15 @@ SEED = 2025
 
 KAPPA0 = 0.5  # target rank fraction (Wishart)
 NOISE = 0.25  # label-noise variance Delta, on the logits, for the noisy experiments
-
-
-def make_tasks(noise: float) -> dict[str, tasks.Task]:
-    return {"seq2seq": tasks.Seq2Seq(T=2, noise=noise), "linear": tasks.Linear(T=1, noise=noise)}
-
-
+NOISES = {"clean": 0.0, "noisy": NOISE}
+TASKS = ("seq2seq", "linear")
+PENALTIES = ("nuclear", "frobenius")
 # alpha scales with 1 / m_eff (seq2seq T=2: m_eff = 2, linear T=1: m_eff = 1)
 ALPHA_SCALE = {"seq2seq": 1.0, "linear": 2.0}
+RANK_CUTOFF = 1e-3  # an eigenvalue counts towards the rank if > RANK_CUTOFF * largest one
+LAM_BOUNDS = (1e-4, 10.0)  # search range of the optimal lam
+LAM_XATOL = 0.15  # tolerance on log(lam): the test error is flat near its minimum
+CURVE_FIELDS = ("train_loss", "test_error", "rank_fraction", "mse", "converged")
 
 FULL = {
     # learning curves (theory grid, convex-solver points)
@@ -119,217 +121,40 @@ QUICK = {
     "n_test": 2000,
 }
 
-RANK_CUTOFF = 1e-3  # an eigenvalue counts towards the rank if > RANK_CUTOFF * largest one
+
+def make_task(task: str, noise: float) -> tasks.Task:
+    return {"seq2seq": tasks.Seq2Seq(T=2, noise=noise), "linear": tasks.Linear(T=1, noise=noise)}[
+        task
+    ]
 
 
 # ----------------------------------------------------------------------------
-# Helpers
+# Point functions (keyword parameters; explicit keys; each returns a dict of numbers)
 # ----------------------------------------------------------------------------
 
 
-def log(msg: str) -> None:
-    print(msg, flush=True)
+def se_row(task, target, alpha, lam, penalty, init):
+    """One SE point as a dict of CURVE_FIELDS, and the warm start for the next one."""
+    r, zero = C.se_solve(task, target, alpha, lam, penalty, init)
+    if r is None:  # S_hat = 0 where se.solve gave no result
+        C.log(f"    [SE] alpha={alpha:g}, lam={lam:g}: S_hat = 0 (all eigenvalues thresholded)")
+        return C.zero_estimator(task, target), init
+    return {f: getattr(r, f) for f in CURVE_FIELDS}, C.warm(r, zero, init)
 
 
-def key_for(*path: int) -> jax.Array:
-    """A PRNG key derived from SEED and a path of small integers."""
-    k = jax.random.PRNGKey(SEED)
-    for i in path:
-        k = jax.random.fold_in(k, int(i))
-    return k
+def se_curve_point(*, task, noise, kappa0, alpha, lam, penalty, init=None):
+    """A point of an SE learning curve (chained along ``alpha`` or ``lam``)."""
+    return se_row(make_task(task, noise), targets.Wishart(kappa0), alpha, lam, penalty, init)
 
 
-def rank_fraction(S, cutoff: float = RANK_CUTOFF) -> float:
-    """Fraction of eigenvalues of ``S`` above ``cutoff`` times the largest one."""
-    ev = np.linalg.eigvalsh(np.asarray(S, float))
-    top = ev.max()
-    return float(np.mean(ev > cutoff * top)) if top > 0 else 0.0
-
-
-def per_sequence_objective(task, data, S, lam) -> float:
-    """Nuclear objective per training sequence (``sum loss + d lam Tr S``) / n."""
-    return train.objective(task, data, S, lam, "nuclear") / data.X.shape[0]
-
-
-def quiet(fn, *args, **kwargs):
-    """Call ``fn``; turn convergence warnings into a flag printed with the progress."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = fn(*args, **kwargs)
-    notes = sorted({str(w.message).split(":")[0] for w in caught})
-    return out, notes
-
-
-CURVE_FIELDS = ("train_loss", "test_error", "rank_fraction", "mse", "converged")
-
-
-def _zero_estimator(task, target, alpha, lam, penalty):
-    """Metrics of S_hat = 0: the minimiser when the threshold lam / a_hat exceeds the whole
-    spectrum (large lam, small alpha). ``se.solve`` raises there (its input side returns
-    m = q = v = 0); train loss = E||Y - g(0)||^2, test error = E||g(h0) - g(0)||^2."""
-    Q0 = float(target.Q0)
-    return {
-        "train_loss": se.test_error_from_overlaps(task, Q0, 0.0, 0.0, noisy=True),
-        "test_error": se.test_error_from_overlaps(task, Q0, 0.0, 0.0),
-        "rank_fraction": 0.0,
-        "mse": Q0,
-        "converged": True,
-    }
-
-
-def se_point(task, target, alpha, lam, penalty="nuclear", init=None):
-    """One state-evolution point as a dict of CURVE_FIELDS, and the SEResult (or None)."""
-    try:
-        r, notes = quiet(se.solve, task, target, alpha, lam, penalty, init=init)
-    except RuntimeError as err:
-        numbers = re.findall(r"\(([-+0-9.e]+)\)", str(err))
-        if "input side gave" in str(err) and numbers and all(float(x) == 0 for x in numbers):
-            log(f"    [SE] alpha={alpha:g}, lam={lam:g}: S_hat = 0 (all eigenvalues thresholded)")
-            return _zero_estimator(task, target, alpha, lam, penalty), None
-        raise
-    if notes or not r.converged:
-        log(
-            f"    [SE] alpha={alpha:g}, lam={lam:g}, {penalty}: {notes} (residual {r.residual:.1e})"
-        )
-    return {f: getattr(r, f) for f in CURVE_FIELDS}, r
-
-
-def se_curve(task, target, alphas, lam, penalty="nuclear"):
-    """Learning curve along ``alphas`` with warm starts; dict of arrays."""
-    rows, init = [], None
-    for a in alphas:
-        row, r = se_point(task, target, a, lam, penalty, init=init)
-        if r is not None and r.converged:
-            init = r
-        rows.append(row)
-    out = {f: np.array([row[f] for row in rows]) for f in CURVE_FIELDS}
-    out["alpha"] = np.asarray(alphas, float)
-    return out
-
-
-def save(path: Path, arrays: dict, verbose: bool = True) -> None:
-    np.savez_compressed(path, **{k: np.asarray(v) for k, v in arrays.items()})
-    if verbose:
-        log(f"  wrote {path.name} ({path.stat().st_size / 1024:.1f} kB)")
-
-
-def load(path: Path) -> dict:
-    with np.load(path) as f:
-        return {k: f[k] for k in f.files}
-
-
-def scaled(cfg, name, task_name):
-    return [a * ALPHA_SCALE[task_name] for a in cfg[name]]
-
-
-# ----------------------------------------------------------------------------
-# Part 1: state evolution
-# ----------------------------------------------------------------------------
-
-
-def _cached(arr: dict, group: str, xs, key: str = "alpha") -> bool:
-    """Whether ``arr`` (a resumed partial run) already holds ``group`` on the grid ``xs``."""
-    k = f"{group}.{key}"
-    return k in arr and np.array_equal(arr[k], np.asarray(xs, float))
-
-
-def part_theory(cfg, out: Path) -> None:
-    target = targets.Wishart(KAPPA0)
-    partial = out / "erm_theory.partial.npz"  # resume an interrupted run
-    arr = load(partial) if partial.exists() else {}
-    for noise_name, noise in (("clean", 0.0), ("noisy", NOISE)):
-        for task_name, task in make_tasks(noise).items():
-            alphas = scaled(cfg, "theory_alphas", task_name)
-            lams = list(cfg["lams"][noise_name])
-            if noise_name == "noisy" and cfg["adam_lam"] not in lams:
-                lams.append(cfg["adam_lam"])
-            for lam in lams:
-                g = f"curve.{task_name}.{noise_name}.{lam:g}"
-                if _cached(arr, g, alphas):
-                    continue
-                t0 = time.time()
-                lc = se_curve(task, target, alphas, lam)
-                arr.update({f"{g}.{f}": v for f, v in lc.items()})
-                save(partial, arr, verbose=False)
-                log(
-                    f"  theory curve {task_name:8s} {noise_name:5s} lam={lam:<6g} "
-                    f"{len(alphas)} points, {time.time() - t0:.0f} s"
-                )
-
-    # optimal lam against alpha (noisy labels), both penalties
-    for task_name, task in make_tasks(NOISE).items():
-        alphas = scaled(cfg, "cmp_alphas", task_name)
-        for penalty in PENALTIES:
-            g = f"opt.{task_name}.{penalty}"
-            if _cached(arr, g, alphas):
-                continue
-            t0 = time.time()
-            rows, init = [], None
-            for a in alphas:
-                lam, row, init = optimal_point(task, target, a, penalty, init)
-                rows.append((lam, row["test_error"], row["rank_fraction"]))
-            arr[f"{g}.alpha"] = np.asarray(alphas, float)
-            for i, f in enumerate(("lam", "test_error", "rank_fraction")):
-                arr[f"{g}.{f}"] = np.array([r[i] for r in rows])
-            save(partial, arr, verbose=False)
-            log(
-                f"  optimal lam {task_name:8s} {penalty:9s} {len(alphas)} alphas, "
-                f"{time.time() - t0:.0f} s"
-            )
-
-    # optimal lam against kappa0 at fixed alpha (seq2seq)
-    task = make_tasks(NOISE)["seq2seq"]
-    alpha = cfg["cmp_alpha_kappa0"]
-    for penalty in PENALTIES:
-        g = f"kappa0.{penalty}"
-        if _cached(arr, g, cfg["cmp_kappa0s"], key="kappa0"):
-            continue
-        t0 = time.time()
-        rows = []
-        for k0 in cfg["cmp_kappa0s"]:
-            lam, row, _ = optimal_point(task, targets.Wishart(k0), alpha, penalty)
-            rows.append((lam, row["test_error"]))
-        arr[f"{g}.kappa0"] = np.asarray(cfg["cmp_kappa0s"], float)
-        arr[f"{g}.lam"] = np.array([r[0] for r in rows])
-        arr[f"{g}.test_error"] = np.array([r[1] for r in rows])
-        save(partial, arr, verbose=False)
-        log(f"  optimal lam against kappa0 {penalty:9s} {time.time() - t0:.0f} s")
-
-    # test error against lam at one alpha (seq2seq, noisy)
-    t0 = time.time()
-    lams = sorted(cfg["scan_lams_theory"], reverse=True)
-    rows, init = [], None
-    for lam in lams:
-        row, r = se_point(task, target, cfg["scan_alpha"], lam, init=init)
-        init = r if r is not None and r.converged else init
-        rows.append(row)
-    arr["scan.lam"] = np.array(lams[::-1])
-    arr["scan.test_error"] = np.array([r["test_error"] for r in rows[::-1]])
-    arr["scan.train_loss"] = np.array([r["train_loss"] for r in rows[::-1]])
-    log(f"  lam scan at alpha = {cfg['scan_alpha']}: {time.time() - t0:.0f} s")
-    save(out / "erm_theory.npz", arr)
-    partial.unlink(missing_ok=True)
-
-
-PENALTIES = ("nuclear", "frobenius")
-LAM_BOUNDS = (1e-4, 10.0)  # search range of the optimal lam
-LAM_XATOL = 0.15  # tolerance on log(lam): the test error is flat near its minimum
-
-
-def optimal_point(task, target, alpha, penalty, init=None):
-    """``lam`` minimising the SE test error (bounded Brent search on ``log lam``).
-
-    Like :func:`attnlib.se.optimal_lambda`, but a ``lam`` large enough to make
-    ``S_hat = 0`` is evaluated with :func:`_zero_estimator` instead of raising.
-    Returns ``(lam, metrics dict, SEResult for warm starts)``.
-    """
-    state = {"init": init}
-    cache = {}
+def _optimal(task, target, alpha, penalty, init):
+    """``lam`` minimising the SE test error (bounded Brent search on ``log lam``); a
+    ``lam`` in the zero phase is evaluated as ``S_hat = 0``. Returns
+    ``(lam, metrics, warm start)``."""
+    state, cache = {"init": init}, {}
 
     def objective(loglam):
-        row, r = se_point(task, target, alpha, math.exp(loglam), penalty, init=state["init"])
-        if r is not None and r.converged:
-            state["init"] = r
+        row, state["init"] = se_row(task, target, alpha, math.exp(loglam), penalty, state["init"])
         cache[loglam] = row
         return row["test_error"]
 
@@ -344,298 +169,454 @@ def optimal_point(task, target, alpha, penalty, init=None):
     return math.exp(res.x), cache[res.x], state["init"]
 
 
-# ----------------------------------------------------------------------------
-# Part 2: convex solver on the learning-curve grid
-# ----------------------------------------------------------------------------
-
-
-def part_curves(cfg, out: Path) -> None:
-    target = targets.Wishart(KAPPA0)
-    d, seeds = cfg["d_convex"], cfg["seeds"]
-    arr = {}
-    for i_noise, (noise_name, noise) in enumerate((("clean", 0.0), ("noisy", NOISE))):
-        for i_task, (task_name, task) in enumerate(make_tasks(noise).items()):
-            alphas = scaled(cfg, "sim_alphas", task_name)
-            lams = sorted(cfg["lams"][noise_name], reverse=True)  # warm start downwards
-            shape = (len(lams), seeds, len(alphas))
-            tr, te, rk = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-            for ia, alpha in enumerate(alphas):
-                t0 = time.time()
-                n = tasks.n_samples(alpha, d)
-                for s in range(seeds):
-                    k_s0, k_data, k_test = jax.random.split(key_for(1, i_noise, i_task, ia, s), 3)
-                    S0 = target.sample(k_s0, d)
-                    data = tasks.make_dataset(k_data, task, S0, n)
-                    S = None
-                    for il, lam in enumerate(lams):
-                        r, notes = quiet(train.train_convex, task, data, lam, S_init=S, tol=1e-7)
-                        if notes:
-                            log(f"    [convex] {notes} (lam={lam:g}, residual {r.residual:.1e})")
-                        S = r.S
-                        tr[il, s, ia] = r.train_loss
-                        te[il, s, ia] = train.test_error(k_test, task, S0, S, n_test=cfg["n_test"])
-                        rk[il, s, ia] = rank_fraction(S, 1e-6)
-                log(
-                    f"  convex {task_name:8s} {noise_name:5s} alpha={alpha:<5g} n={n:5d} "
-                    f"{time.time() - t0:.0f} s"
-                )
-            order = np.argsort(lams)
-            g = f"{task_name}.{noise_name}"
-            arr[f"{g}.alpha"] = np.array(alphas)
-            arr[f"{g}.lam"] = np.array(lams)[order]
-            arr[f"{g}.train_loss"] = tr[order]
-            arr[f"{g}.test_error"] = te[order]
-            arr[f"{g}.rank_fraction"] = rk[order]
-    save(out / "erm_curves.npz", arr)
-
-
-# ----------------------------------------------------------------------------
-# Part 3: Adam on the factorised model, kappa = 1
-# ----------------------------------------------------------------------------
-
-
-def adam(task, data, p, lam, key, cfg, W_init=None):
-    """Adam on W with weight decay lam_W = lam / sqrt(kappa); returns (TrainResult, notes)."""
-    d = data.X.shape[2]
-    lam_W = lam / math.sqrt(p / d)
-    return quiet(
-        train.train_factorized, key, task, data, p, lam_W, steps=cfg["adam_steps"], W_init=W_init
+def optimal_point(*, task, noise, kappa0, alpha, penalty, init=None):
+    """Optimal ``lam`` at one ``alpha`` (chained along ``alpha``)."""
+    lam, row, state = _optimal(
+        make_task(task, noise), targets.Wishart(kappa0), alpha, penalty, init
     )
+    return {
+        "opt_lam": lam,
+        "test_error": row["test_error"],
+        "rank_fraction": row["rank_fraction"],
+    }, state
 
 
-def part_adam(cfg, out: Path) -> None:
-    target = targets.Wishart(KAPPA0)
-    d, seeds, lam = cfg["d_adam"], cfg["seeds"], cfg["adam_lam"]
-    arr = {}
-    for i_task, (task_name, task) in enumerate(make_tasks(NOISE).items()):
-        alphas = scaled(cfg, "adam_alphas", task_name)
-        shape = (seeds, len(alphas))
-        tr, te, rk, steps, gap = (np.zeros(shape) for _ in range(5))
-        for ia, alpha in enumerate(alphas):
-            t0 = time.time()
-            n = tasks.n_samples(alpha, d)
-            for s in range(seeds):
-                k_s0, k_data, k_test, k_init = jax.random.split(key_for(2, i_task, ia, s), 4)
-                S0 = target.sample(k_s0, d)
-                data = tasks.make_dataset(k_data, task, S0, n)
-                r, notes = adam(task, data, d, lam, k_init, cfg)
-                if notes:
-                    log(f"    [adam] {notes} (residual {r.residual:.1e})")
-                tr[s, ia] = r.train_loss
-                te[s, ia] = train.test_error(k_test, task, S0, r.S, n_test=cfg["n_test"])
-                rk[s, ia] = rank_fraction(r.S)
-                steps[s, ia] = r.n_steps
-                if s == 0:
-                    # distance to the convex minimiser on the same data
-                    c, _ = quiet(train.train_convex, task, data, lam, tol=1e-8)
-                    gap[:, ia] = np.linalg.norm(r.S - c.S) / np.linalg.norm(c.S)
-            log(
-                f"  adam {task_name:8s} alpha={alpha:<5g} n={n:5d} d=p={d} "
-                f"steps={int(steps[:, ia].max())} |S_adam - S_convex|/|S_convex|="
-                f"{gap[0, ia]:.1e} {time.time() - t0:.0f} s"
-            )
-        g = task_name
-        arr[f"{g}.alpha"] = np.array(alphas)
-        arr[f"{g}.train_loss"] = tr
-        arr[f"{g}.test_error"] = te
-        arr[f"{g}.rank_fraction"] = rk
-        arr[f"{g}.n_steps"] = steps
-        arr[f"{g}.rel_dist_convex"] = gap[0]
-    save(out / "erm_adam.npz", arr)
+def optimal_point_cold(*, task, noise, kappa0, alpha, penalty):
+    return optimal_point(task=task, noise=noise, kappa0=kappa0, alpha=alpha, penalty=penalty)[0]
 
 
-# ----------------------------------------------------------------------------
-# Part 4: minimal width
-# ----------------------------------------------------------------------------
+def _data(task, target, alpha, d, key, n_keys):
+    keys = jax.random.split(C.key_for(SEED, *key), n_keys)
+    S0 = target.sample(keys[0], d)
+    return S0, tasks.make_dataset(keys[1], task, S0, tasks.n_samples(alpha, d)), keys[2:]
 
 
-def part_width(cfg, out: Path) -> None:
-    target = targets.Wishart(KAPPA0)
-    task = make_tasks(NOISE)["seq2seq"]
-    d, seeds = cfg["d_width"], cfg["seeds"]
-    alpha, lam = cfg["width_alpha"], cfg["width_lam"]
-    kappas = cfg["width_kappas"]
-    n = tasks.n_samples(alpha, d)
-    shape = (seeds, len(kappas))
-    obj, tr, te, rk = (np.zeros(shape) for _ in range(4))
-    c_obj, c_tr, c_te, c_rk = (np.zeros(seeds) for _ in range(4))
-    for s in range(seeds):
-        t0 = time.time()
-        k_s0, k_data, k_test, k_init = jax.random.split(key_for(3, s), 4)
-        S0 = target.sample(k_s0, d)
-        data = tasks.make_dataset(k_data, task, S0, n)
-        c, _ = quiet(train.train_convex, task, data, lam, tol=1e-8)
-        c_obj[s] = per_sequence_objective(task, data, c.S, lam)
-        c_tr[s] = c.train_loss
-        c_te[s] = train.test_error(k_test, task, S0, c.S, n_test=cfg["n_test"])
-        c_rk[s] = rank_fraction(c.S, 1e-6)
-        for ik, kappa in enumerate(kappas):
-            p = max(1, int(round(kappa * d)))
-            r, notes = adam(task, data, p, lam, jax.random.fold_in(k_init, ik), cfg)
-            if notes:
-                log(f"    [adam] {notes} (kappa={kappa}, residual {r.residual:.1e})")
-            obj[s, ik] = per_sequence_objective(task, data, r.S, lam)
-            tr[s, ik] = r.train_loss
-            te[s, ik] = train.test_error(k_test, task, S0, r.S, n_test=cfg["n_test"])
-            rk[s, ik] = rank_fraction(r.S)
-        log(
-            f"  width seed {s}: convex rank {c_rk[s]:.3f}, Adam objective gaps "
-            f"{np.round(obj[s] - c_obj[s], 5).tolist()} {time.time() - t0:.0f} s"
-        )
-    arr = {
-        "kappa": np.array(kappas),
-        "p": np.array([max(1, int(round(k * d))) for k in kappas]),
-        "objective": obj,
-        "train_loss": tr,
-        "test_error": te,
-        "rank_fraction": rk,
-        "convex.objective": c_obj,
-        "convex.train_loss": c_tr,
-        "convex.test_error": c_te,
-        "convex.rank_fraction": c_rk,
+def convex_chain_point(*, task, noise, alpha, lam, d, n_test, key, seed, init=None):
+    """Convex solver on one data set (``key + [seed]``), warm-started along ``lam``."""
+    task_ = make_task(task, noise)
+    S0, data, (k_test,) = _data(task_, targets.Wishart(KAPPA0), alpha, d, [*key, seed], 3)
+    r, notes = C.quiet(train.train_convex, task_, data, lam, S_init=init, tol=1e-7)
+    if notes:
+        C.log(f"    [convex] {notes} (lam={lam:g}, residual {r.residual:.1e})")
+    row = {
+        "train_loss": float(r.train_loss),
+        "test_error": float(train.test_error(k_test, task_, S0, r.S, n_test=n_test)),
+        "rank_fraction": C.rank_fraction(r.S, 1e-6),
     }
-    save(out / "erm_width.npz", arr)
+    return row, r.S
 
 
-# ----------------------------------------------------------------------------
-# Part 5: factorised (nuclear) vs direct (Frobenius) at their optimal lam
-# ----------------------------------------------------------------------------
+def adam(task, data, p, lam, key, *, steps, W_init=None):
+    """Adam on W with weight decay lam_W = lam / sqrt(kappa); returns (TrainResult, notes)."""
+    lam_W = lam / math.sqrt(p / data.X.shape[2])
+    return C.quiet(train.train_factorized, key, task, data, p, lam_W, steps=steps, W_init=W_init)
 
 
-def _interp_lam(theory, group, x, key="alpha"):
+def adam_point(*, task, alpha, d, lam, steps, n_test, key, seed):
+    """Adam at ``kappa = 1``; at seed 0 also its distance to the convex minimiser."""
+    task_ = make_task(task, NOISE)
+    S0, data, (k_test, k_init) = _data(task_, targets.Wishart(KAPPA0), alpha, d, [*key, seed], 4)
+    r, notes = adam(task_, data, d, lam, k_init, steps=steps)
+    if notes:
+        C.log(f"    [adam] {notes} (residual {r.residual:.1e})")
+    row = {
+        "train_loss": float(r.train_loss),
+        "test_error": float(train.test_error(k_test, task_, S0, r.S, n_test=n_test)),
+        "rank_fraction": C.rank_fraction(r.S, RANK_CUTOFF),
+        "n_steps": float(r.n_steps),
+        "rel_dist_convex": math.nan,
+    }
+    if seed == 0:
+        c, _ = C.quiet(train.train_convex, task_, data, lam, tol=1e-8)
+        row["rel_dist_convex"] = float(np.linalg.norm(r.S - c.S) / np.linalg.norm(c.S))
+    return row
+
+
+def width_p(kappa, d) -> int:
+    return max(1, int(round(kappa * d)))
+
+
+def _width_metrics(task, data, r, S0, lam, *, k_test, n_test, cutoff) -> dict:
+    """Per-sequence nuclear objective, train loss, test error and rank of ``r.S``."""
+    return {
+        "objective": float(train.objective(task, data, r.S, lam, "nuclear") / data.X.shape[0]),
+        "train_loss": float(r.train_loss),
+        "test_error": float(train.test_error(k_test, task, S0, r.S, n_test=n_test)),
+        "rank_fraction": C.rank_fraction(r.S, cutoff),
+    }
+
+
+def width_adam_point(*, alpha, lam, d, n_test, ik, kappa, steps, seed):
+    """Adam at width ``kappa`` on the data set of ``seed`` (shared by every width)."""
+    task = make_task("seq2seq", NOISE)
+    S0, data, (k_test, k_init) = _data(task, targets.Wishart(KAPPA0), alpha, d, [3, seed], 4)
+    r, notes = adam(task, data, width_p(kappa, d), lam, jax.random.fold_in(k_init, ik), steps=steps)
+    if notes:
+        C.log(f"    [adam] {notes} (kappa={kappa}, residual {r.residual:.1e})")
+    return _width_metrics(task, data, r, S0, lam, k_test=k_test, n_test=n_test, cutoff=RANK_CUTOFF)
+
+
+def width_convex_point(*, alpha, lam, d, n_test, seed):
+    """The convex minimiser on the data set of ``seed``."""
+    task = make_task("seq2seq", NOISE)
+    S0, data, (k_test, _) = _data(task, targets.Wishart(KAPPA0), alpha, d, [3, seed], 4)
+    c, _ = C.quiet(train.train_convex, task, data, lam, tol=1e-8)
+    return _width_metrics(task, data, c, S0, lam, k_test=k_test, n_test=n_test, cutoff=1e-6)
+
+
+def interp_lam(theory, group, x, key="alpha"):
     xs, lams = theory[f"{group}.{key}"], theory[f"{group}.lam"]
     return float(np.exp(np.interp(x, xs, np.log(lams))))
 
 
-def _cmp_pair(task, target, d, alpha, lam_nuc, lam_fro, key, cfg):
+def compare_point(*, task, kappa0, alpha, d, lam_nuc, lam_fro, steps, n_test, key, seed):
     """Test errors of factorised Adam (nuclear, kappa = 1) and direct Adam (Frobenius)."""
-    k_s0, k_data, k_test, k_init = jax.random.split(key, 4)
-    S0 = target.sample(k_s0, d)
-    data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
-    fac, n1 = adam(task, data, d, lam_nuc, k_init, cfg)
-    dirc, n2 = quiet(train.train_direct, task, data, lam_fro, steps=cfg["adam_steps"])
+    task_ = make_task(task, NOISE)
+    S0, data, (k_test, k_init) = _data(task_, targets.Wishart(kappa0), alpha, d, [*key, seed], 4)
+    fac, n1 = adam(task_, data, d, lam_nuc, k_init, steps=steps)
+    dirc, n2 = C.quiet(train.train_direct, task_, data, lam_fro, steps=steps)
     for note in n1 + n2:
-        log(f"    [{note}]")
-    e_fac = train.test_error(k_test, task, S0, fac.S, n_test=cfg["n_test"])
-    e_dir = train.test_error(k_test, task, S0, dirc.S, n_test=cfg["n_test"])
-    return e_fac, e_dir
+        C.log(f"    [{note}]")
+    return {
+        "e_fac": float(train.test_error(k_test, task_, S0, fac.S, n_test=n_test)),
+        "e_dir": float(train.test_error(k_test, task_, S0, dirc.S, n_test=n_test)),
+    }
 
 
-def part_compare(cfg, out: Path) -> None:
-    path = out / "erm_theory.npz"
-    if not path.exists():
-        raise SystemExit(f"{path} missing: run --part theory first")
-    theory = load(path)
-    d, seeds = cfg["d_cmp"], cfg["seeds"]
-    arr = {}
-    target = targets.Wishart(KAPPA0)
-    for i_task, (task_name, task) in enumerate(make_tasks(NOISE).items()):
-        alphas = scaled(cfg, "cmp_sim_alphas", task_name)
-        e = np.zeros((2, seeds, len(alphas)))
-        lams = np.zeros((2, len(alphas)))
-        for ia, alpha in enumerate(alphas):
-            t0 = time.time()
-            lams[0, ia] = _interp_lam(theory, f"opt.{task_name}.nuclear", alpha)
-            lams[1, ia] = _interp_lam(theory, f"opt.{task_name}.frobenius", alpha)
-            for s in range(seeds):
-                e[:, s, ia] = _cmp_pair(
-                    task, target, d, alpha, *lams[:, ia], key_for(4, i_task, ia, s), cfg
+def config(quick: bool) -> dict:
+    return QUICK if quick else FULL
+
+
+def scaled(cfg, name, task_name):
+    return [a * ALPHA_SCALE[task_name] for a in cfg[name]]
+
+
+# ----------------------------------------------------------------------------
+# Grids (full or quick): one function each, so a chapter can run one live
+# ----------------------------------------------------------------------------
+
+
+def theory_lams(cfg, noise_name) -> list:
+    lams = list(cfg["lams"][noise_name])
+    if noise_name == "noisy" and cfg["adam_lam"] not in lams:
+        lams.append(cfg["adam_lam"])
+    return lams
+
+
+def grid_theory_curves(cfg) -> sweep.Grid:
+    """SE learning curves, warm-started along ``alpha`` (one chain per curve)."""
+    points = []
+    for noise_name, noise in NOISES.items():
+        for task in TASKS:
+            for lam in theory_lams(cfg, noise_name):
+                pts = sweep.product(
+                    task=task,
+                    noise=noise,
+                    lam=lam,
+                    penalty="nuclear",
+                    alpha=scaled(cfg, "theory_alphas", task),
+                    kappa0=KAPPA0,
                 )
-            log(
-                f"  compare {task_name:8s} alpha={alpha:<5g} lam_opt nuc/fro = "
-                f"{lams[0, ia]:.3g}/{lams[1, ia]:.3g}  e_test {e[0, :, ia].mean():.4f} / "
-                f"{e[1, :, ia].mean():.4f} {time.time() - t0:.0f} s"
-            )
-        arr[f"alpha.{task_name}.alpha"] = np.array(alphas)
-        arr[f"alpha.{task_name}.lam"] = lams
-        arr[f"alpha.{task_name}.test_error"] = e
+                points += pts
+    return sweep.Grid(se_curve_point, points, chain="alpha")
 
-    task = make_tasks(NOISE)["seq2seq"]
-    alpha = cfg["cmp_alpha_kappa0"]
-    k0s = cfg["cmp_sim_kappa0s"]
-    e = np.zeros((2, seeds, len(k0s)))
-    for ik, k0 in enumerate(k0s):
-        t0 = time.time()
-        lam_n = _interp_lam(theory, "kappa0.nuclear", k0, key="kappa0")
-        lam_f = _interp_lam(theory, "kappa0.frobenius", k0, key="kappa0")
-        for s in range(seeds):
-            e[:, s, ik] = _cmp_pair(
-                task, targets.Wishart(k0), d, alpha, lam_n, lam_f, key_for(5, ik, s), cfg
-            )
-        log(
-            f"  compare kappa0={k0:<5g} e_test {e[0, :, ik].mean():.4f} / "
-            f"{e[1, :, ik].mean():.4f} {time.time() - t0:.0f} s"
+
+def grid_theory_optimal(cfg) -> sweep.Grid:
+    """Optimal ``lam`` along ``alpha`` (warm-started), both penalties, noisy labels."""
+    points = [
+        p
+        for task in TASKS
+        for penalty in PENALTIES
+        for p in sweep.product(
+            task=task,
+            noise=NOISE,
+            penalty=penalty,
+            kappa0=KAPPA0,
+            alpha=scaled(cfg, "cmp_alphas", task),
         )
+    ]
+    return sweep.Grid(optimal_point, points, chain="alpha")
+
+
+def grid_theory_kappa0(cfg) -> sweep.Grid:
+    """Optimal ``lam`` against ``kappa0`` at one ``alpha`` (seq2seq, cold starts)."""
+    params = {
+        "task": "seq2seq",
+        "noise": NOISE,
+        "penalty": list(PENALTIES),
+        "alpha": cfg["cmp_alpha_kappa0"],
+        "kappa0": cfg["cmp_kappa0s"],
+    }
+    return sweep.Grid(optimal_point_cold, params)
+
+
+def grid_theory_scan(cfg) -> sweep.Grid:
+    """Test error against ``lam`` at one ``alpha``, warm-started from large ``lam`` down."""
+    params = {
+        "task": "seq2seq",
+        "noise": NOISE,
+        "alpha": cfg["scan_alpha"],
+        "penalty": "nuclear",
+        "kappa0": KAPPA0,
+        "lam": sorted(cfg["scan_lams_theory"], reverse=True),
+    }
+    return sweep.Grid(se_curve_point, params, chain="lam")
+
+
+def grid_curves(cfg) -> sweep.Grid:
+    """Convex solver on the learning-curve grid, warm-started along ``lam`` (downwards)."""
+    points = []
+    for i_noise, (noise_name, noise) in enumerate(NOISES.items()):
+        for i_task, task in enumerate(TASKS):
+            for ia, alpha in enumerate(scaled(cfg, "sim_alphas", task)):
+                points += sweep.product(
+                    task=task,
+                    noise=noise,
+                    alpha=alpha,
+                    d=cfg["d_convex"],
+                    n_test=cfg["n_test"],
+                    key=[[1, i_noise, i_task, ia]],
+                    lam=sorted(cfg["lams"][noise_name], reverse=True),
+                )
+    return sweep.Grid(convex_chain_point, points, seeds=cfg["seeds"], chain="lam")
+
+
+def grid_adam(cfg) -> sweep.Grid:
+    points = []
+    for i_task, task in enumerate(TASKS):
+        for ia, alpha in enumerate(scaled(cfg, "adam_alphas", task)):
+            points += sweep.product(
+                task=task,
+                alpha=alpha,
+                d=cfg["d_adam"],
+                lam=cfg["adam_lam"],
+                steps=cfg["adam_steps"],
+                n_test=cfg["n_test"],
+                key=[[2, i_task, ia]],
+            )
+    return sweep.Grid(adam_point, points, seeds=cfg["seeds"])
+
+
+def grid_width(cfg) -> tuple[sweep.Grid, sweep.Grid]:
+    """Adam at every width and the convex solver, on one data set per seed."""
+    common = {
+        "alpha": cfg["width_alpha"],
+        "lam": cfg["width_lam"],
+        "d": cfg["d_width"],
+        "n_test": cfg["n_test"],
+    }
+    adam = [
+        {**common, "ik": ik, "kappa": k, "steps": cfg["adam_steps"]}
+        for ik, k in enumerate(cfg["width_kappas"])
+    ]
+    return (
+        sweep.Grid(width_adam_point, adam, seeds=cfg["seeds"]),
+        sweep.Grid(width_convex_point, [common], seeds=cfg["seeds"]),
+    )
+
+
+def grid_compare(cfg, theory: dict) -> tuple[sweep.Grid, sweep.Grid, sweep.Grid]:
+    """Factorised against direct training at the theory's optimal ``lam``s; the convex
+    ``lam`` scan."""
+    base = {"d": cfg["d_cmp"], "steps": cfg["adam_steps"], "n_test": cfg["n_test"]}
+    along_alpha = []
+    for i_task, task in enumerate(TASKS):
+        for ia, alpha in enumerate(scaled(cfg, "cmp_sim_alphas", task)):
+            along_alpha.append(
+                {
+                    **base,
+                    "task": task,
+                    "kappa0": KAPPA0,
+                    "alpha": alpha,
+                    "lam_nuc": interp_lam(theory, f"opt.{task}.nuclear", alpha),
+                    "lam_fro": interp_lam(theory, f"opt.{task}.frobenius", alpha),
+                    "key": [4, i_task, ia],
+                }
+            )
+    along_k0 = []
+    for ik, k0 in enumerate(cfg["cmp_sim_kappa0s"]):
+        along_k0.append(
+            {
+                **base,
+                "task": "seq2seq",
+                "kappa0": k0,
+                "alpha": cfg["cmp_alpha_kappa0"],
+                "lam_nuc": interp_lam(theory, "kappa0.nuclear", k0, key="kappa0"),
+                "lam_fro": interp_lam(theory, "kappa0.frobenius", k0, key="kappa0"),
+                "key": [5, ik],
+            }
+        )
+    scan = {
+        "task": "seq2seq",
+        "noise": NOISE,
+        "alpha": cfg["scan_alpha"],
+        "d": cfg["d_convex"],
+        "n_test": cfg["n_test"],
+        "key": [[6]],
+        "lam": sorted(cfg["scan_lams"], reverse=True),
+    }
+    return (
+        sweep.Grid(compare_point, along_alpha, seeds=cfg["seeds"]),
+        sweep.Grid(compare_point, along_k0, seeds=cfg["seeds"]),
+        sweep.Grid(convex_chain_point, scan, seeds=cfg["seeds"], chain="lam"),
+    )
+
+
+# ----------------------------------------------------------------------------
+# Parts: run the grids, arrange the tables as the chapter's arrays
+# ----------------------------------------------------------------------------
+
+
+def arrays_theory(cfg, run) -> dict:
+    arr = {}
+    t = run(grid_theory_curves(cfg))
+    for noise_name, noise in NOISES.items():
+        for task in TASKS:
+            alphas = scaled(cfg, "theory_alphas", task)
+            for lam in theory_lams(cfg, noise_name):
+                g = f"curve.{task}.{noise_name}.{lam:g}"
+                sel = t[(t.task == task) & (t.noise == noise) & (t.lam == lam)]
+                arr[f"{g}.alpha"] = np.asarray(alphas, float)
+                for f in CURVE_FIELDS:
+                    arr[f"{g}.{f}"] = sweep.pivot(sel, f, {"alpha": alphas})
+                arr[f"{g}.converged"] = arr[f"{g}.converged"].astype(bool)
+    t = run(grid_theory_optimal(cfg))
+    for task in TASKS:
+        alphas = scaled(cfg, "cmp_alphas", task)
+        for penalty in PENALTIES:
+            g, sel = f"opt.{task}.{penalty}", t[(t.task == task) & (t.penalty == penalty)]
+            arr[f"{g}.alpha"] = np.asarray(alphas, float)
+            for f in ("lam", "test_error", "rank_fraction"):
+                arr[f"{g}.{f}"] = sweep.pivot(
+                    sel, f"opt_{f}" if f == "lam" else f, {"alpha": alphas}
+                )
+    t = run(grid_theory_kappa0(cfg))
+    for penalty in PENALTIES:
+        g, sel, k0s = f"kappa0.{penalty}", t[t.penalty == penalty], cfg["cmp_kappa0s"]
+        arr[f"{g}.kappa0"] = np.asarray(k0s, float)
+        arr[f"{g}.lam"] = sweep.pivot(sel, "opt_lam", {"kappa0": k0s})
+        arr[f"{g}.test_error"] = sweep.pivot(sel, "test_error", {"kappa0": k0s})
+    t = run(grid_theory_scan(cfg))
+    lams = sorted(cfg["scan_lams_theory"])
+    arr["scan.lam"] = np.array(lams)
+    arr["scan.test_error"] = sweep.pivot(t, "test_error", {"lam": lams})
+    arr["scan.train_loss"] = sweep.pivot(t, "train_loss", {"lam": lams})
+    return arr
+
+
+def arrays_curves(cfg, run) -> dict:
+    arr, t = {}, run(grid_curves(cfg))
+    for noise_name, noise in NOISES.items():
+        for task in TASKS:
+            alphas, lams = scaled(cfg, "sim_alphas", task), sorted(cfg["lams"][noise_name])
+            sel, g = t[(t.task == task) & (t.noise == noise)], f"{task}.{noise_name}"
+            axes = {"lam": lams, "seed": range(cfg["seeds"]), "alpha": alphas}
+            arr[f"{g}.alpha"], arr[f"{g}.lam"] = np.array(alphas), np.array(lams)
+            for f in ("train_loss", "test_error", "rank_fraction"):
+                arr[f"{g}.{f}"] = sweep.pivot(sel, f, axes)
+    return arr
+
+
+def arrays_adam(cfg, run) -> dict:
+    arr, t = {}, run(grid_adam(cfg))
+    for task in TASKS:
+        alphas, sel = scaled(cfg, "adam_alphas", task), t[t.task == task]
+        axes = {"seed": range(cfg["seeds"]), "alpha": alphas}
+        arr[f"{task}.alpha"] = np.array(alphas)
+        for f in ("train_loss", "test_error", "rank_fraction", "n_steps"):
+            arr[f"{task}.{f}"] = sweep.pivot(sel, f, axes)
+        arr[f"{task}.rel_dist_convex"] = sweep.pivot(sel, "rel_dist_convex", axes)[0]
+    return arr
+
+
+def arrays_width(cfg, run) -> dict:
+    g_adam, g_convex = grid_width(cfg)
+    ta, tc = run(g_adam), run(g_convex)
+    kappas, seeds = cfg["width_kappas"], range(cfg["seeds"])
+    arr = {"kappa": np.array(kappas), "p": np.array([width_p(k, cfg["d_width"]) for k in kappas])}
+    for f in ("objective", "train_loss", "test_error", "rank_fraction"):
+        arr[f] = sweep.pivot(ta, f, {"seed": seeds, "kappa": kappas})
+    for f in ("objective", "train_loss", "test_error", "rank_fraction"):
+        arr[f"convex.{f}"] = sweep.pivot(tc, f, {"seed": seeds})
+    return arr
+
+
+def arrays_compare(cfg, run, theory: dict) -> dict:
+    g_alpha, g_k0, g_scan = grid_compare(cfg, theory)
+    ta, tk, ts = run(g_alpha), run(g_k0), run(g_scan)
+    seeds, arr = range(cfg["seeds"]), {}
+    for task in TASKS:
+        alphas, sel = scaled(cfg, "cmp_sim_alphas", task), ta[ta.task == task]
+        axes = {"seed": seeds, "alpha": alphas}
+        arr[f"alpha.{task}.alpha"] = np.array(alphas)
+        arr[f"alpha.{task}.lam"] = np.stack(
+            [sweep.pivot(sel, f, axes)[0] for f in ("lam_nuc", "lam_fro")]
+        )
+        arr[f"alpha.{task}.test_error"] = np.stack(
+            [sweep.pivot(sel, f, axes) for f in ("e_fac", "e_dir")]
+        )
+    k0s = cfg["cmp_sim_kappa0s"]
     arr["kappa0.kappa0"] = np.array(k0s)
-    arr["kappa0.test_error"] = e
-
-    # test error against lam at one alpha: convex solver, one data set per seed
-    lams = sorted(cfg["scan_lams"], reverse=True)
-    d, alpha = cfg["d_convex"], cfg["scan_alpha"]
-    e = np.zeros((seeds, len(lams)))
-    t0 = time.time()
-    for s in range(seeds):
-        k_s0, k_data, k_test = jax.random.split(key_for(6, s), 3)
-        S0 = target.sample(k_s0, d)
-        data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
-        S = None
-        for il, lam in enumerate(lams):
-            r, notes = quiet(train.train_convex, task, data, lam, S_init=S, tol=1e-7)
-            S = r.S
-            e[s, il] = train.test_error(k_test, task, S0, S, n_test=cfg["n_test"])
-    log(f"  lam scan at alpha = {alpha}: {time.time() - t0:.0f} s")
-    arr["scan.lam"] = np.array(lams)[::-1]
-    arr["scan.test_error"] = e[:, ::-1]
-    save(out / "erm_compare.npz", arr)
+    arr["kappa0.test_error"] = np.stack(
+        [sweep.pivot(tk, f, {"seed": seeds, "kappa0": k0s}) for f in ("e_fac", "e_dir")]
+    )
+    lams = sorted(cfg["scan_lams"])
+    arr["scan.lam"] = np.array(lams)
+    arr["scan.test_error"] = sweep.pivot(ts, "test_error", {"seed": seeds, "lam": lams})
+    return arr
 
 
-# ----------------------------------------------------------------------------
-# Driver
-# ----------------------------------------------------------------------------
+def compute(part: str, quick: bool = True, runner=None, out: Path = C.HERE) -> dict:
+    """The arrays of one part (the quick grid by default), computed without writing.
+    ``compare`` reads the optimal ``lam``s from ``out/erm_theory.npz``."""
+    cfg, run = config(quick), runner or C.Runner()
+    if part == "compare":
+        path = Path(out) / "erm_theory.npz"
+        if not path.exists():
+            raise SystemExit(f"{path} missing: run --part theory first")
+        return arrays_compare(cfg, run, C.load_npz(path))
+    return ARRAYS[part](cfg, run)
 
-PARTS = {
-    "theory": part_theory,
-    "curves": part_curves,
-    "adam": part_adam,
-    "width": part_width,
-    "compare": part_compare,
+
+ARRAYS = {
+    "theory": arrays_theory,
+    "curves": arrays_curves,
+    "adam": arrays_adam,
+    "width": arrays_width,
 }
+FILES = {p: f"erm_{p}.npz" for p in ("theory", "curves", "adam", "width", "compare")}
+
+
+def _part(name):
+    def part(quick, out, runner):
+        C.save_npz(Path(out) / FILES[name], compute(name, quick, runner, out))
+
+    return part
+
+
+PARTS = {name: _part(name) for name in FILES}
+
+
+def meta_update(args, name, seconds, info=None) -> None:
+    updates = {
+        "attnlib_version": attnlib.__version__,
+        "seed": SEED,
+        "kappa0": KAPPA0,
+        "noise": NOISE,
+        "noise_on": "logits",
+        "rank_cutoff": RANK_CUTOFF,
+        "quick": bool(args.quick),
+        "config": config(args.quick),
+    }
+    C.update_meta(args.out / "erm_meta.json", updates, "runtime_s", name, seconds)
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=["all", *PARTS], default="all")
-    ap.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
-    ap.add_argument("--out", type=Path, default=HERE, help="output folder (default book/data)")
-    args = ap.parse_args(argv)
-    cfg = QUICK if args.quick else FULL
-    args.out.mkdir(parents=True, exist_ok=True)
-    meta_path = args.out / "erm_meta.json"
-    parts = list(PARTS) if args.part == "all" else [args.part]
-    t_all = time.time()
-    for name in parts:
-        log(f"[{name}]")
-        t0 = time.time()
-        PARTS[name](cfg, args.out)
-        # re-read: parts may run as separate processes
-        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-        meta.update(
-            {
-                "attnlib_version": attnlib.__version__,
-                "seed": SEED,
-                "kappa0": KAPPA0,
-                "noise": NOISE,
-                "noise_on": "logits",
-                "rank_cutoff": RANK_CUTOFF,
-                "quick": bool(args.quick),
-                "config": cfg,
-            }
-        )
-        meta.setdefault("runtime_s", {})[name] = round(time.time() - t0, 1)
-        meta_path.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
-        log(f"[{name}] done in {time.time() - t0:.0f} s")
-    log(f"all done in {time.time() - t_all:.0f} s")
+    args = C.parser(__doc__, PARTS).parse_args(argv)
+    C.run_parts(args, PARTS, meta_update)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from data import make_erm_data  # the importable module: workers load its functions by name
+
+    make_erm_data.main()

