@@ -597,7 +597,7 @@ def _specs():
     add(
         thresholds.interpolation_se,
         dict(task=tasks.Linear(T=1, noise=0.5), target=tg),
-        dict(task="task", target="target", lam="pos"),
+        dict(task="task", target="target", xtol="pos"),
         n=4,
     )
     add(
