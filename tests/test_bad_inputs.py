@@ -30,7 +30,9 @@ from hypothesis import strategies as st
 import attnlib  # noqa: F401  (float64)
 from attnlib import (
     amp,
+    bayes,
     channels,
+    fixed_point,
     plotting,
     rmt,
     scaling,
@@ -63,6 +65,8 @@ MODULES = (
     "thresholds",
     "widgets",
     "sweep",
+    "bayes",
+    "fixed_point",
 )
 D = 4  # matrix size of the baseline calls
 
@@ -539,11 +543,6 @@ def _specs():
         dict(B=c["S0"], tau=0.1),
         dict(B="matrix", tau="nonneg", penalty="penalty"),
     )
-    add(
-        amp.spectral_divergence,
-        dict(x=jnp.asarray(e), f=jnp.asarray(e), fprime=jnp.ones(D)),
-        dict(x="vector", f="vector", fprime="vector"),
-    )
     g = np.ones((data.X.shape[0], 3))
     add(amp.data_gradient_sum, dict(X=data.X, g=g), dict(X="sequences", g="matrix"))
     Yp = tasks.to_pairs(jnp.asarray(data.Y))
@@ -598,7 +597,7 @@ def _specs():
     add(
         thresholds.interpolation_se,
         dict(task=tasks.Linear(T=1, noise=0.5), target=tg),
-        dict(task="task", target="target", lam="pos"),
+        dict(task="task", target="target", xtol="pos"),
         n=4,
     )
     add(
@@ -633,10 +632,11 @@ def _specs():
     )
     run = dict(grid=grid, serial=True, cache=False, progress=False)
     add(sweep.run, run, dict(grid="task"), n=4)
-    table = sweep.run(**run).table
     add(
         sweep.pivot,
-        dict(table=table, field="y", axes={"a": [1.0, 2.0], "seed": [0, 1]}),
+        lambda: dict(
+            table=sweep.run(**run).table, field="y", axes={"a": [1.0, 2.0], "seed": [0, 1]}
+        ),
         dict(table="task", field="penalty", axes="task"),
         n=8,
     )
@@ -647,7 +647,108 @@ def _specs():
         n=4,
     )
     add(sweep.default_cache_dir, dict(), dict())
+    _later_specs(add, c)
     return S
+
+
+def _later_specs(add, c):
+    """Functions of the engine, Bayes and chapter branches merged at 14:40 (baselines built
+    when the test runs, so that a changed signature fails one test, not the collection)."""
+    task, lin, tg = c["task"], c["linear"], c["target"]
+
+    def step_args():
+        Y = jnp.asarray(c["data"].Y)
+        om = jnp.zeros((Y.shape[0], 3))
+        return dict(task=task, Y=Y, omega=om, V=jnp.full((Y.shape[0], 3), 0.5))
+
+    add(
+        channels.prox,
+        lambda: {**step_args(), "starts": jnp.zeros((12, 1, 3))},
+        dict(task="task", Y="matrix", omega="matrix", V="pos", starts="matrix"),
+        n=8,
+    )
+    add(
+        channels.finish,
+        lambda: {**step_args(), "h": jnp.zeros((12, 3))},
+        dict(task="task", Y="matrix", omega="matrix", V="pos", h="matrix"),
+        n=8,
+    )
+    add(channels.label_start, step_args, dict(task="task", Y="matrix", omega="matrix", V="pos"))
+    add(
+        channels.linear_step,
+        lambda: dict(
+            task=lin,
+            Y=jnp.asarray(c["ldata"].Y),
+            omega=jnp.zeros((12, 1)),
+            V=jnp.full((12, 1), 0.5),
+        ),
+        dict(task="task", Y="matrix", omega="matrix", V="pos"),
+    )
+    add(channels.loss_task, dict(task=task), dict(task="task"))
+    add(
+        channels.softmax_grad_hess,
+        lambda: dict(task=task, y=jnp.asarray(c["data"].Y), p=jnp.zeros((12, 3))),
+        dict(task="task", y="matrix", p="matrix"),
+    )
+    add(
+        thresholds.interpolation_se_bracket,
+        dict(task=tasks.Linear(T=1, noise=0.5), target=tg),
+        dict(task="task", target="target", xtol="pos"),
+        n=4,
+    )
+    add(
+        bayes.gamp_rie,
+        dict(task=lin, data=c["ldata"], target=tg, max_iter=5),
+        dict(task="task", data="task", target="target", max_iter="int", damping="unit"),
+        n=8,
+    )
+    add(
+        bayes.information,
+        dict(task=lin, mmse=0.5, Q0=1.0, n_outer=64, n_inner=64),
+        dict(task="task", mmse="nonneg", Q0="pos", method="penalty"),
+        n=8,
+    )
+    add(bayes.is_gaussian, dict(task=task), dict(task="task"))
+    add(bayes.mmse_den, dict(target=tg, Delta=0.5), dict(target="target", Delta="pos"), n=8)
+    add(bayes.perfect_recovery, dict(task=task, target=tg), dict(task="task", target="target"))
+    add(
+        bayes.perfect_recovery_se,
+        dict(task=lin, target=tg),
+        dict(task="task", target="target", Delta="pos"),
+        n=6,
+    )
+    add(
+        bayes.rie_denoise,
+        dict(R=c["S0"], target=tg, Delta=0.5),
+        dict(R="matrix", target="target", Delta="pos"),
+        n=8,
+    )
+    add(
+        bayes.rie_function,
+        dict(target=tg, Delta=0.5, x=c["x"]),
+        dict(target="target", Delta="pos", x="vector"),
+        n=8,
+    )
+    add(
+        bayes.solve,
+        dict(task=lin, target=tg, alpha=1.0),
+        dict(task="task", target="target", alpha="pos", config="task"),
+        n=6,
+    )
+
+    def contraction(x, aux):
+        return 0.5 * x, aux, jnp.asarray(True)
+
+    add(
+        fixed_point.anderson,
+        dict(F=contraction, x0=np.ones(2)),
+        dict(F="callable", x0="vector", config="task"),
+        n=8,
+    )
+    add(widgets.BoundedCache, dict(), dict(maxsize="int"))
+    for cls in (widgets.ERMExplorer, widgets.SpectrumExplorer, widgets.ScalingExplorer):
+        add(cls, dict(), dict(settings="target", cache_size="int"), n=3)
+        SLOW.add(f"widgets.{cls.__qualname__}")
 
 
 def _point(a, seed):
@@ -697,7 +798,7 @@ SLOW = set()
 # break the suite before its entry is removed.
 KNOWN_FAILURES = {
     **dict.fromkeys(
-        ("amp.data_gradient_sum", "amp.spectral_divergence", "amp.spectral_prox"),
+        ("amp.data_gradient_sum", "amp.spectral_prox"),
         "amp (engine branch, issue 12)",
     ),
     **dict.fromkeys(
@@ -737,6 +838,19 @@ KNOWN_FAILURES = {
     **dict.fromkeys(
         ("sweep.Cache", "sweep.Grid", "sweep.pivot", "sweep.product"), "sweep (sweep branch)"
     ),
+    **dict.fromkeys(
+        (
+            "channels.finish",
+            "channels.label_start",
+            "channels.linear_step",
+            "channels.loss_task",
+            "channels.prox",
+            "channels.softmax_grad_hess",
+            "fixed_point.anderson",
+        ),
+        "intermediate engine merged 14:40 (engine branch, issue 12)",
+    ),
+    **dict.fromkeys(("bayes.information", "bayes.solve"), "bayes branch"),
 }
 
 
@@ -761,6 +875,7 @@ def _call(fn, kw):
 @pytest.mark.parametrize("name", _spec_names())
 def test_bad_inputs(name):
     fn, base, kinds, n = _specs()[name]
+    base = base() if callable(base) else base
     if not kinds:
         _finite(_call(fn, base))
         return
