@@ -42,8 +42,8 @@ SETTINGS = {
     "linear_noisy": tasks.Linear(T=1, noise=0.1),
 }
 ERM_GRID = {
-    "seq2seq": (0.06, 0.12, 0.18, 0.24),
-    "seq2seq_noisy": (0.06, 0.15, 0.3),
+    "seq2seq": (0.03, 0.06, 0.09, 0.12, 0.15, 0.18, 0.21, 0.24, 0.27),
+    "seq2seq_noisy": (0.03, 0.06, 0.1, 0.15, 0.2, 0.25, 0.3),
 }
 GAMP_FULL = {
     "alphas": {
