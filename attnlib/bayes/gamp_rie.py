@@ -62,7 +62,7 @@ def _check_inputs(task, data, target):
     return X
 
 
-def _step(task, target, X, Y, S, v, g_old):
+def _step(task, target, X, Y, *, S, v, g_old):
     n, _, d = X.shape
     s2 = _tasks.pair_variances(task.T)
     V = s2 * v
@@ -105,7 +105,7 @@ def gamp_rie(
     hist_D, hist_v, hist_m = [], [], []
     residual, converged = math.inf, False
     for _ in range(max_iter):
-        S_new, v_new, g_new, Delta = _step(task, target, X, Y, S, v, g)
+        S_new, v_new, g_new, Delta = _step(task, target, X, Y, S=S, v=v, g_old=g)
         residual = float(np.linalg.norm(S_new - S) / max(np.linalg.norm(S_new), 1e-12))
         S = damping * S + (1 - damping) * S_new
         v = damping * v + (1 - damping) * v_new

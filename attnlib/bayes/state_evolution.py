@@ -150,10 +150,7 @@ def solve(task, target, alpha: float, config: BayesConfig | None = None) -> Baye
     """
     _check(task, target)
     alpha = _checks.positive("alpha", alpha)
-    cfg = BayesConfig() if config is None else config
-    if not isinstance(cfg, BayesConfig):
-        raise ValueError(f"config must be a BayesConfig, got {cfg!r}")
-    _checks.positive("config.xtol", cfg.xtol)
+    cfg = _config(config)
     Q0 = float(target.Q0)
     var0 = denoiser.prior_variance(target)
     D0 = 1.0 / (2 * alpha * _info(task, target, var0, cfg).J)  # first iterate from no information
@@ -162,21 +159,16 @@ def solve(task, target, alpha: float, config: BayesConfig | None = None) -> Baye
     bracket, other = _largest_root(G, D0, _DELTA_MIN * Q0, scan_all=gauss and cfg.check_unique)
     if bracket is None:  # no fixed point with Delta_eff > 0: perfect recovery
         te = prediction.test_errors(task, Q0, 0.0, seed=cfg.seed)
-        return BayesResult(
+        return _result(
             alpha,
-            0.0,
             Q0,
-            Q0,
-            Q0,
-            te.bayes,
-            te.plugin,
-            0.0,
-            math.inf,
-            float(task.m_eff),
-            True,
-            0.0,
-            0.0,
-            other,
+            te,
+            mse=0.0,
+            Delta_eff=0.0,
+            dof=float(task.m_eff),
+            residual=0.0,
+            integration_error=0.0,
+            other_fixed_point=other,
         )
     logD = brentq(G, *bracket, xtol=cfg.xtol)
     G(logD)
@@ -184,6 +176,33 @@ def solve(task, target, alpha: float, config: BayesConfig | None = None) -> Baye
     mm, info = cache[logD]
     residual = abs(D - 1.0 / (2 * alpha * info.J)) / D
     converged = residual < 1e-6 or (not gauss and residual < 1e-3)
+    _warn(alpha, D, residual=residual, converged=converged, other=other)
+    te = prediction.test_errors(task, Q0, mm, n_outer=cfg.n_test, seed=cfg.seed)
+    ierr = max(info.error / info.J, te.error / max(te.bayes, 1e-300))
+    return _result(
+        alpha,
+        Q0,
+        te,
+        mse=mm,
+        Delta_eff=D,
+        dof=info.dof,
+        residual=float(residual),
+        integration_error=float(ierr),
+        other_fixed_point=other,
+        converged=bool(converged),
+    )
+
+
+def _config(config) -> BayesConfig:
+    cfg = BayesConfig() if config is None else config
+    if not isinstance(cfg, BayesConfig):
+        raise ValueError(f"config must be a BayesConfig, got {cfg!r}")
+    _checks.positive("config.xtol", cfg.xtol)
+    return cfg
+
+
+def _warn(alpha, D, *, residual, converged, other) -> None:
+    """Say when the fixed point is inaccurate or not unique (never silently)."""
     if not converged:
         warnings.warn(
             f"bayes.solve: residual {residual:.2e} at alpha={alpha}", RuntimeWarning, stacklevel=2
@@ -195,23 +214,22 @@ def solve(task, target, alpha: float, config: BayesConfig | None = None) -> Baye
             RuntimeWarning,
             stacklevel=2,
         )
-    te = prediction.test_errors(task, Q0, mm, n_outer=cfg.n_test, seed=cfg.seed)
-    ierr = max(info.error / info.J, te.error / max(te.bayes, 1e-300))
+
+
+def _result(alpha, Q0, te, *, mse, Delta_eff, converged=True, **fields) -> BayesResult:
+    """Assemble a :class:`BayesResult` on the Nishimori line (``m = q = Q0 - mse``)."""
     return BayesResult(
-        alpha,
-        mm,
-        Q0 - mm,
-        Q0 - mm,
-        Q0,
-        te.bayes,
-        te.plugin,
-        D,
-        1.0 / D,
-        info.dof,
-        bool(converged),
-        float(residual),
-        float(ierr),
-        other,
+        alpha=alpha,
+        mse=mse,
+        m=Q0 - mse,
+        q=Q0 - mse,
+        Q0=Q0,
+        test_error=te.bayes,
+        test_error_plugin=te.plugin,
+        Delta_eff=Delta_eff,
+        q_hat=math.inf if Delta_eff == 0 else 1.0 / Delta_eff,
+        converged=converged,
+        **fields,
     )
 
 
