@@ -101,8 +101,10 @@ class _PointSolver:
                 results.append(r)
                 init = r.warm if r.warm is not None else init
             self.curves.put(key, results)
-        fields = {f: np.array([getattr(r, f) for r in results]) for f in se.LearningCurve._fields}
-        return se.LearningCurve(**{**fields, "penalty": penalty, "warm": None})
+        fields = {"penalty": penalty, "warm": None}
+        for f in se.LearningCurve._fields:
+            fields.setdefault(f, np.array([getattr(r, f) for r in results]))
+        return se.LearningCurve(**fields)
 
     def point(self, task, target, alpha, lam, penalty, *, near=None):
         """One SE point, warm-started from the nearest point of the cached curve ``near``
@@ -250,15 +252,15 @@ def spectrum_figure(settings: SpectrumSettings | None = None, fig=None):
 
 
 def _draw_spectrum(s, task, target, point, fig):
-    if not point.converged:
-        raise ValueError(f"no state-evolution fixed point at these settings: {s}")
-    law = spectrum.learned_spectrum(target, point)
-    parts = spectrum.decompose(task, target, point)
-
     if fig is None:
         fig = plt.figure(figsize=(10, 3.6))
     fig.clear()
     ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2, 1]})
+    if not point.converged:  # say so instead of drawing numbers that are not a fixed point
+        ax1.set_title(f"$\\alpha$={s.alpha:g}, $\\lambda$={s.lam:g}: no fixed point found")
+        return fig
+    law = spectrum.learned_spectrum(target, point)
+    parts = spectrum.decompose(task, target, point)
     ax1.plot(law.y, law.density, color="C0", label="bulk density")
     ax1.fill_between(law.y, law.density, alpha=0.3, color="C0")
     for o in law.outliers:

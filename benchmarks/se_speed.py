@@ -10,9 +10,11 @@ same run are what counts) and:
 - the first point in a fresh process, with JAX's persistent compilation cache (a fresh
   cache folder, filled by a first process, read by a second) and without: targets 5 s
   and 20 s;
-- the cost of one warm point against T = 1..T_MAX (K = T (T + 1) / 2 pairs).
+- the cost of one warm point against T = 2..T_MAX (K = T (T + 1) / 2 pairs; softmax needs
+  T >= 2).
 
-    python benchmarks/se_speed.py [T_MAX]
+    python benchmarks/se_speed.py [T_MAX]          # everything
+    python benchmarks/se_speed.py T_MAX --only-T   # the convex unit and the T sweep only
 """
 
 import os
@@ -68,7 +70,7 @@ def first_point(cache_dir):
 
 
 def cost_vs_T(t_max, convex):
-    for T in range(1, t_max + 1):
+    for T in range(2, t_max + 1):
         task, target = tasks.Seq2Seq(T=T), Wishart(0.5)
         t_cold, r = _timed(se.solve, task, target, 0.32, LAM)
         t_warm, w = _timed(se.solve, task, target, ALPHA, LAM, init=r)
@@ -84,6 +86,10 @@ def main():
     print(f"load average at start: {os.getloadavg()}")
     task, target = tasks.Seq2Seq(T=2), Wishart(0.5)
     convex = convex_run(task, target)
+    if "--only-T" in sys.argv:
+        cost_vs_T(t_max, convex)
+        print(f"load average at end: {os.getloadavg()}")
+        return
     warmup, near = _timed(se.solve, task, target, 0.32, LAM)
     print(f"SE first point in this process (compilation included): {warmup:.1f} s")
     times = [_timed(se.solve, task, target, ALPHA, LAM, init=near) for _ in range(3)]

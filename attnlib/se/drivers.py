@@ -129,14 +129,13 @@ def solve(
     found = robust.find(pb, lam, x0, prox0, settings)
     extra = dict(converged=True, residual=found.residual, n_iter=found.n_iter)
     if found.zero is not None:  # the zero phase: S_hat = 0 exactly
-        o, i = found.zero
-        return point.result(pb, lam, np.zeros(3), {**extra, "warm": None}, o, i)
+        return point.result(pb, lam, np.zeros(3), {**extra, "warm": None}, found.zero)
     if found.attempt is None:
         _report_failure(alpha, lam, penalty, found, on_fail)
         return point.failed(pb, lam, found.residual, found.n_iter)
     a = found.attempt
     extra["warm"] = point.warm_start(pb, a.x, a.prox)
-    return point.result(pb, lam, a.x, extra)
+    return point.result(pb, lam, a.x, extra, point.sides_at(lam, a.sides))
 
 
 def _stack(results, penalty) -> LearningCurve:

@@ -57,8 +57,10 @@ def _conjugates(means):
 
 
 def se_map(task, penalty, data: Data, y, aux):
-    """One SE map ``y -> F(y)``: returns ``(F(y), aux', ok)``; ``aux = (prox, saw_zero)``."""
-    prox, saw_zero = aux
+    """One SE map ``y -> F(y)``: returns ``(F(y), aux', ok)``; ``aux = (prox, saw_zero,
+    means, image)`` with the output side's per-replicate means at ``y`` and the input
+    side's ``(m, q, v, rank_fraction)`` there (the metrics of a converged point)."""
+    prox, saw_zero = aux[0], aux[1]
     Q0 = data.Q0
     x = to_x(y, Q0)
     bound = 0.999 * jnp.sqrt(x[1] * Q0)
@@ -75,14 +77,15 @@ def se_map(task, penalty, data: Data, y, aux):
     ok = in_domain & out_ok & fx_ok
     fy = to_y(jnp.where(fx_ok, fx, x), Q0)
     new_prox = jnp.where(jnp.all(jnp.isfinite(out.prox)), out.prox, prox)
-    return fy, (new_prox, saw_zero | zero), ok
+    return fy, (new_prox, saw_zero | zero, out.means, inp), ok
 
 
 @functools.partial(jax.jit, static_argnames=("task", "penalty", "memory"))
 def solve_fixed_point(task, penalty, memory, data: Data, settings: Settings, start):
     """Anderson fixed point of :func:`se_map` from ``start = (y0, prox0)``.
 
-    Returns ``(FixedPoint, saw_zero)`` (see :func:`attnlib.fixed_point.anderson`).
+    Returns ``(FixedPoint, saw_zero)`` (see :func:`attnlib.fixed_point.anderson`); the
+    ``aux`` of the result is ``(prox, means, image)`` of the last evaluation.
     """
     cfg = fixed_point.AndersonConfig(
         tol=settings.tol, max_iter=settings.max_iter, damping=settings.damping, memory=memory
@@ -92,6 +95,8 @@ def solve_fixed_point(task, penalty, memory, data: Data, settings: Settings, sta
     def F(y, aux):
         return se_map(task, penalty, data, y, aux)
 
-    fp = fixed_point.anderson(F, y0, (prox0, jnp.asarray(False)), cfg)
-    prox, saw_zero = fp.aux
-    return fp._replace(aux=prox), saw_zero
+    R = data.z.shape[0]
+    aux0 = (prox0, jnp.asarray(False), jnp.zeros((R, 4)), jnp.zeros(4))
+    fp = fixed_point.anderson(F, y0, aux0, cfg)
+    prox, saw_zero, means, image = fp.aux
+    return fp._replace(aux=(prox, means, image)), saw_zero

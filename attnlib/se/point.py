@@ -12,7 +12,7 @@ import numpy as np
 from attnlib import fixed_point
 from attnlib import tasks as _tasks
 from attnlib.se import engine
-from attnlib.se.input import input_side
+from attnlib.se.input import InputSide, input_side
 from attnlib.se.output import output_arrays, summarize
 from attnlib.se.results import SEResult, WarmStart
 from attnlib.se.test_error import test_errors
@@ -44,6 +44,7 @@ class Attempt(NamedTuple):
     residual: float
     n_iter: int
     saw_zero: bool
+    sides: tuple | None = None  # (OutputSide, image (m, q, v, rank)) at x, when converged
 
 
 def _linear(pb) -> bool:
@@ -81,7 +82,7 @@ def attempt(pb: Problem, x0, prox0, settings: engine.Settings) -> Attempt:
             pb.task, pb.penalty, pb.memory, pb.data, settings, (y, prox)
         )
         n_iter += int(fp.n_iter)
-        prox = fp.aux
+        prox, means, image = fp.aux
         x = np.asarray(engine.to_x(fp.x, Q0))
         converged = int(fp.status) == fixed_point.CONVERGED
         log.debug("attempt: status %d residual %.3g after %d maps", fp.status, fp.residual, n_iter)
@@ -92,7 +93,8 @@ def attempt(pb: Problem, x0, prox0, settings: engine.Settings) -> Attempt:
             break
         log.debug("multi-start check: %d lower prox minima, iterating on", n_better)
         y = fp.x
-    return Attempt(x, prox, converged, float(fp.residual), n_iter, bool(saw_zero))
+    sides = (summarize(means), np.asarray(image)) if converged else None
+    return Attempt(x, prox, converged, float(fp.residual), n_iter, bool(saw_zero), sides)
 
 
 def origin(pb: Problem, lam):
@@ -117,15 +119,19 @@ def _rel_errors(o, te):
     return float(max(rel))
 
 
-def result(pb: Problem, lam, x, extra: dict, o=None, i=None) -> SEResult:
-    """:class:`SEResult` at a fixed point ``x`` (``o, i`` given for the zero phase)."""
+def sides_at(lam, sides) -> tuple:
+    """``(OutputSide, InputSide)`` at a converged point from the map's last evaluation."""
+    o, image = sides
+    c, tau = o.m_hat / o.a_hat, lam / o.a_hat
+    i = InputSide(*(float(t) for t in image), o.q_hat / o.m_hat**2, c, tau)
+    return o, i
+
+
+def result(pb: Problem, lam, x, extra: dict, sides) -> SEResult:
+    """:class:`SEResult` at a fixed point ``x`` with ``sides = (OutputSide, InputSide)``."""
     Q0 = float(pb.data.Q0)
     m, q, v = (float(t) for t in x)
-    if o is None:
-        xj = jnp.asarray(x, dtype=jnp.float64)
-        prox = extra["warm"].prox
-        o = summarize(output_arrays(pb.task, pb.data.z, pb.data.alpha, Q0, xj, prox).means)
-        i = input_side(pb.target, o.m_hat, o.q_hat, o.a_hat, lam, pb.penalty, Q0=Q0)
+    o, i = sides
     te = test_errors(pb.task, Q0, m, q, pb.qmc)
     return SEResult(
         alpha=float(pb.data.alpha), lam=float(lam), penalty=pb.penalty, m=m, q=q, v=v,

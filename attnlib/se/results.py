@@ -10,6 +10,7 @@ from attnlib.spectral_map import PENALTIES
 
 __all__ = ["PENALTIES", "SEConvergenceWarning", "SEResult", "LearningCurve", "WarmStart"]
 
+
 class SEConvergenceWarning(RuntimeWarning):
     """The state-evolution fixed point was not reached (the residual is given)."""
 
