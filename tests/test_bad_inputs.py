@@ -836,9 +836,6 @@ KNOWN_FAILURES = {
         "widgets (engine branch, issue 12)",
     ),
     **dict.fromkeys(
-        ("sweep.Cache", "sweep.Grid", "sweep.pivot", "sweep.product"), "sweep (sweep branch)"
-    ),
-    **dict.fromkeys(
         (
             "channels.finish",
             "channels.label_start",

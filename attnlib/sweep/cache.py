@@ -43,6 +43,10 @@ class Cache:
     """The cache of one experiment: ``root/<name>/<key>.pkl``."""
 
     def __init__(self, root: str | os.PathLike, name: str):
+        if not isinstance(root, (str, os.PathLike)):
+            raise ValueError(f"root must be a folder path (str or os.PathLike), got {root!r}")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
         safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
         self.dir = Path(root) / safe
 

@@ -101,10 +101,14 @@ def pivot(table: pd.DataFrame, field: str, axes: Mapping[str, Sequence]) -> np.n
     shape ``(len(lams), 3, len(alphas))`` (plus the shape of ``field``'s values when they
     are arrays). Entries missing from the table, or of failed points, are NaN.
     """
-    if field not in table.columns:
+    if not isinstance(table, pd.DataFrame):
+        raise ValueError(f"table must be a pandas DataFrame, got {type(table).__name__}")
+    if not isinstance(field, str) or field not in table.columns:
         raise ValueError(f"field must be a column of the table, got {field!r}")
+    if not isinstance(axes, Mapping):
+        raise ValueError(f"axes must be a dict of column names to values, got {axes!r}")
     for name in axes:
-        if name not in table.columns:
+        if not isinstance(name, str) or name not in table.columns:
             raise ValueError(f"axes must name columns of the table, got {name!r}")
     index = [{_hashable(v): i for i, v in enumerate(vals)} for vals in axes.values()]
     shape = tuple(len(v) for v in axes.values())
