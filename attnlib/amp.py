@@ -1,6 +1,6 @@
 r"""GAMP for the ERM of the attention-indexed model on a finite data set (matrix form).
 
-The ERM (THEORY.md section 2) on ``n`` sequences ``X_mu`` of shape ``(T, d)``:
+The ERM (the book's chapter 3 and notation page) on ``n`` sequences ``X_mu`` of shape ``(T, d)``:
 
     nuclear:   min_{S PSD}  sum_mu ||Y_mu - g(h_mu(S))||^2 + d lam Tr S,
     frobenius: min_S        sum_mu ||Y_mu - g(h_mu(S))||^2 + d (lam/2) ||S||_F^2.
@@ -11,8 +11,8 @@ coordinates of symmetric matrices: ``h_ab(S) = <S, Z_ab>_F`` with
     Z_aa = (x_a x_a^T - I) / sqrt(d),   Z_ab = (x_a x_b^T + x_b x_a^T) / (2 sqrt(d))  (a < b),
 
 whose coordinates are nearly i.i.d. with variance ``sigma_ab^2 / d``,
-``sigma_ab^2 = 1 + delta_ab``. GAMP with one scalar variance ``v`` (THEORY.md
-section 4) iterates, with ``alpha = n / d^2``:
+``sigma_ab^2 = 1 + delta_ab``. GAMP with one scalar variance ``v`` (chapter 3,
+the GAMP section) iterates, with ``alpha = n / d^2``:
 
 1. output step (:func:`attnlib.channels.output_step`), for every sequence and pair:
    ``V_ab = sigma_ab^2 v``, ``omega = h(S_hat) - V g_old`` (Onsager term),
@@ -49,7 +49,8 @@ fixed point of proximal gradient, i.e. satisfies the KKT conditions of the ERM.
 Numerics. ``S_hat``, ``v`` and ``g`` are damped (``new = beta old + (1 - beta)
 update``, default ``beta = 0.5``; undamped iterations oscillate at ``d = 60``); damping
 does not move the fixed point. For non-linear tasks the ``K``-dimensional prox is
-solved by a few Newton steps warm-started at the previous ``h*`` (close to the
+solved by a few steps of the safeguarded Newton method of :func:`attnlib.channels.prox`,
+warm-started at the previous ``h*`` (close to the
 answer once the iteration settles); a batch in which some sequence does not end
 at a verified strict local minimum is redone with more steps and then with the
 multi-start solver of :func:`attnlib.channels.output_step`. The linear task uses
@@ -69,11 +70,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _checks, channels
+from attnlib.rmt import spectral_divergence
+from attnlib.spectral_map import PENALTIES, SpectralMap, check_penalty
 from attnlib.tasks import Dataset, Linear, Task, pair_variances, preactivations, to_pairs
 
-PENALTIES = ("nuclear", "frobenius")
-
-__all__ = ["GAMPResult", "gamp", "spectral_prox", "spectral_divergence", "data_gradient_sum"]
+__all__ = [
+    "PENALTIES",
+    "GAMPResult",
+    "gamp",
+    "spectral_prox",
+    "spectral_divergence",
+    "data_gradient_sum",
+]
 
 
 class GAMPResult(NamedTuple):
@@ -119,30 +127,10 @@ def data_gradient_sum(X: jax.Array, g: jax.Array) -> jax.Array:
     return (0.5 * (M + M.T) - tr * jnp.eye(d, dtype=g.dtype)) / math.sqrt(d)
 
 
-def _scalar_map(x, tau, penalty):
-    if penalty == "nuclear":
-        return jnp.maximum(x - tau, 0.0), (x > tau).astype(x.dtype)
-    s = 1.0 / (1.0 + tau)
-    return x * s, jnp.full_like(x, s)
-
-
-def spectral_divergence(x: jax.Array, f: jax.Array, fprime: jax.Array) -> jax.Array:
-    r"""Divergence of the spectral map ``F(B) = U f(x) U^T`` over the ``d (d+1)/2``
-    orthonormal coordinates of symmetric matrices, at a ``B`` with eigenvalues ``x``:
-    ``sum_i f'(x_i) + sum_{i<j} (f(x_i) - f(x_j)) / (x_i - x_j)`` (``f'`` at ties)."""
-    dx = x[:, None] - x[None, :]
-    df = f[:, None] - f[None, :]
-    tie = jnp.abs(dx) <= 1e-12 * (1.0 + jnp.max(jnp.abs(x)))
-    mean_fp = 0.5 * (fprime[:, None] + fprime[None, :])
-    q = jnp.where(tie, mean_fp, df / jnp.where(tie, 1.0, dx))
-    off = 0.5 * (jnp.sum(q) - jnp.sum(jnp.diagonal(q)))
-    return jnp.sum(fprime) + off
-
-
 def spectral_prox(B: jax.Array, tau: float, penalty: str = "nuclear"):
     """``(F(B), div F(B))`` for the penalty's spectral prox with threshold ``tau >= 0``:
     eigenvalues ``x -> max(x - tau, 0)`` (nuclear + PSD) or ``x / (1 + tau)`` (Frobenius)."""
-    _checks.choice("penalty", penalty, PENALTIES)
+    check_penalty(penalty)
     tau = _checks.nonnegative("tau", tau)
     B = jnp.asarray(B)
     if B.ndim != 2 or B.shape[0] != B.shape[1]:
@@ -155,7 +143,8 @@ def spectral_prox(B: jax.Array, tau: float, penalty: str = "nuclear"):
 @functools.partial(jax.jit, static_argnames=("penalty",))
 def _spectral_prox(B, tau, penalty):
     x, U = jnp.linalg.eigh(0.5 * (B + B.T))
-    f, fp = _scalar_map(x, tau, penalty)
+    fmap = SpectralMap(1.0, tau, penalty)
+    f, fp = fmap.f(x), fmap.fprime(x)
     S = (U * f[None, :]) @ U.T
     return 0.5 * (S + S.T), spectral_divergence(x, f, fp)
 
@@ -169,91 +158,34 @@ class _State(NamedTuple):
     res: jax.Array
 
 
-_STEPS = 2.0 ** -np.arange(8)  # trial step lengths of the local Newton solver
-
-
-def _local_prox(task, Y, omega, V, p0, n_newton):
-    r"""Warm-started, monotone Newton on ``loss(Y, p) + sum (p - omega)^2 / (2 V)``.
-
-    Each of the ``n_newton`` steps takes the Newton direction when the Hessian of the
-    prox objective is positive definite and it is a descent direction (else
-    ``-V * grad``): the full step when it does not raise the objective beyond
-    rounding, else the best of the step lengths ``2^-k``, ``k = 0..7``, that lowers
-    it. Returns ``(OutputStep, ok)`` with ``ok`` true for a sequence whose final point
-    is a strict local minimum (positive definite ``H + diag(1/V)``) with a small
-    gradient.
-    """
-
-    def loss(y, p):
-        return channels.pair_loss(task, y, p)
-
-    def grad_and_hess(y, om, v, p):
-        gl = jax.grad(loss, argnums=1)
-        H, G = jax.jacfwd(lambda q: (gl(y, q), gl(y, q)), has_aux=True)(p)
-        A = H + jnp.diag(1.0 / v)
-        return G + (p - om) / v, 0.5 * (A + A.T)
-
-    def one(y, om, v, p):
-        def obj(q):
-            return channels.prox_objective(task, y, q, om, v)
-
-        def body(_, carry):
-            p, f, G, A = carry
-            # Cholesky: NaN when A is not positive definite -> gradient direction
-            dN = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(A), G)
-            ok_dir = jnp.isfinite(dN).all() & (jnp.dot(dN, G) < 0)
-            dirn = jnp.where(ok_dir, dN, -v * G)
-            cands = p + jnp.asarray(_STEPS, p.dtype)[:, None] * dirn
-            fc = jax.vmap(obj)(cands)
-            fc = jnp.where(jnp.isfinite(fc), fc, jnp.inf)
-            k = jnp.argmin(fc)
-            # a full Newton step at a positive-definite point is taken when it does not
-            # raise the objective beyond rounding: near the minimum the decrease is
-            # below the resolution of f, and strict descent would stall at sqrt(eps)
-            full = ok_dir & (fc[0] <= f + 1e-14 * (1.0 + jnp.abs(f)))
-            k = jnp.where(full, 0, k)
-            better = full | (fc[k] < f)
-            p = jnp.where(better, cands[k], p)
-            G, A = grad_and_hess(y, om, v, p)
-            return p, jnp.where(better, fc[k], f), G, A
-
-        G, A = grad_and_hess(y, om, v, p)
-        p, _, G, A = jax.lax.fori_loop(0, n_newton, body, (p, obj(p), G, A))
-        eye = jnp.eye(A.shape[0], dtype=A.dtype)
-        dAi = jnp.diagonal(jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(A), eye))
-        dg = (dAi / v - 1.0) / v
-        scale = 1.0 + jnp.max(jnp.abs(p - om) / v)
-        # strict local minimum: H + diag(1/V) positive definite (the Cholesky factor
-        # is finite); single entries of dg may be > 0 where the loss is non-convex.
-        ok = (jnp.max(jnp.abs(G)) <= 1e-7 * scale) & jnp.all(jnp.isfinite(dAi)) & jnp.all(dAi > 0)
-        return (p, (p - om) / v, dg, loss(y, p)), ok
-
-    (h, g, dg, lo), ok = jax.vmap(one)(Y, omega, V, p0)
-    return channels.OutputStep(h=h, g=g, dg=dg, loss=lo), ok
-
-
-def _output(task, Y, omega, V, warm, n_newton, robust):
-    """Output step: closed form for the linear task; otherwise the warm-started local
-    Newton (``robust=False``; also returns whether every sequence passed its check) or
-    the multi-start :func:`attnlib.channels.output_step` (``robust=True``)."""
+def _output(task, Y, omega, V, warm, opts):
+    """Output step: closed form for the linear task; otherwise the public jitted prox
+    (:func:`attnlib.channels.prox`) warm-started at the previous ``h*`` for ``n_newton``
+    safeguarded Newton steps (``robust=False``; also returns whether every sequence
+    ends at a strict local minimum with a small gradient) or the multi-start
+    :func:`attnlib.channels.output_step` (``robust=True``)."""
+    n_newton, robust = opts
     if isinstance(task, Linear):
         return channels.output_step(task, Y, omega, V), jnp.asarray(True)
     if robust:
         return channels.output_step(task, Y, omega, V, starts=warm), jnp.asarray(True)
-    out, ok = _local_prox(task, Y, omega, jnp.broadcast_to(V, omega.shape), warm, n_newton)
+    Vb = jnp.broadcast_to(V, omega.shape)
+    p = channels.prox(task, Y, omega, Vb, warm[:, None, :], max_iter=n_newton)
+    out, ok = channels.finish(task, Y, omega, Vb, p.h)
     return out, jnp.all(ok)
 
 
-@functools.partial(jax.jit, static_argnames=("task", "penalty", "robust"))
-def _iterate(task, penalty, n_newton, robust, X, Y, lam, damping, st: _State):
+@functools.partial(jax.jit, static_argnames=("task", "penalty", "opts"))
+def _iterate(task, penalty, opts, arrays, st: _State):
     """One GAMP iteration; returns the new state and whether its output step is trusted."""
+    X, Y, lam, damping = arrays
     n, T, d = X.shape
     sig2 = jnp.asarray(pair_variances(T), X.dtype)
     alpha = n / d**2
     h = to_pairs(preactivations(X, st.S))
     V = sig2 * st.v
     omega = h - V * st.g
-    out, ok = _output(task, Y, omega, V, st.hstar, n_newton, robust)
+    out, ok = _output(task, Y, omega, V, st.hstar, opts)
     a_hat = alpha * jnp.sum(sig2 * jnp.mean(-out.dg, axis=0))
     B = st.S + data_gradient_sum(X, out.g) / (d * a_hat)
     S_new, div = _spectral_prox(B, lam / a_hat, penalty)
@@ -265,19 +197,76 @@ def _iterate(task, penalty, n_newton, robust, X, Y, lam, damping, st: _State):
     return _State(S, v, g, out.h, a_hat, res), ok
 
 
+def _check_gamp_args(task, data, lam, penalty, damping):
+    check_penalty(penalty)
+    lam = (
+        _checks.nonnegative("lam", lam) if penalty == "frobenius" else _checks.positive("lam", lam)
+    )
+    damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
+    return lam, damping
+
+
+def _data_arrays(task, data):
+    """``(X, Y)`` as float64 numpy arrays after the shared data checks."""
+    X, Y, _ = _checks.dataset(task, data)
+    return np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)
+
+
+def _initial_state(task, X, S_init, v_init) -> _State:
+    n, _, d = X.shape
+    v_init = _checks.positive("v_init", v_init)
+    if S_init is None:
+        S0 = np.zeros((d, d))
+    else:
+        S0 = np.asarray(S_init, dtype=np.float64)
+        if S0.shape != (d, d):
+            raise ValueError(f"S_init must have shape ({d}, {d}), got {S0.shape}")
+        _checks.finite_array("S_init", S0)
+        S0 = 0.5 * (S0 + S0.T)
+    return _State(
+        S=jnp.asarray(S0),
+        v=jnp.asarray(v_init),
+        g=jnp.zeros((n, task.n_pairs)),
+        hstar=to_pairs(preactivations(jnp.asarray(X), jnp.asarray(S0))),
+        a_hat=jnp.asarray(np.nan),
+        res=jnp.asarray(np.inf),
+    )
+
+
+def _step(task, penalty, n_newton, arrays, st):
+    """One GAMP iteration with the prox fallbacks: ``(state, used the multi-start)``."""
+    new, ok = _iterate(task, penalty, (n_newton, False), arrays, st)
+    if not bool(ok):  # more local Newton steps, then the global multi-start solver
+        new, ok = _iterate(task, penalty, (8 * n_newton, False), arrays, st)
+    if bool(ok):
+        return new, False
+    new, _ = _iterate(task, penalty, (n_newton, True), arrays, st)
+    return new, True
+
+
+def _run(task, penalty, n_newton, arrays, st, limits):
+    """Iterate until the residual is below ``tol``: ``(state, history, converged, n_fallback)``."""
+    max_iter, tol = limits
+    hist, n_fallback = [], 0
+    for _ in range(max_iter):
+        st, fallback = _step(task, penalty, n_newton, arrays, st)
+        n_fallback += int(fallback)
+        res, a_hat = float(st.res), float(st.a_hat)
+        hist.append(res)
+        if not (math.isfinite(res) and math.isfinite(a_hat) and a_hat > 0):
+            raise FloatingPointError(
+                f"gamp: iteration broke down after {len(hist)} iterations "
+                f"(a_hat = {a_hat:.3g}, residual {res:.3g}); increase damping"
+            )
+        if res < tol:
+            return st, hist, True, n_fallback
+    return st, hist, False, n_fallback
+
+
 def gamp(
-    task: Task,
-    data: Dataset,
-    lam: float,
-    penalty: str = "nuclear",
-    *,
-    damping: float = 0.5,
-    max_iter: int = 2000,
-    tol: float = 1e-8,
-    S_init=None,
-    v_init: float = 1.0,
-    n_newton: int = 4,
-) -> GAMPResult:
+    task: Task, data: Dataset, lam: float, penalty: str = "nuclear", *, damping: float = 0.5,
+    max_iter: int = 2000, tol: float = 1e-8, S_init=None, v_init: float = 1.0, n_newton: int = 4,
+) -> GAMPResult:  # fmt: skip
     r"""GAMP for the nuclear + PSD or Frobenius ERM on the data set ``data``.
 
     See the module docstring for the iteration and why its fixed point is the
@@ -293,79 +282,23 @@ def gamp(
         (``new = beta old + (1 - beta) update``), in ``[0, 1)``.
       max_iter: maximal number of iterations (each one jit-compiled call).
       tol: stop when the relative change of ``S_hat`` per (undamped) update is below ``tol``.
-      S_init: starting symmetric matrix (default zero).
-      v_init: starting variance ``v > 0``.
-      n_newton: Newton steps per iteration of the warm-started local proximal
-        solver (non-linear tasks); a sequence whose result is not a verified strict
-        local minimum sends the whole batch to :func:`attnlib.channels.output_step`.
+      S_init: starting symmetric matrix (default zero); v_init: starting ``v > 0``.
+      n_newton: warm-started Newton steps of :func:`attnlib.channels.prox` per iteration
+        (then 8 times more, then the multi-start :func:`attnlib.channels.output_step`).
 
     Returns:
       :class:`GAMPResult`. Warns (``RuntimeWarning``) with the residual if not
       converged; raises ``FloatingPointError`` if the iteration produces NaN or a
       non-positive ``a_hat``.
     """
-    _checks.choice("penalty", penalty, PENALTIES)
-    lam = (
-        _checks.nonnegative("lam", lam) if penalty == "frobenius" else _checks.positive("lam", lam)
-    )
-    damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
+    lam, damping = _check_gamp_args(task, data, lam, penalty, damping)
     max_iter = _checks.integer("max_iter", max_iter, 1)
     tol = _checks.positive("tol", tol)
-    v_init = _checks.positive("v_init", v_init)
     n_newton = _checks.integer("n_newton", n_newton, 1)
-    if not isinstance(task, Task):
-        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
-    if not hasattr(data, "X") or not hasattr(data, "Y"):
-        raise ValueError("data must be an attnlib.tasks.Dataset with fields X and Y")
-    X = np.asarray(data.X, dtype=np.float64)
-    Y = np.asarray(data.Y, dtype=np.float64)
-    if X.ndim != 3 or X.shape[1] != task.T:
-        raise ValueError(f"data.X must have shape (n, T={task.T}, d), got {X.shape}")
-    n, T, d = X.shape
-    if Y.shape != (n, *task.out_shape):
-        raise ValueError(f"data.Y must have shape {(n, *task.out_shape)}, got {Y.shape}")
-    _checks.finite_array("data.X", X)
-    _checks.finite_array("data.Y", Y)
-    if S_init is None:
-        S0 = np.zeros((d, d))
-    else:
-        S0 = np.asarray(S_init, dtype=np.float64)
-        if S0.shape != (d, d):
-            raise ValueError(f"S_init must have shape ({d}, {d}), got {S0.shape}")
-        _checks.finite_array("S_init", S0)
-        S0 = 0.5 * (S0 + S0.T)
-    K = task.n_pairs
-    st = _State(
-        S=jnp.asarray(S0),
-        v=jnp.asarray(v_init),
-        g=jnp.zeros((n, K)),
-        hstar=to_pairs(preactivations(jnp.asarray(X), jnp.asarray(S0))),
-        a_hat=jnp.asarray(np.nan),
-        res=jnp.asarray(np.inf),
-    )
-    Xj, Yj = jnp.asarray(X), jnp.asarray(Y)
-    lam_j, damp_j = jnp.asarray(lam), jnp.asarray(damping)
-    hist = []
-    converged = False
-    n_fallback = 0
-    for _ in range(max_iter):
-        new, ok = _iterate(task, penalty, n_newton, False, Xj, Yj, lam_j, damp_j, st)
-        if not bool(ok):  # more local Newton steps, then the global multi-start solver
-            new, ok = _iterate(task, penalty, 8 * n_newton, False, Xj, Yj, lam_j, damp_j, st)
-        if not bool(ok):
-            new, _ = _iterate(task, penalty, n_newton, True, Xj, Yj, lam_j, damp_j, st)
-            n_fallback += 1
-        st = new
-        res, a_hat = float(st.res), float(st.a_hat)
-        hist.append(res)
-        if not (math.isfinite(res) and math.isfinite(a_hat) and a_hat > 0):
-            raise FloatingPointError(
-                f"gamp: iteration broke down after {len(hist)} iterations "
-                f"(a_hat = {a_hat:.3g}, residual {res:.3g}); increase damping"
-            )
-        if res < tol:
-            converged = True
-            break
+    X, Y = _data_arrays(task, data)
+    st = _initial_state(task, X, S_init, v_init)
+    arrays = (jnp.asarray(X), jnp.asarray(Y), jnp.asarray(lam), jnp.asarray(damping))
+    st, hist, converged, n_fallback = _run(task, penalty, n_newton, arrays, st, (max_iter, tol))
     done = len(hist)
     history = np.asarray(hist)
     residual = float(history[-1])

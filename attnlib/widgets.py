@@ -1,29 +1,37 @@
 """Interactive explorers (ipywidgets) used by chapters 2, 4 and 5.
 
-Each explorer has two halves:
+Each explorer is one object (:class:`ERMExplorer`, :class:`SpectrumExplorer`,
+:class:`ScalingExplorer`) that owns a small bounded cache (:class:`BoundedCache`) of
+the state-evolution results it has computed, and has two faces:
 
-- a pure drawing function (:func:`erm_figure`, :func:`spectrum_figure`,
-  :func:`scaling_figure`) that takes a settings tuple and draws the
-  state-evolution predictions on a matplotlib figure. The chapters call it
-  once to show the default figure, which is what the static HTML book shows;
-- a widget (:func:`erm_explorer`, :func:`spectrum_explorer`,
-  :func:`scaling_explorer`) with sliders that redraws that figure live in a
-  running kernel. Sliders update on release; moving ``alpha`` (or ``lam`` in
-  the spectrum explorer) re-solves one state-evolution point, warm-started,
-  while changing the task or target recomputes the cached learning curve.
+- ``figure(settings, fig)``: draws the state-evolution predictions for a settings
+  tuple on a matplotlib figure (what the static HTML book shows; the module functions
+  :func:`erm_figure`, :func:`spectrum_figure`, :func:`scaling_figure` draw once with a
+  fresh explorer);
+- ``widget()``: sliders that redraw that figure live in a running kernel
+  (:func:`erm_explorer`, ...). Sliders update on release; moving ``alpha`` (or ``lam``
+  in the spectrum explorer) re-solves one state-evolution point, warm-started from the
+  nearest cached point (order parameters and prox points), while changing the task or
+  target computes a new learning curve (kept in the cache, least recently used out).
 
-``ipywidgets`` is imported only when a widget is built, so the library itself
-does not depend on it.
+There is no module-level state. ``ipywidgets`` is optional (the ``book`` extra):
+without it the figures work and building a widget raises ``ImportError``.
 """
 
 from __future__ import annotations
 
-import functools
+import collections
 import warnings
 from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 import numpy as np
+
+try:  # optional: the figures work without it, the sliders need it (the "book" extra)
+    import ipywidgets
+    from IPython.display import display as _display
+except ImportError:  # pragma: no cover
+    ipywidgets = _display = None
 
 from attnlib import _checks, plotting, scaling, se, spectrum, targets, thresholds
 from attnlib import tasks as _tasks
@@ -44,35 +52,73 @@ def make_task(kind: str, T: int, beta: float, noise: float) -> _tasks.Task:
 # QMC points of the explorers' state evolution: a quarter of the default, for an
 # integration error of about 1 % (invisible on the figures) at a quarter of the cost
 _EXPLORER_QMC = 2048
-# the last point solved per (task, target, penalty): the warm start of the next update
-_LAST_POINT: dict = {}
 
 
-def _quiet_solve(*args, **kwargs):
+class BoundedCache:
+    """A least-recently-used mapping holding at most ``maxsize`` entries."""
+
+    def __init__(self, maxsize: int = 16):
+        self.maxsize = _checks.integer("maxsize", maxsize, 1)
+        self._data: collections.OrderedDict = collections.OrderedDict()
+
+    def get(self, key, default=None):
+        if key not in self._data:
+            return default
+        self._data.move_to_end(key)
+        return self._data[key]
+
+    def put(self, key, value):
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self.maxsize:
+            self._data.popitem(last=False)
+        return value
+
+    def __len__(self):
+        return len(self._data)
+
+
+def _quiet(fun, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", se.SEConvergenceWarning)
-        return se.solve(*args, n_qmc=_EXPLORER_QMC, **kwargs)
+        return fun(*args, n_qmc=_EXPLORER_QMC, **kwargs)
 
 
-def _warm_start(converged, m, q, v):
-    """``(m, q, v)`` of a converged, non-zero fixed point, else ``None``."""
-    return (m, q, v) if converged and v > 0 else None
+class _PointSolver:
+    """SE points and curves of one explorer, warm-started from its own bounded caches."""
 
+    def __init__(self, maxsize: int = 16):
+        self.curves = BoundedCache(maxsize)  # (task, target, lam, penalty, alphas) -> results
+        self.points = BoundedCache(4 * maxsize)  # (task, target, penalty) -> last warm start
 
-def _solve_point(task, target, alpha, lam, penalty, curve=None):
-    """One SE point for a slider update, warm-started from the nearest point of
-    ``curve`` (same task, target and ``lam``) or else from the previous update."""
-    init = None
-    if curve is not None:
-        k = int(np.argmin(np.abs(np.log(curve.alpha / alpha))))
-        init = _warm_start(curve.converged[k], curve.m[k], curve.q[k], curve.v[k])
-    key = (task, target, penalty)
-    previous = _LAST_POINT.get(key)
-    if init is None and previous is not None:
-        init = _warm_start(previous.converged, previous.m, previous.q, previous.v)
-    point = _quiet_solve(task, target, alpha, lam, penalty, init=init)
-    _LAST_POINT[key] = point
-    return point
+    def curve(self, task, target, lam, penalty, alphas) -> se.LearningCurve:
+        key = (task, target, lam, penalty, alphas)
+        results = self.curves.get(key)
+        if results is None:
+            results, init = [], None
+            for a in alphas:
+                r = _quiet(se.solve, task, target, float(a), lam, penalty, init=init)
+                results.append(r)
+                init = r.warm if r.warm is not None else init
+            self.curves.put(key, results)
+        fields = {"penalty": penalty, "warm": None}
+        for f in se.LearningCurve._fields:
+            fields.setdefault(f, np.array([getattr(r, f) for r in results]))
+        return se.LearningCurve(**fields)
+
+    def point(self, task, target, alpha, lam, penalty, *, near=None):
+        """One SE point, warm-started from the nearest point of the cached curve ``near``
+        (same task, target, ``lam``) or else from the last point of this explorer."""
+        key = (task, target, penalty)
+        init = self.points.get(key)
+        results = self.curves.get(near) if near is not None else None
+        if results:
+            k = int(np.argmin([abs(np.log(r.alpha / alpha)) for r in results]))
+            init = results[k].warm if results[k].warm is not None else init
+        r = _quiet(se.solve, task, target, alpha, lam, penalty, init=init)
+        if r.warm is not None:
+            self.points.put(key, r.warm)
+        return r
 
 
 # ----------------------------------------------------------------------------
@@ -95,13 +141,27 @@ class ERMSettings(NamedTuple):
     n_alpha: int = 8
 
 
-@functools.lru_cache(maxsize=16)
-def _erm_curve(task, target, lam, penalty, alphas):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", se.SEConvergenceWarning)
-        return se.learning_curve(
-            task, target, np.asarray(alphas), lam, penalty=penalty, n_qmc=_EXPLORER_QMC
-        )
+class ERMExplorer:
+    """Chapter 2's explorer: learning curves and the learned spectrum (bounded cache)."""
+
+    def __init__(self, settings: ERMSettings | None = None, cache_size: int = 16):
+        self.settings = ERMSettings() if settings is None else ERMSettings(*settings)
+        self.solver = _PointSolver(cache_size)
+
+    def figure(self, settings: ERMSettings | None = None, fig=None):
+        """:func:`erm_figure` with this explorer's cache."""
+        s = self.settings if settings is None else ERMSettings(*settings)
+        task = make_task(s.task, s.T, s.beta, s.noise)
+        target = targets.Wishart(s.kappa0)
+        alphas = tuple(np.round(np.linspace(s.alpha_max / s.n_alpha, s.alpha_max, s.n_alpha), 6))
+        curve = self.solver.curve(task, target, s.lam, s.penalty, alphas)
+        near = (task, target, s.lam, s.penalty, alphas)
+        point = self.solver.point(task, target, s.alpha, s.lam, s.penalty, near=near)
+        return _draw_erm(s, task, target, curve, point, fig)
+
+    def widget(self):
+        """Sliders for alpha, lam, kappa0, T, beta, noise, penalty and task."""
+        return _erm_widget(self.settings, self.figure)
 
 
 def erm_figure(settings: ERMSettings | None = None, fig=None):
@@ -113,14 +173,11 @@ def erm_figure(settings: ERMSettings | None = None, fig=None):
     ``alpha``. Right: the limiting eigenvalue density of the learned ``S`` at
     the selected ``alpha`` (atom at zero in the title).
     """
-    s = ERMSettings() if settings is None else ERMSettings(*settings)
-    task = make_task(s.task, s.T, s.beta, s.noise)
-    target = targets.Wishart(s.kappa0)
-    alphas = tuple(np.round(np.linspace(s.alpha_max / s.n_alpha, s.alpha_max, s.n_alpha), 6))
-    curve = _erm_curve(task, target, s.lam, s.penalty, alphas)
-    point = _solve_point(task, target, s.alpha, s.lam, s.penalty, curve)
-    law = spectrum.learned_spectrum(target, point)
+    return ERMExplorer(settings).figure(settings, fig)
 
+
+def _draw_erm(s, task, target, curve, point, fig):
+    law = spectrum.learned_spectrum(target, point) if point.converged else None
     if fig is None:
         fig = plt.figure(figsize=(10, 3.6))
     fig.clear()
@@ -138,10 +195,14 @@ def erm_figure(settings: ERMSettings | None = None, fig=None):
     ax1.set_xlabel(r"$\alpha = n/d^2$")
     ax1.set_title(f"{task.name}, T={s.T}, $\\lambda$={s.lam:g}, {s.penalty}")
     ax1.legend()
-    ax2.plot(law.y, law.density, color="C2")
-    ax2.fill_between(law.y, law.density, alpha=0.3, color="C2")
     ax2.set_xlabel("eigenvalue of learned $S$")
-    ax2.set_title(f"$\\alpha$={s.alpha:g}: atom at 0 = {law.atom_at_zero:.2f}")
+    ax2.set_ylabel("density")
+    if law is None:
+        ax2.set_title(f"$\\alpha$={s.alpha:g}: no fixed point found")
+    else:
+        ax2.plot(law.y, law.density, color="C2")
+        ax2.fill_between(law.y, law.density, alpha=0.3, color="C2")
+        ax2.set_title(f"$\\alpha$={s.alpha:g}: atom at 0 = {law.atom_at_zero:.2f}")
     fig.tight_layout()
     return fig
 
@@ -165,19 +226,41 @@ class SpectrumSettings(NamedTuple):
     penalty: str = "nuclear"
 
 
+class SpectrumExplorer:
+    """Chapter 4's explorer: learned spectrum and error decomposition (bounded cache)."""
+
+    def __init__(self, settings: SpectrumSettings | None = None, cache_size: int = 16):
+        self.settings = SpectrumSettings() if settings is None else SpectrumSettings(*settings)
+        self.solver = _PointSolver(cache_size)
+
+    def figure(self, settings: SpectrumSettings | None = None, fig=None):
+        """:func:`spectrum_figure` with this explorer's cache."""
+        s = self.settings if settings is None else SpectrumSettings(*settings)
+        task = make_task(s.task, s.T, s.beta, s.noise)
+        target = targets.Spiked(spikes=(s.theta,), bulk=targets.Wishart(s.kappa0))
+        point = self.solver.point(task, target, s.alpha, s.lam, s.penalty)
+        return _draw_spectrum(s, task, target, point, fig)
+
+    def widget(self):
+        """Sliders for alpha, lam, kappa0, spike, noise, beta and penalty."""
+        return _spectrum_widget(self.settings, self.figure)
+
+
 def spectrum_figure(settings: SpectrumSettings | None = None, fig=None):
     """Predicted spectrum of the learned ``S`` (density, atom, outlier) and the error parts."""
-    s = SpectrumSettings() if settings is None else SpectrumSettings(*settings)
-    task = make_task(s.task, s.T, s.beta, s.noise)
-    target = targets.Spiked(spikes=(s.theta,), bulk=targets.Wishart(s.kappa0))
-    point = _solve_point(task, target, s.alpha, s.lam, s.penalty)
-    law = spectrum.learned_spectrum(target, point)
-    parts = spectrum.decompose(task, target, point)
+    return SpectrumExplorer(settings).figure(settings, fig)
 
+
+def _draw_spectrum(s, task, target, point, fig):
     if fig is None:
         fig = plt.figure(figsize=(10, 3.6))
     fig.clear()
     ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2, 1]})
+    if not point.converged:  # say so instead of drawing numbers that are not a fixed point
+        ax1.set_title(f"$\\alpha$={s.alpha:g}, $\\lambda$={s.lam:g}: no fixed point found")
+        return fig
+    law = spectrum.learned_spectrum(target, point)
+    parts = spectrum.decompose(task, target, point)
     ax1.plot(law.y, law.density, color="C0", label="bulk density")
     ax1.fill_between(law.y, law.density, alpha=0.3, color="C0")
     for o in law.outliers:
@@ -212,21 +295,43 @@ class ScalingSettings(NamedTuple):
     n_alpha: int = 12
 
 
-@functools.lru_cache(maxsize=16)
-def _scaling_curve(gamma, n_modes, lam, noise, alphas):
-    target = scaling.PowerLawModes(gamma=gamma, n_modes=n_modes)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", se.SEConvergenceWarning)
-        return scaling.excess_risk_curve(
-            _tasks.Linear(T=1, noise=noise), target, np.asarray(alphas), lam
-        )
+class ScalingExplorer:
+    """Chapter 5's explorer: excess risk and recovered modes of a power-law target."""
+
+    def __init__(self, settings: ScalingSettings | None = None, cache_size: int = 16):
+        self.settings = ScalingSettings() if settings is None else ScalingSettings(*settings)
+        self.curves = BoundedCache(cache_size)
+
+    def curve(self, s: ScalingSettings):
+        alphas = tuple(np.round(np.geomspace(s.alpha_min, s.alpha_max, s.n_alpha), 8))
+        key = (s.gamma, s.n_modes, s.lam, s.noise, alphas)
+        found = self.curves.get(key)
+        if found is None:
+            target = scaling.PowerLawModes(gamma=s.gamma, n_modes=s.n_modes)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", se.SEConvergenceWarning)
+                found = scaling.excess_risk_curve(
+                    _tasks.Linear(T=1, noise=s.noise), target, np.asarray(alphas), s.lam
+                )
+            self.curves.put(key, found)
+        return found
+
+    def figure(self, settings: ScalingSettings | None = None, fig=None):
+        """:func:`scaling_figure` with this explorer's cache."""
+        s = self.settings if settings is None else ScalingSettings(*settings)
+        return _draw_scaling(s, self.curve(s), fig)
+
+    def widget(self):
+        """Sliders for gamma, number of modes, lam and noise."""
+        return _scaling_widget(self.settings, self.figure)
 
 
 def scaling_figure(settings: ScalingSettings | None = None, fig=None):
     """Excess risk (log-log) and recovered-mode count against ``alpha`` for a power-law target."""
-    s = ScalingSettings() if settings is None else ScalingSettings(*settings)
-    alphas = tuple(np.round(np.geomspace(s.alpha_min, s.alpha_max, s.n_alpha), 8))
-    curve = _scaling_curve(s.gamma, s.n_modes, s.lam, s.noise, alphas)
+    return ScalingExplorer(settings).figure(settings, fig)
+
+
+def _draw_scaling(s, curve, fig):
     if fig is None:
         fig = plt.figure(figsize=(10, 3.6))
     fig.clear()
@@ -248,8 +353,14 @@ def scaling_figure(settings: ScalingSettings | None = None, fig=None):
 # ----------------------------------------------------------------------------
 
 
+def _ipywidgets():
+    if ipywidgets is None:
+        raise ImportError("the explorers' sliders need ipywidgets (pip install ipywidgets)")
+    return ipywidgets, _display
+
+
 def _slider(kind, value, low, high, step, description, **kw):
-    import ipywidgets as w
+    w, _ = _ipywidgets()
 
     cls = {"float": w.FloatSlider, "int": w.IntSlider, "log": w.FloatLogSlider}[kind]
     if kind == "log":
@@ -276,8 +387,7 @@ def _slider(kind, value, low, high, step, description, **kw):
 
 def _explorer(settings, controls, draw):
     """Wire ``controls`` (field name -> widget) to ``draw(settings, fig)``; returns a VBox."""
-    import ipywidgets as w
-    from IPython.display import display
+    w, display = _ipywidgets()
 
     def update(**values):
         fig = draw(settings._replace(**values), None)
@@ -290,10 +400,13 @@ def _explorer(settings, controls, draw):
 
 
 def erm_explorer(settings: ERMSettings | None = None):
-    """Sliders for alpha, lam, kappa0, T, beta, noise and penalty; redraws :func:`erm_figure`."""
-    import ipywidgets as w
+    """Sliders for alpha, lam, kappa0, T, beta, noise and penalty (an :class:`ERMExplorer`)."""
+    return ERMExplorer(settings).widget()
 
-    s = ERMSettings() if settings is None else ERMSettings(*settings)
+
+def _erm_widget(s, draw):
+    w, _ = _ipywidgets()
+
     controls = {
         "alpha": _slider("float", s.alpha, 0.02, s.alpha_max, 0.01, "alpha"),
         "lam": _slider("log", s.lam, -3, 0, 0.1, "lambda"),
@@ -306,14 +419,17 @@ def erm_explorer(settings: ERMSettings | None = None):
         ),
         "task": w.Dropdown(options=list(TASK_KINDS), value=s.task, description="task"),
     }
-    return _explorer(s, controls, erm_figure)
+    return _explorer(s, controls, draw)
 
 
 def spectrum_explorer(settings: SpectrumSettings | None = None):
-    """Sliders for alpha, lam, kappa0, spike and noise; redraws :func:`spectrum_figure`."""
-    import ipywidgets as w
+    """Sliders for alpha, lam, kappa0, spike and noise (a :class:`SpectrumExplorer`)."""
+    return SpectrumExplorer(settings).widget()
 
-    s = SpectrumSettings() if settings is None else SpectrumSettings(*settings)
+
+def _spectrum_widget(s, draw):
+    w, _ = _ipywidgets()
+
     controls = {
         "alpha": _slider("float", s.alpha, 0.02, 1.5, 0.01, "alpha"),
         "lam": _slider("log", s.lam, -3, 0, 0.1, "lambda"),
@@ -325,16 +441,19 @@ def spectrum_explorer(settings: SpectrumSettings | None = None):
             options=["nuclear", "frobenius"], value=s.penalty, description="penalty"
         ),
     }
-    return _explorer(s, controls, spectrum_figure)
+    return _explorer(s, controls, draw)
 
 
 def scaling_explorer(settings: ScalingSettings | None = None):
-    """Sliders for gamma, number of modes, lam and noise; redraws :func:`scaling_figure`."""
-    s = ScalingSettings() if settings is None else ScalingSettings(*settings)
+    """Sliders for gamma, number of modes, lam and noise (a :class:`ScalingExplorer`)."""
+    return ScalingExplorer(settings).widget()
+
+
+def _scaling_widget(s, draw):
     controls = {
         "gamma": _slider("float", s.gamma, 0.5, 3.0, 0.1, "gamma"),
         "n_modes": _slider("int", s.n_modes, 2, 16, 1, "modes"),
         "lam": _slider("log", s.lam, -4, 0, 0.1, "lambda"),
         "noise": _slider("float", s.noise, 0.0, 1.0, 0.05, "noise"),
     }
-    return _explorer(s, controls, scaling_figure)
+    return _explorer(s, controls, draw)

@@ -49,25 +49,37 @@ def test_erm_figure_spectrum_panel_matches_learned_spectrum():
 
 def test_explorer_redraws_on_slider_change():
     pytest.importorskip("ipywidgets")
-    box = widgets.erm_explorer(LINEAR)
-    sliders = {c.description: c for row in box.children[:2] for c in row.children}
-    assert {"alpha", "lambda", "kappa0", "noise", "T", "beta", "penalty", "task"} <= set(sliders)
+    explorer = widgets.ERMExplorer(LINEAR)
     drawn = []
-    original = widgets.erm_figure
+    original = explorer.figure
 
     def spy(settings, fig=None):
         drawn.append(settings)
         return original(settings, fig)
 
-    widgets.erm_figure = spy
+    explorer.figure = spy
     try:
-        box = widgets.erm_explorer(LINEAR)
+        box = explorer.widget()
         sliders = {c.description: c for row in box.children[:2] for c in row.children}
+        assert {"alpha", "lambda", "kappa0", "noise", "T", "beta", "penalty", "task"} <= set(
+            sliders
+        )
         sliders["alpha"].value = 0.5
     finally:
-        widgets.erm_figure = original
         plt.close("all")
     assert drawn and drawn[-1].alpha == pytest.approx(0.5)
+
+
+def test_explorer_cache_is_bounded_and_owned():
+    """Each explorer owns its cache; it never holds more than its size."""
+    a, b = widgets.ERMExplorer(LINEAR, cache_size=2), widgets.ERMExplorer(LINEAR)
+    for lam in (0.1, 0.2, 0.3):
+        plt.close(a.figure(LINEAR._replace(lam=lam)))
+    assert len(a.solver.curves) == 2 and len(b.solver.curves) == 0
+    cache = widgets.BoundedCache(2)
+    for k in range(5):
+        cache.put(k, k)
+    assert len(cache) == 2 and cache.get(4) == 4 and cache.get(0) is None
 
 
 def test_make_task_rejects_unknown_kind():

@@ -279,8 +279,9 @@ CURVE_SKIP = ("fractions",)  # per-mode arrays of the noisy/clean curves: large
 def arrays_emergence(P, run) -> dict:
     g_theory, g_sims = grids_emergence(P)
     row = run(g_theory).iloc[0]
+    # the curve's own lam (an array over alpha) comes back as "lam_out": lam is a parameter
     fields = scaling.ExcessRiskCurve._fields
-    arrays = {f"theory/{f}": np.asarray(row[f]) for f in fields}
+    arrays = {f"theory/{f}": np.asarray(row.get(f"{f}_out", row[f])) for f in fields}
     t = run(g_sims)
     sims = {
         "alpha": t["alpha"],

@@ -1,0 +1,162 @@
+"""The per-sequence loss in pairs: value, exact gradient and Hessian, closed forms.
+
+A sequence has ``K = T (T + 1) / 2`` pre-activation pairs ``h_ab``, ``a <= b``, ordered
+as in :func:`attnlib.tasks.pair_indices`. The loss of a sequence is the task's square
+loss ``||Y - g(h)||^2`` summed over every output entry, seen as a function of the pairs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib import tasks as _tasks
+
+__all__ = ["OutputStep", "pair_loss", "prox_objective", "pair_weights"]
+
+
+class OutputStep(NamedTuple):
+    """Result of the output step (leading axes ``...`` are the sequences).
+
+    Attributes:
+      h: proximal point ``h*``, ``(..., K)``.
+      g: ``(h* - omega) / V``, ``(..., K)``.
+      dg: diagonal derivative ``d g_ab / d omega_ab``, ``(..., K)`` (``<= 0`` at a minimum).
+      loss: ``loss(Y, h*)``, ``(...)``.
+    """
+
+    h: jax.Array
+    g: jax.Array
+    dg: jax.Array
+    loss: jax.Array
+
+
+@functools.cache
+def _embedding(T: int) -> np.ndarray:
+    """``(T*T, K)`` 0/1 matrix ``E`` with ``vec(to_matrix(p)) = E p`` (a matmul, no scatter)."""
+    ia, ib = _tasks.pair_indices(T)
+    E = np.zeros((T * T, len(ia)))
+    E[ia * T + ib, np.arange(len(ia))] = 1.0
+    E[ib * T + ia, np.arange(len(ia))] = 1.0
+    E.setflags(write=False)
+    return E
+
+
+def _pairs_to_matrix(p, T):
+    E = _embedding(T)
+    if p.shape[-1] != E.shape[1]:
+        raise ValueError(f"pairs must have last axis K = {E.shape[1]} for T = {T}, got {p.shape}")
+    return (p @ jnp.asarray(E.T, dtype=p.dtype)).reshape(p.shape[:-1] + (T, T))
+
+
+def pair_loss(task: _tasks.Task, Y: jax.Array, p: jax.Array) -> jax.Array:
+    """Per-sequence loss ``||Y - g(h)||^2`` as a function of the ``K`` pairs ``p``.
+
+    ``Y`` has shape ``(..., *task.out_shape)``, ``p`` has shape ``(..., K)``;
+    returns shape ``(...)``.
+    """
+    return task.loss(Y, _pairs_to_matrix(p, task.T))
+
+
+def prox_objective(task: _tasks.Task, Y, p, omega, V) -> jax.Array:
+    """``loss(Y, p) + sum_ab (p_ab - omega_ab)^2 / (2 V_ab)``, shape ``(...)``."""
+    return pair_loss(task, Y, p) + jnp.sum((p - omega) ** 2 / (2 * V), axis=-1)
+
+
+def pair_weights(T: int) -> np.ndarray:
+    """Multiplicity of each pair in the ``T x T`` square loss: 1 (diagonal), 2 (off-diagonal)."""
+    ia, ib = _tasks.pair_indices(T)
+    return np.where(ia == ib, 1.0, 2.0)
+
+
+def _obj(task, y, omega, V, p):
+    """Prox objective of one sequence."""
+    return pair_loss(task, y, p) + jnp.sum((p - omega) ** 2 / (2 * V))
+
+
+def loss_task(task):
+    """The task with its label noise removed: the loss (all the prox needs) is the same,
+    and tasks differing only in noise share their compiled solvers."""
+    if task.noise == 0.0 and task.noise_on == "logits":
+        return task
+    return dataclasses.replace(task, noise=0.0, noise_on="logits")
+
+
+def linear_step(task, Y, omega, V) -> OutputStep:
+    """Closed-form output step of :class:`~attnlib.tasks.Linear`:
+    ``h* = (omega + 2 w V y) / (1 + 2 w V)`` with ``w`` = :func:`pair_weights`."""
+    w = jnp.asarray(pair_weights(task.T), dtype=omega.dtype)
+    y = _tasks.to_pairs(Y)
+    den = 1.0 + 2.0 * w * V
+    h = (omega + 2.0 * w * V * y) / den
+    g = 2.0 * w * (y - omega) / den
+    dg = jnp.broadcast_to(-2.0 * w / den, omega.shape)
+    loss = jnp.sum(w * (y - h) ** 2, axis=-1)
+    return OutputStep(h=h, g=g, dg=dg, loss=loss)
+
+
+def label_start(task, Y, omega, V):
+    """A point fitting the labels exactly when one exists (Seq2Seq only), else ``None``.
+
+    For ``Y = softmax_rows(beta h)`` with symmetric ``h``: ``log Y_ab = beta h_ab - L_a``;
+    the row constants are fixed (up to a common shift) by least squares on the
+    antisymmetric part ``L_a - L_b = log Y_ba - log Y_ab`` and the common shift is
+    chosen to minimise the quadratic term (flat direction of the loss).
+    """
+    if not isinstance(task, _tasks.Seq2Seq):
+        return None
+    logY = jnp.log(jnp.clip(Y, 1e-12, None))
+    r = logY.swapaxes(-1, -2) - logY  # r_ab = L_a - L_b
+    L = jnp.mean(r, axis=-1)
+    bh = 0.5 * (logY + logY.swapaxes(-1, -2)) + 0.5 * (L[..., :, None] + L[..., None, :])
+    p = _tasks.to_pairs(bh / task.beta)
+    shift = jnp.sum((omega - p) / V, axis=-1, keepdims=True) / jnp.sum(
+        1.0 / V, axis=-1, keepdims=True
+    )
+    return p + shift
+
+
+def grad_hess(task, y, p):
+    """Gradient and Hessian of the loss in the pairs, one sequence.
+
+    Closed form for :class:`~attnlib.tasks.Seq2Seq` (:func:`softmax_grad_hess`, an
+    order of magnitude faster than autodiff); forward-over-reverse autodiff otherwise.
+    """
+    if type(task) is _tasks.Seq2Seq:
+        return softmax_grad_hess(task, y, p)
+    gfun = jax.grad(lambda q: pair_loss(task, y, q))
+    H, G = jax.jacfwd(lambda q: (gfun(q), gfun(q)), has_aux=True)(p)
+    return G, 0.5 * (H + H.T)
+
+
+def softmax_grad_hess(task, y, p):
+    r"""Exact gradient and Hessian of ``||Y - softmax_rows(beta h)||^2`` in the pairs.
+
+    Per row ``a`` with ``s = softmax(z)``, ``z = beta h_a``, ``r = Y_a - s``,
+    ``u = r * s``, ``ubar = sum u`` and ``J = diag(s) - s s^T = ds/dz``:
+    ``dL/dz = -2 (u - ubar s)`` and
+    ``d2L/dz2 = 2 J^T J - 2 sum_b r_b d2 s_b/dz2``, where
+    ``sum_b r_b d2 s_b / dz2 = diag(u) - u s^T - s u^T + ubar (s s^T - J)``.
+    The pairs enter through ``h_ab = sum_k E_abk p_k`` (``E`` = :func:`_embedding`).
+    """
+    T = task.T
+    E = jnp.asarray(_embedding(T).reshape(T, T, -1), dtype=p.dtype)
+    beta = task.beta
+    h = jnp.einsum("abk,k->ab", E, p)
+    s = jax.nn.softmax(beta * h, axis=-1)
+    u = (y - s) * s
+    ub = jnp.sum(u, axis=-1)
+    diag = jax.vmap(jnp.diag)
+    J = diag(s) - s[:, :, None] * s[:, None, :]
+    M = diag(u) - u[:, :, None] * s[:, None, :] - s[:, :, None] * u[:, None, :]
+    M = M + ub[:, None, None] * (s[:, :, None] * s[:, None, :] - J)
+    Hz = 2.0 * jnp.einsum("abc,abd->acd", J, J) - 2.0 * M
+    gz = -2.0 * (u - ub[:, None] * s)
+    G = beta * jnp.einsum("ac,ack->k", gz, E)
+    H = beta**2 * jnp.einsum("acd,ack,adl->kl", Hz, E, E)
+    return G, 0.5 * (H + H.T)

@@ -1,0 +1,214 @@
+"""The proximal solve of the output channel, jitted, and the output step built on it.
+
+For one sequence with label ``Y``, mean ``omega`` (``K``) and variances ``V`` (``K``,
+all > 0) the output step of GAMP and of the state evolution is
+
+    h* = argmin_h  loss(Y, h) + sum_ab (h_ab - omega_ab)^2 / (2 V_ab),
+    g  = (h* - omega) / V,
+    dg = diag d g / d omega = (diag[(H + D_V^{-1})^{-1} D_V^{-1}] - 1) / V,
+
+with ``H`` the exact Hessian of the loss in the pairs at ``h*`` and ``D_V = diag(V)``.
+:func:`prox` runs the safeguarded Newton method of :mod:`attnlib.channels.newton` from
+every start (one ``lax.while_loop`` over the whole batch until every problem is done)
+and keeps the lowest objective. :func:`output_step` adds the starts ``omega`` and the
+label-consistent point (Seq2Seq) and the derivatives.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib import tasks as _tasks
+from attnlib.channels.losses import (
+    OutputStep,
+    _obj,
+    grad_hess,
+    label_start,
+    linear_step,
+    loss_task,
+    pair_loss,
+)
+from attnlib.channels.newton import Batch, masked_step
+
+__all__ = ["Prox", "prox", "finish", "output_step"]
+
+
+class Prox(NamedTuple):
+    """Result of :func:`prox`: best point ``h`` (n, K), its objective (n,), Newton steps run."""
+
+    h: jax.Array
+    objective: jax.Array
+    n_steps: jax.Array
+
+
+@functools.partial(jax.jit, static_argnames=("task", "max_iter"))
+def prox(task: _tasks.Task, Y, omega, V, starts, *, tol=1e-12, max_iter: int = 100) -> Prox:
+    """Multi-start safeguarded Newton on the prox objective (jitted; ``task`` static).
+
+    Args:
+      task: the task (its label noise is irrelevant here).
+      Y: labels ``(n, *task.out_shape)``; omega: centres ``(n, K)``; V: variances ``(n, K)``.
+      starts: ``(n, S, K)`` starting points; the lowest final objective wins.
+      tol: Newton stops at a positive-definite point once its full step is below
+        ``sqrt(tol)`` relative (quadratic convergence: error ``O(tol)``).
+      max_iter: maximal number of Newton steps (the batch runs until all are done).
+    """
+    task = loss_task(task)
+    n, S, K = starts.shape
+    rep = lambda a: jnp.repeat(a, S, axis=0)  # noqa: E731
+    Yr, Or, Vr = rep(Y), rep(omega), rep(V)
+    P = starts.reshape(n * S, K)
+    F = jax.vmap(functools.partial(_obj, task))(Yr, Or, Vr, P)
+    H = jnp.zeros((n * S, K, K), dtype=P.dtype)
+    tol = jnp.asarray(tol, dtype=P.dtype)
+    done = jnp.zeros(n * S, dtype=bool)
+    (P, F, _, _), it = _newton_stages(task, Batch(Yr, Or, Vr), (P, F, done, H), tol, max_iter)
+    F = jnp.where(jnp.isfinite(F), F, jnp.inf).reshape(n, S)
+    k = jnp.argmin(F, axis=1)
+    h = jnp.take_along_axis(P.reshape(n, S, K), k[:, None, None], 1)[:, 0]
+    return Prox(h, jnp.take_along_axis(F, k[:, None], 1)[:, 0], it)
+
+
+# After the whole batch, Newton goes on with the slowest N/8, then N/64 problems (those not
+# yet done, gathered with a stable argsort): fixed shapes inside jit, and a few slow
+# problems no longer cost a step of the whole batch each.
+_STAGES = (8, 64)
+_MIN_STAGE = 64
+
+
+def _newton_loop(task, b: Batch, st, tol, limits):
+    """Masked Newton steps until fewer than ``limits[2]`` problems are left or ``max_iter``."""
+    max_iter, it0, keep_going_above = limits
+
+    def body(c):
+        st, it = c
+        return masked_step(task, b, st, tol), it + 1
+
+    def cond(c):
+        st, it = c
+        return (it < max_iter) & (jnp.sum(~st[2]) > keep_going_above)
+
+    return jax.lax.while_loop(cond, body, (st, it0))
+
+
+def _newton_stages(task, b: Batch, st, tol, max_iter):
+    """Newton on the whole batch, then on shrinking sets of unfinished problems."""
+    N = st[0].shape[0]
+    sizes = [N] + [N // f for f in _STAGES if N // f >= _MIN_STAGE]
+    it = jnp.asarray(0)
+    for i, M in enumerate(sizes):
+        nxt = sizes[i + 1] if i + 1 < len(sizes) else 0
+        if M == N:
+            st, it = _newton_loop(task, b, st, tol, (max_iter, it, nxt))
+            continue
+        idx = jnp.argsort(st[2], stable=True)[:M]  # unfinished problems first
+        sub_b = Batch(*(a[idx] for a in b))
+        sub, it = _newton_loop(task, sub_b, tuple(a[idx] for a in st), tol, (max_iter, it, nxt))
+        st = tuple(a.at[idx].set(x) for a, x in zip(st, sub, strict=True))
+    return st, it
+
+
+def _finish_one(task, y, om, v, p):
+    G, H = grad_hess(task, y, p)
+    A = H + jnp.diag(1.0 / v)
+    Ainv = jnp.linalg.inv(A)
+    dg = (jnp.diagonal(Ainv) / v - 1.0) / v
+    # strict local minimum with a small gradient (single entries of dg may be > 0)
+    grad = G + (p - om) / v
+    scale = 1.0 + jnp.max(jnp.abs(p - om) / v)
+    pd = jnp.all(jnp.isfinite(jnp.linalg.cholesky(A)))
+    ok = pd & (jnp.max(jnp.abs(grad)) <= 1e-7 * scale)
+    return (p, (p - om) / v, dg, pair_loss(task, y, p)), ok
+
+
+@functools.partial(jax.jit, static_argnames=("task",))
+def finish(task: _tasks.Task, Y, omega, V, h):
+    """``(OutputStep, ok)`` at prox points ``h``: ``g``, ``dg`` from the exact Hessian, the
+    loss, and ``ok`` (n,) where ``h`` is a strict local minimum with a small gradient."""
+    task = loss_task(task)
+    (h, g, dg, loss), ok = jax.vmap(functools.partial(_finish_one, task))(Y, omega, V, h)
+    return OutputStep(h=h, g=g, dg=dg, loss=loss), ok
+
+
+@functools.partial(jax.jit, static_argnames=("task",))
+def _linear_jit(task, Y, omega, V):
+    return linear_step(task, Y, omega, V)
+
+
+def _is_concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+def _check_step_args(task, Y, omega, V, max_iter, tol):
+    K = task.n_pairs
+    if omega.ndim != 2 or omega.shape[1] != K:
+        raise ValueError(f"omega must have shape (n, K={K}), got {omega.shape}")
+    n = omega.shape[0]
+    if Y.shape != (n, *task.out_shape):
+        raise ValueError(
+            f"Y must have shape (n, *out_shape) = {(n, *task.out_shape)}, got {Y.shape}"
+        )
+    if V.shape not in ((K,), (n, K)):
+        raise ValueError(f"V must have shape (K,) = ({K},) or (n, K) = {(n, K)}, got {V.shape}")
+    if _is_concrete(V) and not bool(np.all(np.asarray(V) > 0) and np.all(np.isfinite(V))):
+        raise ValueError("V must be finite and > 0 (prox variances)")
+    if _is_concrete(omega) and not bool(np.all(np.isfinite(np.asarray(omega)))):
+        raise ValueError("omega contains NaN or inf")
+    if not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    if not (float(tol) > 0):
+        raise ValueError(f"tol must be > 0, got {tol!r}")
+
+
+def _all_starts(task, Y, omega, V, starts):
+    n, K = omega.shape
+    st = [omega[:, None, :]]
+    lab = label_start(task, Y, omega, V)
+    if lab is not None:
+        st.append(lab[:, None, :])
+    if starts is not None:
+        starts = jnp.asarray(starts, dtype=jnp.float64)
+        if starts.ndim == 2:
+            starts = starts[:, None, :]
+        if starts.ndim != 3 or starts.shape[0] != n or starts.shape[2] != K:
+            raise ValueError(f"starts must have shape (n, K) or (n, S, K) with n={n}, K={K}")
+        st.append(starts)
+    return jnp.concatenate(st, axis=1)
+
+
+def output_step(
+    task: _tasks.Task, Y, omega, V, *, starts=None, max_iter: int = 100, tol: float = 1e-12
+) -> OutputStep:
+    r"""Proximal map of the per-sequence loss and its derivatives, for ``n`` sequences.
+
+    Args:
+      task: an :class:`attnlib.tasks.Task` (frozen, hashable: one compilation per task).
+      Y: labels, shape ``(n, *task.out_shape)``.
+      omega: prox centres, shape ``(n, K)``.
+      V: prox variances, ``(K,)`` or ``(n, K)``, all ``> 0``.
+      starts: optional extra Newton starting points, ``(n, K)`` or ``(n, S, K)``
+        (e.g. the noisy logits that generated ``Y`` in the state evolution); ``omega``
+        and (Seq2Seq) the label-consistent point are always tried.
+      max_iter: Newton iterations per start (safeguarded, monotone).
+      tol: relative step size at which Newton stops (at a positive-definite point).
+
+    Returns:
+      :class:`OutputStep` with ``h, g, dg`` of shape ``(n, K)`` and ``loss`` of shape ``(n,)``.
+
+    The :class:`~attnlib.tasks.Linear` task uses its closed form.
+    """
+    omega = jnp.asarray(omega, dtype=jnp.float64)
+    Y = jnp.asarray(Y, dtype=jnp.float64)
+    V = jnp.asarray(V, dtype=jnp.float64)
+    _check_step_args(task, Y, omega, V, max_iter, tol)
+    V = jnp.broadcast_to(V, omega.shape)
+    if isinstance(task, _tasks.Linear):
+        return _linear_jit(task, Y, omega, V)
+    st = _all_starts(task, Y, omega, V, starts)
+    p = prox(task, Y, omega, V, st, tol=float(tol), max_iter=int(max_iter))
+    return finish(task, Y, omega, V, p.h)[0]

@@ -1,0 +1,60 @@
+r"""State evolution (SE): exact asymptotic train and test errors of the ERM.
+
+The ERM is a generalised linear model in the ``D = d (d + 1) / 2`` orthonormal
+coordinates of symmetric matrices, with ``n K`` measurements (``K`` pairs per
+sequence) and a block-wise (per sequence) loss. Its state evolution is a fixed point
+of a map of three scalars ``(m, q, v)`` through the conjugates ``(m_hat, q_hat,
+a_hat)`` (conventions: the book's notation page and chapter 3):
+
+- output side (:mod:`attnlib.se.output`, jitted; the proximal solve is
+  :func:`attnlib.channels.prox`);
+- input side (:mod:`attnlib.se.input`; free convolution of the target with a
+  semicircle, :mod:`attnlib.rmt`);
+- the map and its Anderson fixed point (:mod:`attnlib.se.engine`, on the generic
+  :func:`attnlib.fixed_point.anderson`), one attempt and the metrics
+  (:mod:`attnlib.se.point`), the fallbacks that make it robust
+  (:mod:`attnlib.se.robust`), the drivers (:mod:`attnlib.se.drivers`).
+
+Where the constants come from. Write ``x = sqrt(d/2) vec(S)`` (orthonormal
+coordinates) so that each pair is ``h_ab = sigma_ab F . x`` with ``F`` of i.i.d.
+entries of variance ``1/D``: the textbook GLM/ERM state evolution (with ``N = D``
+unknowns and ``n K`` rows, ``n / D = 2 alpha``) gives ``V_hat = 2 a_hat``,
+``m_hat_std = 2 m_hat``, ``q_hat_std = 4 q_hat``; the input denoiser is the prox of
+the penalty at ``B = c (S0 + sqrt(Delta_eff) W_goe)``. The divergence of a spectral
+map is ``d^2 int rho_R f h_R`` (Gaussian integration by parts).
+
+Expectations over the pairs use scrambled Sobol points (fixed seeds) mapped through
+the normal inverse CDF; ``R`` independent scramblings give the standard error
+reported as ``integration_error``. Progress is logged on the ``attnlib.se`` logger
+(``logging.getLogger("attnlib.se").setLevel(logging.DEBUG)``).
+"""
+
+from attnlib.se.drivers import learning_curve, optimal_lambda, solve
+from attnlib.se.input import InputSide, input_side
+from attnlib.se.output import OutputSide, output_side
+from attnlib.se.qmc import qmc_normals
+from attnlib.se.results import (
+    PENALTIES,
+    LearningCurve,
+    SEConvergenceWarning,
+    SEResult,
+    WarmStart,
+)
+from attnlib.se.test_error import test_error_from_overlaps
+
+__all__ = [
+    "PENALTIES",
+    "SEConvergenceWarning",
+    "SEResult",
+    "LearningCurve",
+    "WarmStart",
+    "OutputSide",
+    "InputSide",
+    "solve",
+    "learning_curve",
+    "optimal_lambda",
+    "test_error_from_overlaps",
+    "output_side",
+    "input_side",
+    "qmc_normals",
+]

@@ -1,0 +1,199 @@
+"""Thin drivers: :func:`solve`, :func:`learning_curve`, :func:`optimal_lambda`.
+
+They validate arguments, build the problem's arrays, call the robust fixed-point search
+(:mod:`attnlib.se.robust`) and return results together with their warm starts (the
+``warm`` field); nothing passed in is modified.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+
+import numpy as np
+import scipy.optimize
+
+from attnlib import _checks
+from attnlib import tasks as _tasks
+from attnlib.se import engine, point, robust
+from attnlib.se.input import target_token
+from attnlib.se.output import check_task, qmc_points
+from attnlib.se.qmc import qmc_normals
+from attnlib.se.results import (
+    PENALTIES,
+    LearningCurve,
+    SEConvergenceWarning,
+    SEResult,
+    WarmStart,
+)
+
+__all__ = ["solve", "learning_curve", "optimal_lambda"]
+
+log = logging.getLogger("attnlib.se")
+
+
+def _problem(task, target, alpha, lam, penalty, opts) -> point.Problem:
+    qmc, memory = opts
+    Q0 = float(target.Q0)
+    data = engine.Data(
+        z=qmc_points(task, *qmc),
+        alpha=np.float64(alpha),
+        lam=np.float64(lam),
+        Q0=np.float64(Q0),
+        token=np.int64(target_token(target)),
+    )
+    return point.Problem(task, target, penalty, data, qmc, memory)
+
+
+def _start(init, pb: point.Problem):
+    """``(x0, prox0)`` from ``init`` (None, ``(m, q, v)``, SEResult or WarmStart)."""
+    Q0 = float(pb.data.Q0)
+    prox = None
+    if init is None:
+        x0 = robust.default_x0(Q0)
+    else:
+        if isinstance(init, SEResult):
+            init = init.warm if isinstance(init.warm, WarmStart) else (init.m, init.q, init.v)
+        if isinstance(init, WarmStart):
+            prox = init.prox if init.key == (pb.task, *pb.qmc) else None
+            init = init.x
+        x0 = np.asarray(init, dtype=float).reshape(-1)
+        if x0.shape != (3,):
+            raise ValueError(f"init must be (m, q, v), an SEResult or a WarmStart, got {init!r}")
+    m, q, v = x0
+    if not (np.all(np.isfinite(x0)) and q > 0 and v > 0 and m * m < q * Q0):
+        raise ValueError(f"init (m, q, v) = {tuple(x0)} must have q > 0, v > 0 and m^2 < q Q0")
+    return x0, prox
+
+
+def _check_solve_args(task, target, alpha, lam, penalty, kw):
+    check_task(task)
+    _checks.positive("alpha", alpha)
+    _checks.nonnegative("lam", lam)
+    _checks.choice("penalty", penalty, PENALTIES)
+    if not hasattr(target, "measure") or not hasattr(target, "Q0"):
+        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    _checks.positive("tol", kw["tol"])
+    _checks.integer("max_iter", kw["max_iter"], 1)
+    _checks.in_interval("damping", kw["damping"], 0.0, 1.0, low_open=False, high_open=True)
+    _checks.integer("anderson", kw["anderson"], 0)
+    _checks.choice("on_fail", kw["on_fail"], ("warn", "raise"))
+    if not isinstance(task, _tasks.Linear):
+        qmc_normals(2, kw["n_qmc"], kw["n_rep"])  # validates n_qmc / n_rep
+
+
+def _report_failure(alpha, lam, penalty, found, on_fail):
+    msg = (
+        f"state evolution did not converge at alpha={alpha}, lam={lam}, penalty={penalty}: "
+        f"best residual {found.residual:.2e} after {found.n_iter} maps (fields are NaN)"
+    )
+    if on_fail == "raise":
+        raise RuntimeError(msg)
+    warnings.warn(msg, SEConvergenceWarning, stacklevel=3)
+
+
+def solve(
+    task, target, alpha: float, lam: float, penalty: str = "nuclear", *, init=None,
+    tol: float = 1e-6, max_iter: int = 300, damping: float = 0.5, anderson: int = 5,
+    n_qmc: int = 8192, n_rep: int = 4, seed: int = 0, on_fail: str = "warn",
+) -> SEResult:  # fmt: skip
+    r"""Solve the state evolution at ``(alpha, lam)``: the ERM's asymptotic metrics.
+
+    Args:
+      task: :class:`attnlib.tasks.Task`; target: :class:`attnlib.targets.Target`.
+      alpha: sample ratio ``n / d^2 > 0``; lam: penalty strength ``>= 0``.
+      penalty: ``"nuclear"`` (trace + PSD, the factorized student) or ``"frobenius"``.
+      init: warm start: ``(m, q, v)``, a previous :class:`SEResult` or its ``warm``.
+      tol: tolerance on the change of ``(m/Q0, log q, log v)`` under one SE map.
+      max_iter: SE maps per attempt; damping: weight of the old iterate (``[0, 1)``);
+      anderson: Anderson memory (0 = damped iteration).
+      n_qmc, n_rep, seed: QMC points (``n_qmc / n_rep`` a power of 2), scramblings, seed.
+      on_fail: ``"warn"`` (:class:`SEConvergenceWarning`) or ``"raise"`` (``RuntimeError``).
+
+    Returns:
+      :class:`SEResult`: a fixed point (``converged=True``), or ``converged=False`` with
+      NaN fields (never a finite point that is not a fixed point). When the direct
+      iteration fails, heavier damping and continuation in ``lam`` are tried
+      (:mod:`attnlib.se.robust`). Where ``lam`` is at least ``m_hat`` times the top
+      edge of ``R`` at ``S_hat -> 0`` the minimiser is ``S_hat = 0``: ``m = q = v = 0``,
+      ``rank_fraction = 0`` and the conjugates of that limit.
+    """
+    kw = dict(tol=tol, max_iter=max_iter, damping=damping, anderson=anderson, n_qmc=n_qmc,
+              n_rep=n_rep, on_fail=on_fail)  # fmt: skip
+    _check_solve_args(task, target, alpha, lam, penalty, kw)
+    alpha, lam = float(alpha), float(lam)
+    pb = _problem(task, target, alpha, lam, penalty, ((n_qmc, n_rep, int(seed)), int(anderson)))
+    x0, prox0 = _start(init, pb)
+    settings = engine.Settings(np.float64(tol), np.int64(max_iter), np.float64(damping))
+    found = robust.find(pb, lam, x0, prox0, settings)
+    extra = dict(converged=True, residual=found.residual, n_iter=found.n_iter)
+    if found.zero is not None:  # the zero phase: S_hat = 0 exactly
+        return point.result(pb, lam, np.zeros(3), {**extra, "warm": None}, found.zero)
+    if found.attempt is None:
+        _report_failure(alpha, lam, penalty, found, on_fail)
+        return point.failed(pb, lam, found.residual, found.n_iter)
+    a = found.attempt
+    extra["warm"] = point.warm_start(pb, a.x, a.prox)
+    return point.result(pb, lam, a.x, extra, point.sides_at(lam, a.sides))
+
+
+def _stack(results, penalty) -> LearningCurve:
+    fields = {"penalty": penalty, "warm": None}
+    for name in LearningCurve._fields:
+        if name not in fields:
+            fields[name] = np.array([getattr(r, name) for r in results])
+    good = [r.warm for r in results if r.warm is not None]
+    fields["warm"] = good[-1] if good else None
+    return LearningCurve(**fields)
+
+
+def learning_curve(
+    task, target, alphas, lam: float, penalty: str = "nuclear", **kw
+) -> LearningCurve:
+    """:func:`solve` along ``alphas`` (in the given order), warm-starting each point from
+    the last converged one. ``init`` (optional) warm-starts the first point."""
+    alphas = np.asarray(alphas, dtype=float).reshape(-1)
+    if alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas <= 0):
+        raise ValueError(f"alphas must be a non-empty list of finite values > 0, got {alphas}")
+    init = kw.pop("init", None)
+    results = []
+    for a in alphas:
+        r = solve(task, target, float(a), lam, penalty, init=init, **kw)
+        results.append(r)
+        init = r.warm if r.warm is not None else init
+    return _stack(results, penalty)
+
+
+def optimal_lambda(
+    task, target, alpha: float, penalty: str = "nuclear", *, bounds=(1e-4, 10.0),
+    xatol: float = 0.02, noisy: bool = False, **kw,
+):  # fmt: skip
+    """``lam`` minimising the SE test error at ``alpha`` (bounded search on ``log lam``).
+
+    Returns ``(lam_opt, SEResult at lam_opt)``. ``noisy=True`` minimises
+    ``test_error_noisy``. Points that do not converge count as ``+inf``.
+    """
+    check_task(task)
+    alpha = _checks.positive("alpha", alpha)
+    lo = _checks.positive("bounds[0]", bounds[0])
+    hi = _checks.positive("bounds[1]", bounds[1])
+    if not lo < hi:
+        raise ValueError(f"bounds must satisfy 0 < low < high, got {bounds}")
+    init = kw.pop("init", None)
+    seen: dict = {}
+
+    def objective(loglam):
+        warm = [r.warm for r in seen.values() if r.warm is not None]
+        start = warm[-1] if warm else init
+        r = solve(task, target, alpha, math.exp(loglam), penalty, init=start, **kw)
+        seen[loglam] = r
+        val = r.test_error_noisy if noisy else r.test_error
+        return val if math.isfinite(val) else math.inf
+
+    res = scipy.optimize.minimize_scalar(
+        objective, bounds=(math.log(lo), math.log(hi)), method="bounded", options={"xatol": xatol}
+    )
+    if res.x not in seen:
+        objective(res.x)
+    return math.exp(res.x), seen[res.x]

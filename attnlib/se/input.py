@@ -1,0 +1,112 @@
+r"""Input side of the state evolution: the spectral denoiser of ``R = S0 + sqrt(Delta_eff) W``.
+
+With ``rho_R`` the limiting spectrum of ``R`` (free convolution of the target with a
+semicircle, :func:`attnlib.rmt.deformed_spectrum`) and ``h_R`` its Hilbert transform::
+
+    Delta_eff = q_hat / m_hat^2,  c = m_hat / a_hat,  tau = lam / a_hat,
+    f(x) = (c x - tau)_+ (nuclear + PSD)  or  c x / (1 + lam / a_hat) (Frobenius),
+    q = int rho_R f^2,  m = int rho_R f (x - 2 Delta_eff h_R),  v = (1/m_hat) int rho_R f h_R.
+
+The Frobenius penalty is Gaussian and has closed forms (``int rho_R x^2 = Q0 + Delta``,
+``int rho_R x h_R = 1/2``). The nuclear input side needs the free convolution, which is
+computed on the host (numpy); inside the jitted fixed point it is reached through
+``jax.pure_callback`` (:func:`input_arrays`).
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib import _checks, rmt
+from attnlib.spectral_map import PENALTIES, SpectralMap
+
+__all__ = ["InputSide", "input_side", "input_arrays", "target_token"]
+
+
+class InputSide(NamedTuple):
+    m: float
+    q: float
+    v: float
+    rank_fraction: float
+    Delta_eff: float
+    c: float
+    tau: float
+
+
+def _nuclear(target, Delta, c, tau, m_hat):
+    spec = rmt.deformed_spectrum(target, Delta, breakpoints=(tau / c,))
+    x, w, h = np.asarray(spec.x), np.asarray(spec.w), np.asarray(spec.hilbert)
+    fmap = SpectralMap(c, tau, "nuclear")
+    f = fmap.f(x)
+    q = float(np.sum(w * f * f))
+    m = float(np.sum(w * f * (x - 2.0 * Delta * h)))
+    v = float(np.sum(w * f * h)) / m_hat
+    return m, q, v, float(np.sum(w[fmap.kept(x)]))
+
+
+def input_side(target, m_hat, q_hat, a_hat, lam, penalty="nuclear", *, Q0=None) -> InputSide:
+    """Input side: overlaps of the spectral estimator ``F(c (S0 + sqrt(Delta_eff) W))``."""
+    m_hat = _checks.positive("m_hat", m_hat)
+    q_hat = _checks.nonnegative("q_hat", q_hat)
+    a_hat = _checks.positive("a_hat", a_hat)
+    lam = _checks.nonnegative("lam", lam)
+    _checks.choice("penalty", penalty, PENALTIES)
+    Delta = q_hat / m_hat**2
+    c = m_hat / a_hat
+    tau = lam / a_hat
+    if penalty == "frobenius":
+        Q0 = target.Q0 if Q0 is None else Q0
+        k = SpectralMap(c, tau, "frobenius").slope
+        return InputSide(k * Q0, k * k * (Q0 + Delta), k / (2.0 * m_hat), 1.0, Delta, c, tau)
+    return InputSide(*_nuclear(target, Delta, c, tau, m_hat), Delta, c, tau)
+
+
+# Targets reached from the jitted fixed point are named by an integer token (an
+# operand of the callback), so that one compilation serves every target. Bounded.
+_TOKENS: collections.OrderedDict = collections.OrderedDict()
+_MAX_TOKENS = 64
+
+
+def target_token(target) -> int:
+    """A small integer naming ``target`` for :func:`input_arrays` (bounded table)."""
+    for tok, t in _TOKENS.items():
+        if t == target:
+            _TOKENS.move_to_end(tok)
+            return tok
+    tok = max(_TOKENS, default=-1) + 1
+    if len(_TOKENS) >= _MAX_TOKENS:
+        tok = next(iter(_TOKENS))
+        del _TOKENS[tok]
+    _TOKENS[tok] = target
+    return tok
+
+
+def _host_nuclear(token, conj, lam):
+    """Host side of the callback: ``(m, q, v, rank_fraction)``; NaN where undefined."""
+    m_hat, q_hat, a_hat = (float(t) for t in np.asarray(conj))
+    lam = float(lam)
+    if not (m_hat > 0 and a_hat > 0 and q_hat >= 0 and np.isfinite(q_hat)):
+        return np.full(4, np.nan)
+    target = _TOKENS[int(token)]
+    Delta, c, tau = q_hat / m_hat**2, m_hat / a_hat, lam / a_hat
+    try:
+        return np.asarray(_nuclear(target, Delta, c, tau, m_hat), dtype=np.float64)
+    except (ValueError, FloatingPointError, ArithmeticError):
+        return np.full(4, np.nan)
+
+
+def input_arrays(token, penalty, conj, lam, Q0):
+    """Traceable input side: ``(m, q, v, rank_fraction)`` from ``conj = (m_hat, q_hat,
+    a_hat)``; ``penalty`` static; the nuclear one through ``jax.pure_callback``."""
+    m_hat, q_hat, a_hat = conj[0], conj[1], conj[2]
+    if penalty == "frobenius":
+        Delta = q_hat / m_hat**2
+        k = SpectralMap(m_hat / a_hat, lam / a_hat, "frobenius").slope
+        return jnp.stack([k * Q0, k * k * (Q0 + Delta), k / (2.0 * m_hat), jnp.ones_like(k)])
+    shape = jax.ShapeDtypeStruct((4,), jnp.float64)
+    return jax.pure_callback(_host_nuclear, shape, token, conj, lam)

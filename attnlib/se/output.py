@@ -1,0 +1,203 @@
+r"""Output side of the state evolution, as jitted functions of arrays.
+
+``K`` independent pairs with ``sigma_ab^2 = 1 + delta_ab``::
+
+    (h0_ab, omega_ab) ~ N(0, sigma_ab^2 [[Q0, m], [m, q]]),  Y = labels(h0, noise),
+    h* = prox (attnlib.channels.prox) with V_ab = sigma_ab^2 v,  g = (h* - omega) / V,
+    a_hat = alpha sum_ab sigma_ab^2 E[-dg_ab / domega_ab]
+    q_hat = (alpha / 2) sum_ab sigma_ab^2 E[g_ab^2]
+    m_hat = alpha sum_ab E[g_ab (h0_ab - (m/q) omega_ab)] / (Q0 - m^2/q)     (Stein form)
+
+With ``omega = sigma sqrt(q) u2`` and ``h0 = (m/q) omega + sigma sqrt(Q0 - m^2/q) u1``
+the Stein form is ``sigma E[g u1] / sqrt(Q0 - m^2/q)``; it stays exact when ``h*``
+jumps between minima. Expectations use the fixed QMC points ``z`` ``(R, N, 2K + noise
+dims)`` of :func:`attnlib.se.qmc_normals`; the ``R`` scramblings give standard errors.
+The linear task is Gaussian and uses closed forms.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib import _checks, channels
+from attnlib import tasks as _tasks
+from attnlib.se.qmc import qmc_normals
+
+__all__ = ["OutputSide", "OutputArrays", "output_arrays", "output_side", "noise_dim"]
+
+
+class OutputSide(NamedTuple):
+    """Output-side averages: conjugates, train loss, and their QMC standard errors."""
+
+    a_hat: float
+    q_hat: float
+    m_hat: float
+    train_loss: float
+    stderr: tuple  # (a_hat, q_hat, m_hat, train_loss) standard errors
+
+
+class OutputArrays(NamedTuple):
+    """Per-replicate ``(a_hat, q_hat, m_hat, train_loss)`` ``(R, 4)``, prox points and
+    their objectives (``(N, K)``, ``(N,)``), and how many problems found a lower minimum
+    from the cold starts than from the warm ones (``mode="full"``)."""
+
+    means: jax.Array
+    prox: jax.Array
+    objective: jax.Array
+    n_better: jax.Array
+
+
+def check_task(task) -> _tasks.Task:
+    if not isinstance(task, _tasks.Task):
+        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
+    return task
+
+
+def noise_dim(task) -> int:
+    """Number of noise normals per sequence in the QMC points."""
+    if task.noise == 0.0:
+        return 0
+    if task.noise_on == "logits" or isinstance(task, _tasks.Linear):
+        return task.n_pairs
+    return int(np.prod(task.out_shape))
+
+
+def labels(task, h0, xi):
+    """Labels from target pairs ``h0`` (N, K) and standard normals ``xi`` (N, noise_dim);
+    returns ``(Y, start)`` with ``start`` the noisy logits (fit ``Y`` exactly when the
+    noise is on the logits)."""
+    T = task.T
+    if task.noise == 0.0:
+        return task.output(_tasks.to_matrix(h0, T)), h0
+    sd = math.sqrt(task.noise)
+    if task.noise_on == "logits" or isinstance(task, _tasks.Linear):
+        logits = h0 + sd * xi
+        return task.output(_tasks.to_matrix(logits, T)), logits
+    clean = task.output(_tasks.to_matrix(h0, T))
+    return clean + sd * xi.reshape(clean.shape), h0
+
+
+def _sigmas(task):
+    s2 = jnp.asarray(_tasks.pair_variances(task.T), dtype=jnp.float64)
+    return s2, jnp.sqrt(s2)
+
+
+def _linear_means(task, alpha, Q0, x, n_rep):
+    """Closed form for the linear task (every average is Gaussian)."""
+    m, q, v = x[0], x[1], x[2]
+    w = jnp.asarray(channels.pair_weights(task.T))
+    s2, _ = _sigmas(task)
+    den = 1.0 + 2.0 * w * s2 * v
+    err = s2 * (Q0 - 2.0 * m + q) + task.noise  # E (y - omega)^2 per pair
+    a_hat = alpha * jnp.sum(s2 * 2.0 * w / den)
+    q_hat = 0.5 * alpha * jnp.sum(s2 * 4.0 * w**2 * err / den**2)
+    train = jnp.sum(w * err / den**2)
+    return jnp.broadcast_to(jnp.stack([a_hat, q_hat, a_hat, train]), (n_rep, 4))
+
+
+def _pairs(task, z, Q0, x):
+    K = task.n_pairs
+    s2, s = _sigmas(task)
+    m, q, v = x[0], x[1], x[2]
+    u1, u2, u3 = z[:, :K], z[:, K : 2 * K], z[:, 2 * K :]
+    csd = jnp.sqrt(jnp.maximum(Q0 - m * m / q, 1e-300))
+    omega = s * jnp.sqrt(q) * u2
+    h0 = (m / q) * omega + s * csd * u1
+    Y, lab = labels(task, h0, u3)
+    V = jnp.broadcast_to(s2 * v, omega.shape)
+    return Y, omega, lab, V, csd
+
+
+def _solve_prox(task, Y, omega, V, starts, prox, *, mode):
+    """Prox points: warm (from ``prox``), cold (omega, logits) or full (best of both)."""
+    if mode == "warm":
+        p = channels.prox(task, Y, omega, V, prox[:, None, :])
+        return p.h, p.objective, jnp.asarray(0)
+    p = channels.prox(task, Y, omega, V, starts)
+    if mode == "cold":
+        return p.h, p.objective, jnp.asarray(0)
+    f_warm = channels.prox_objective(task, Y, prox, omega, V)
+    better = p.objective < f_warm - 1e-10 * (1.0 + jnp.abs(f_warm))
+    h = jnp.where(better[:, None], p.h, prox)
+    return h, jnp.where(better, p.objective, f_warm), jnp.sum(better)
+
+
+@functools.partial(jax.jit, static_argnames=("task", "mode"))
+def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
+    """Output side at ``x = (m, q, v)`` on the QMC points ``z`` ``(R, N, dim)``.
+
+    ``prox``: ``(R N, K)`` warm-start prox points (ignored by ``mode="cold"``, which
+    starts from ``omega`` and the noisy logits; ``"full"`` keeps the better of the cold
+    and warm minima per problem). Returns :class:`OutputArrays` (means scaled by
+    ``alpha``; ``m_hat`` in its Stein form).
+    """
+    R, N, _ = z.shape
+    if isinstance(task, _tasks.Linear):
+        means = _linear_means(task, alpha, Q0, x, R)
+        return OutputArrays(means, prox, jnp.zeros(prox.shape[0]), jnp.asarray(0))
+    K = task.n_pairs
+    zf = z.reshape(R * N, -1)
+    Y, omega, lab, V, csd = _pairs(task, zf, Q0, x)
+    starts = jnp.stack([omega, lab], axis=1)
+    h, obj, n_better = _solve_prox(task, Y, omega, V, starts, prox, mode=mode)
+    out, _ = channels.finish(task, Y, omega, V, h)
+    s2, s = _sigmas(task)
+    per = jnp.stack(
+        [
+            alpha * jnp.sum(s2 * (-out.dg), axis=-1),
+            0.5 * alpha * jnp.sum(s2 * out.g**2, axis=-1),
+            alpha * jnp.sum(s * out.g * zf[:, :K], axis=-1) / csd,
+            out.loss,
+        ],
+        axis=-1,
+    )
+    return OutputArrays(jnp.mean(per.reshape(R, N, 4), axis=1), h, obj, n_better)
+
+
+def _stderr(x: np.ndarray) -> float:
+    return float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) > 1 else 0.0
+
+
+def summarize(means) -> OutputSide:
+    """:class:`OutputSide` from per-replicate means ``(R, 4)``."""
+    means = np.asarray(means)
+    mean = means.mean(axis=0)
+    return OutputSide(*(float(t) for t in mean), tuple(_stderr(c) for c in means.T))
+
+
+def qmc_points(task, n_qmc, n_rep, seed):
+    """The output side's QMC points ``(R, N, 2K + noise_dim)`` as a JAX array."""
+    if isinstance(task, _tasks.Linear):
+        return jnp.zeros((n_rep, 1, 1))
+    dim = 2 * task.n_pairs + noise_dim(task)
+    return jnp.asarray(qmc_normals(dim, n_qmc, n_rep, seed))
+
+
+def check_overlaps(Q0, m, q):
+    q = _checks.nonnegative("q", q)
+    m = float(m)
+    if not math.isfinite(m) or m * m > q * Q0 * (1 + 1e-9) + 1e-300:
+        raise ValueError(f"m must satisfy m^2 <= q Q0 (Cauchy-Schwarz), got m={m}, q={q}, Q0={Q0}")
+    return m, q
+
+
+def output_side(
+    task, alpha, Q0, m, q, v, *, n_qmc: int = 8192, n_rep: int = 4, seed: int = 0
+) -> OutputSide:
+    """One evaluation of the output side at ``(m, q, v)`` (cold-started prox)."""
+    task = check_task(task)
+    alpha = _checks.positive("alpha", alpha)
+    Q0 = _checks.positive("Q0", Q0)
+    check_overlaps(Q0, m, q)
+    v = _checks.positive("v", v)
+    z = qmc_points(task, n_qmc, n_rep, seed)
+    prox = jnp.zeros((z.shape[0] * z.shape[1], task.n_pairs))
+    x = jnp.asarray([m, q, v], dtype=jnp.float64)
+    out = output_arrays(task, z, jnp.float64(alpha), jnp.float64(Q0), x, prox, mode="cold")
+    return summarize(out.means)

@@ -1,0 +1,157 @@
+"""One attempt at a state-evolution fixed point, the zero phase, and the final metrics."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib import fixed_point
+from attnlib import tasks as _tasks
+from attnlib.se import engine
+from attnlib.se.input import InputSide, input_side
+from attnlib.se.output import output_arrays, summarize
+from attnlib.se.results import SEResult, WarmStart
+from attnlib.se.test_error import test_errors
+
+log = logging.getLogger("attnlib.se")
+
+# ``(m, q, v)`` next to the origin, where the output side takes its ``S_hat -> 0`` limit
+# (``omega -> 0``, ``V -> 0``: ``g`` becomes minus the loss gradient at zero preactivation)
+_ORIGIN_EPS = 1e-8
+# re-solves of the fixed point after the multi-start check found lower prox minima
+_MAX_CHECKS = 4
+
+
+class Problem(NamedTuple):
+    """Everything fixed during one solve (``data`` holds its arrays)."""
+
+    task: Any
+    target: Any
+    penalty: str
+    data: engine.Data
+    qmc: tuple  # (n_qmc, n_rep, seed)
+    memory: int
+
+
+class Attempt(NamedTuple):
+    x: np.ndarray  # (m, q, v)
+    prox: Any
+    converged: bool
+    residual: float
+    n_iter: int
+    saw_zero: bool
+    sides: tuple | None = None  # (OutputSide, image (m, q, v, rank)) at x, when converged
+
+
+def _linear(pb) -> bool:
+    return isinstance(pb.task, _tasks.Linear)
+
+
+def cold_prox(pb: Problem, x):
+    """Prox points at ``x`` from the cold starts (omega and the noisy logits)."""
+    z = pb.data.z
+    prox = jnp.zeros((z.shape[0] * z.shape[1], pb.task.n_pairs))
+    if _linear(pb):
+        return prox
+    x = jnp.asarray(x, dtype=jnp.float64)
+    return output_arrays(pb.task, z, pb.data.alpha, pb.data.Q0, x, prox, mode="cold").prox
+
+
+def _check_global(pb: Problem, x, prox):
+    """Multi-start prox at ``x``: ``(prox, n_better)`` (the SE needs the global minimum)."""
+    if _linear(pb):
+        return prox, 0
+    xj = jnp.asarray(x, dtype=jnp.float64)
+    out = output_arrays(pb.task, pb.data.z, pb.data.alpha, pb.data.Q0, xj, prox, mode="full")
+    return out.prox, int(out.n_better)
+
+
+def attempt(pb: Problem, x0, prox0, settings: engine.Settings) -> Attempt:
+    """Anderson from ``x0``; at convergence the prox is re-solved from the cold starts and
+    the iteration goes on where some problem finds a lower minimum."""
+    Q0 = float(pb.data.Q0)
+    y = engine.to_y(jnp.asarray(x0, dtype=jnp.float64), Q0)
+    prox = cold_prox(pb, x0) if prox0 is None else prox0
+    n_iter = 0
+    for _ in range(_MAX_CHECKS):
+        fp, saw_zero = engine.solve_fixed_point(
+            pb.task, pb.penalty, pb.memory, pb.data, settings, (y, prox)
+        )
+        n_iter += int(fp.n_iter)
+        prox, means, image = fp.aux
+        x = np.asarray(engine.to_x(fp.x, Q0))
+        converged = int(fp.status) == fixed_point.CONVERGED
+        log.debug("attempt: status %d residual %.3g after %d maps", fp.status, fp.residual, n_iter)
+        if not converged:
+            break
+        prox, n_better = _check_global(pb, x, prox)
+        if n_better == 0:
+            break
+        log.debug("multi-start check: %d lower prox minima, iterating on", n_better)
+        y = fp.x
+    sides = (summarize(means), np.asarray(image)) if converged else None
+    return Attempt(x, prox, converged, float(fp.residual), n_iter, bool(saw_zero), sides)
+
+
+def origin(pb: Problem, lam):
+    """Output and input sides at ``S_hat -> 0``: ``(OutputSide, InputSide, zero)``;
+    ``zero``: the whole spectrum is thresholded there (``S_hat = 0`` is the fixed point)."""
+    Q0 = float(pb.data.Q0)
+    x = np.array([0.0, _ORIGIN_EPS * Q0, _ORIGIN_EPS])
+    z = pb.data.z
+    prox = jnp.zeros((z.shape[0] * z.shape[1], pb.task.n_pairs))
+    xj = jnp.asarray(x)
+    o = summarize(output_arrays(pb.task, z, pb.data.alpha, Q0, xj, prox, mode="cold").means)
+    if not (o.a_hat > 0 and o.m_hat > 0 and math.isfinite(o.q_hat) and o.q_hat >= 0):
+        return o, None, False
+    i = input_side(pb.target, o.m_hat, o.q_hat, o.a_hat, lam, pb.penalty, Q0=Q0)
+    return o, i, bool(i.rank_fraction == 0.0 and i.q == 0.0)
+
+
+def _rel_errors(o, te):
+    vals = (o.a_hat, o.q_hat, o.m_hat, o.train_loss)
+    rel = [se / max(abs(v), 1e-12) for se, v in zip(o.stderr, vals, strict=True)]
+    rel.append(te.stderr[0] / max(te.test_error, 1e-12))
+    return float(max(rel))
+
+
+def sides_at(lam, sides) -> tuple:
+    """``(OutputSide, InputSide)`` at a converged point from the map's last evaluation."""
+    o, image = sides
+    c, tau = o.m_hat / o.a_hat, lam / o.a_hat
+    i = InputSide(*(float(t) for t in image), o.q_hat / o.m_hat**2, c, tau)
+    return o, i
+
+
+def result(pb: Problem, lam, x, extra: dict, sides) -> SEResult:
+    """:class:`SEResult` at a fixed point ``x`` with ``sides = (OutputSide, InputSide)``."""
+    Q0 = float(pb.data.Q0)
+    m, q, v = (float(t) for t in x)
+    o, i = sides
+    te = test_errors(pb.task, Q0, m, q, pb.qmc)
+    return SEResult(
+        alpha=float(pb.data.alpha), lam=float(lam), penalty=pb.penalty, m=m, q=q, v=v,
+        m_hat=o.m_hat, q_hat=o.q_hat, a_hat=o.a_hat, Delta_eff=i.Delta_eff, tau=i.tau,
+        c=i.c, Q0=Q0, train_loss=o.train_loss, test_error=te.test_error,
+        test_error_noisy=te.test_error_noisy, mse=Q0 - 2 * m + q,
+        rank_fraction=i.rank_fraction, integration_error=_rel_errors(o, te), **extra,
+    )  # fmt: skip
+
+
+def failed(pb: Problem, lam, residual, n_iter) -> SEResult:
+    """A non-converged result: every order parameter and metric is NaN."""
+    nan = math.nan
+    fields = {f: nan for f in SEResult._fields}
+    fields.update(
+        alpha=float(pb.data.alpha), lam=float(lam), penalty=pb.penalty, Q0=float(pb.data.Q0),
+        converged=False, residual=float(residual), n_iter=int(n_iter), warm=None,
+    )  # fmt: skip
+    return SEResult(**fields)
+
+
+def warm_start(pb: Problem, x, prox) -> WarmStart:
+    return WarmStart(tuple(float(t) for t in x), prox, (pb.task, *pb.qmc))

@@ -1,0 +1,106 @@
+"""Result types of the state evolution: one fixed point, a learning curve, a warm start."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from attnlib.spectral_map import PENALTIES
+
+__all__ = ["PENALTIES", "SEConvergenceWarning", "SEResult", "LearningCurve", "WarmStart"]
+
+
+class SEConvergenceWarning(RuntimeWarning):
+    """The state-evolution fixed point was not reached (the residual is given)."""
+
+
+class WarmStart(NamedTuple):
+    """What a solve hands to the next one: ``x = (m, q, v)`` and the prox points.
+
+    ``prox``: the ``(N, K)`` proximal points of the output side at ``x`` (or ``None``),
+    valid for the QMC points and task loss named by ``key``.
+    """
+
+    x: tuple
+    prox: Any = None
+    key: tuple = ()
+
+
+class SEResult(NamedTuple):
+    """A state-evolution fixed point and the asymptotic metrics it predicts.
+
+    Inputs: ``alpha``, ``lam``, ``penalty``.
+
+    Order parameters: ``m = Tr(S_hat S0)/d``, ``q = Tr(S_hat^2)/d``, ``v`` (prox
+    variance per unit ``sigma^2``), conjugates ``m_hat, q_hat, a_hat``, and the
+    effective denoising problem ``Delta_eff = q_hat/m_hat^2``, ``c = m_hat/a_hat``,
+    ``tau = lam/a_hat``; ``Q0 = Tr(S0^2)/d``.
+
+    Metrics (per sequence): ``train_loss = E loss(Y, h*)``; ``test_error =
+    E||g(h(S0)) - g(h(S_hat))||^2`` (noise-free labels); ``test_error_noisy`` the
+    same against noisy labels; ``mse = Q0 - 2 m + q = ||S_hat - S0||_F^2 / d``;
+    ``rank_fraction`` = fraction of non-zero eigenvalues of ``S_hat``
+    (``rho_R`` mass above ``tau/c``; 1 for Frobenius).
+
+    Diagnostics: ``converged`` (when false every order parameter and metric is NaN:
+    the engine never returns a point that is not a fixed point), ``residual`` (the
+    largest change of ``(m/Q0, log q, log v)`` under one SE map at the returned point,
+    or the best one seen when not converged), ``n_iter`` (SE maps evaluated, all
+    attempts together), ``integration_error`` (largest relative QMC standard error
+    among ``a_hat, q_hat, m_hat, train_loss, test_error``; 0 for closed forms).
+    ``warm``: a :class:`WarmStart` for a neighbouring solve (``init=``).
+    """
+
+    alpha: float
+    lam: float
+    penalty: str
+    m: float
+    q: float
+    v: float
+    m_hat: float
+    q_hat: float
+    a_hat: float
+    Delta_eff: float
+    tau: float
+    c: float
+    Q0: float
+    train_loss: float
+    test_error: float
+    test_error_noisy: float
+    mse: float
+    rank_fraction: float
+    converged: bool
+    residual: float
+    n_iter: int
+    integration_error: float
+    warm: Any = None
+
+
+class LearningCurve(NamedTuple):
+    """:class:`SEResult` fields as arrays over ``alpha`` (``penalty`` stays a string,
+    ``warm`` is the warm start of the last converged point)."""
+
+    alpha: np.ndarray
+    lam: np.ndarray
+    penalty: str
+    m: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    m_hat: np.ndarray
+    q_hat: np.ndarray
+    a_hat: np.ndarray
+    Delta_eff: np.ndarray
+    tau: np.ndarray
+    c: np.ndarray
+    Q0: np.ndarray
+    train_loss: np.ndarray
+    test_error: np.ndarray
+    test_error_noisy: np.ndarray
+    mse: np.ndarray
+    rank_fraction: np.ndarray
+    converged: np.ndarray
+    residual: np.ndarray
+    n_iter: np.ndarray
+    integration_error: np.ndarray
+    warm: Any = None

@@ -1,0 +1,127 @@
+"""Robust by default: the fallbacks tried when the direct fixed-point iteration fails.
+
+In order, after a direct attempt of at most 100 maps: the zero phase (the input side
+thresholded everything: is ``S_hat = 0`` the fixed point?), a restart from the image of
+the origin, smaller starts where the map is undefined, the default start (when a warm
+start was given), continuation in ``lam`` (solve at ``lam 10^(k/2)`` for the smallest
+``k`` that converges, then walk back down to ``lam`` warm-starting each step), and
+heavier damping (0.8, then 0.95). Every accepted point passed the fixed-point test of
+:func:`attnlib.se.point.attempt`; if none does, the caller reports NaN.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import NamedTuple
+
+import numpy as np
+
+from attnlib.se import point
+from attnlib.se.engine import Settings
+
+log = logging.getLogger("attnlib.se")
+
+_DAMPINGS = (0.8, 0.95)
+_LADDER = 8  # continuation from at most lam * 10^4
+_DIRECT = 100  # SE maps of the direct attempt before the fallbacks
+_PROBE = 60  # SE maps of each probe of the continuation ladder
+
+
+class Found(NamedTuple):
+    attempt: point.Attempt | None  # the fixed point, or None
+    zero: tuple | None  # (OutputSide, InputSide) of the zero phase
+    n_iter: int
+    residual: float
+
+
+def default_x0(Q0):
+    return np.array([0.3 * Q0, 0.5 * Q0, 1.0])
+
+
+def _at_lam(pb: point.Problem, lam) -> point.Problem:
+    return pb._replace(data=pb.data._replace(lam=np.float64(lam)))
+
+
+def _valid(x, Q0) -> bool:
+    m, q, v = x
+    return bool(np.all(np.isfinite(x)) and q > 0 and v > 0 and m * m < q * Q0)
+
+
+def _continuation(pb, lam, settings):
+    """Walk down from the smallest converging ``lam 10^(k/2)``: ``(Attempt | None, n_iter)``."""
+    Q0 = float(pb.data.Q0)
+    base = lam if lam > 0 else 1e-6
+    ladder = [base * 10 ** (k / 2) for k in range(1, _LADDER + 1)]
+    n_iter = 0
+    k = 0
+    for lam_k in ladder:
+        probe = settings._replace(max_iter=min(int(settings.max_iter), _PROBE))
+        a = point.attempt(_at_lam(pb, lam_k), default_x0(Q0), None, probe)
+        n_iter += a.n_iter
+        if a.converged:
+            break
+        k += 1
+    else:
+        return None, n_iter
+    log.info("continuation from lam=%.3g down to lam=%.3g", lam_k, lam)
+    for lam_j in [*ladder[:k][::-1], lam]:
+        b = point.attempt(_at_lam(pb, lam_j), a.x, a.prox, settings)
+        n_iter += b.n_iter
+        if not b.converged:  # the same step with heavier damping
+            b = point.attempt(_at_lam(pb, lam_j), a.x, a.prox, settings._replace(damping=0.9))
+            n_iter += b.n_iter
+        if not b.converged:
+            return None, n_iter
+        a = b
+    return (a if a.converged else None), n_iter
+
+
+def _fallback_starts(pb, lam, a, x0, settings):
+    """Restarts after a failed direct attempt ``a``: ``(Found | None, starts)``."""
+    Q0 = float(pb.data.Q0)
+    starts = []
+    if a.saw_zero:
+        o, i, zero = point.origin(pb, lam)
+        if zero:
+            return Found(None, (o, i), a.n_iter, 0.0), []
+        image = np.array([i.m, i.q, i.v]) if i is not None else None
+        if image is not None and _valid(image, Q0):
+            starts.append((image, settings))
+    if a.n_iter <= 1:  # the map is undefined at the start: smaller m and v
+        shrink = np.array([0.5, 1.0, 0.5])
+        starts += [(np.asarray(x0) * shrink**k, settings) for k in (1, 2, 4, 8)]
+    if not np.allclose(x0, default_x0(Q0)):
+        starts.append((default_x0(Q0), settings._replace(max_iter=_PROBE)))
+    return None, starts
+
+
+def _first(pb, starts, n_iter, best):
+    for x_s, s in starts:
+        log.info("retry from %s with damping %.2f", np.round(x_s, 4), float(s.damping))
+        a = point.attempt(pb, x_s, None, s)
+        n_iter, best = n_iter + a.n_iter, min(best, a.residual)
+        if a.converged:
+            return Found(a, None, n_iter, a.residual), n_iter, best
+    return None, n_iter, best
+
+
+def find(pb: point.Problem, lam, x0, prox0, settings: Settings) -> Found:
+    """The fixed point at ``lam`` from ``(x0, prox0)``, with the fallbacks above."""
+    Q0 = float(pb.data.Q0)
+    direct = settings._replace(max_iter=min(int(settings.max_iter), _DIRECT))
+    a = point.attempt(pb, x0, prox0, direct)
+    if a.converged:
+        return Found(a, None, a.n_iter, a.residual)
+    zero, starts = _fallback_starts(pb, lam, a, x0, direct)
+    if zero is not None:
+        return zero
+    found, n_iter, best = _first(pb, starts, a.n_iter, a.residual)
+    if found is not None:
+        return found
+    c, k = _continuation(pb, lam, settings)
+    n_iter += k
+    if c is not None:
+        return Found(c, None, n_iter, c.residual)
+    heavy = [(default_x0(Q0), settings._replace(damping=d)) for d in _DAMPINGS]
+    found, n_iter, best = _first(pb, heavy, n_iter, best)
+    return found if found is not None else Found(None, None, n_iter, best)

@@ -1,0 +1,196 @@
+r"""Block targets for chapter 4: strong directions of finite mass, recovered one block at a time.
+
+Run from ``book/``::
+
+    python -m data.make_blocks          # -> data/blocks_theory.json, data/blocks_sims.npz
+    python -m data.make_blocks --quick  # small d (what ATTNLIB_QUICK=1 runs live)
+
+The target (:func:`make_target`) has a null space of mass ``1 - 3 * BLOCK_MASS`` and three
+blocks of ``BLOCK_MASS * d`` equal eigenvalues ``theta_k = a * (1, 2, 4)``, with ``a``
+fixed by ``Q0 = Tr(S0^2)/d = 1``. Unlike a spike, each block carries a finite fraction of
+``Q0``: ``theta_k^2 * BLOCK_MASS``.
+
+Recovery of block ``k`` by a learned ``S_hat`` (eigenvectors ``u_i``, projector ``P_k`` on
+the block):
+
+    r_k = (1 / (BLOCK_MASS d)) * sum_{i kept} ||P_k u_i||^2      (finite d)
+    r_k = int_{x > tau/c} rho_R(x) O(x, theta_k) dx               (limit)
+
+with ``O`` the eigenvector-overlap density of :func:`attnlib.spectrum.overlap_density`.
+The under-fitting part of the mse is then exactly ``sum_k theta_k^2 BLOCK_MASS (1 - r_k)``.
+
+``point`` is a pure function of one grid point and seed returning a dict of numbers
+(the form attnlib.sweep maps over); ``theory`` gives the state-evolution curve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import jax
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+try:
+    import attnlib  # noqa: F401
+except ImportError:  # a checkout without `pip install -e .`: use the repository's copy
+    sys.path.insert(0, str(HERE.parents[1]))
+    import attnlib  # noqa: F401
+from attnlib import rmt, se, spectrum, targets, tasks, train  # noqa: E402
+
+SEED = 411
+NOISE = 0.25  # label-noise variance on the logits (as in the rest of chapter 4)
+LAM = 0.05  # nuclear penalty
+BLOCK_MASS = 0.1  # fraction of the spectrum in each block
+BLOCK_RATIOS = (1.0, 2.0, 4.0)
+
+# fmt: off
+FULL = {
+    "theory_alphas": [float(a) for a in np.geomspace(0.02, 3.0, 41)],
+    "sim_alphas": [0.05, 0.1, 0.2, 0.4, 0.8, 1.6],
+    "d": 80,
+    "seeds": 3,
+    "n_test": 10000,
+}
+QUICK = {
+    **FULL,
+    "sim_alphas": [0.1, 0.4, 1.6],
+    "d": 30,
+    "seeds": 2,
+    "n_test": 2000,
+}
+# fmt: on
+
+
+def block_values() -> np.ndarray:
+    """The three block eigenvalues ``theta_k``, scaled so that ``Q0 = 1``."""
+    r = np.asarray(BLOCK_RATIOS)
+    return r / math.sqrt(BLOCK_MASS * np.sum(r**2))
+
+
+def make_target() -> targets.Explicit:
+    """Ten equal-mass atoms: seven at zero and the three block eigenvalues."""
+    n_zero = int(round((1 - len(BLOCK_RATIOS) * BLOCK_MASS) / BLOCK_MASS))
+    return targets.Explicit(tuple([0.0] * n_zero + [float(t) for t in block_values()]))
+
+
+def make_task() -> tasks.Task:
+    return tasks.Seq2Seq(T=2, noise=NOISE)
+
+
+def recovered_theory(se_result, n_nodes: int = 400) -> np.ndarray:
+    """``r_k``, the limiting fraction of block ``k`` in the kept directions of ``S_hat``."""
+    target = make_target()
+    thr = se_result.tau / se_result.c
+    ds = rmt.deformed_spectrum(target, se_result.Delta_eff, n_nodes, breakpoints=(thr,))
+    kept = ds.x > thr
+    out = []
+    for theta in block_values():
+        o = spectrum.overlap_density(target, se_result.Delta_eff, ds.x[kept], theta)
+        out.append(float(np.sum(ds.w[kept] * o)))
+    return np.array(out)
+
+
+def recovered_trained(S_hat, S0, zero_tol: float = 1e-8) -> np.ndarray:
+    """``r_k`` of a trained matrix: kept mass of each block's eigenspace, per block size."""
+    s, U = np.linalg.eigh(np.asarray(S_hat, float))
+    l0, V = np.linalg.eigh(np.asarray(S0, float))
+    kept = s > zero_tol * max(np.abs(s).max(), 1e-300)
+    out = []
+    for theta in block_values():
+        block = np.abs(l0 - theta) < 1e-6 * theta
+        overlap2 = (V[:, block].T @ U[:, kept]) ** 2
+        out.append(float(overlap2.sum() / block.sum()))
+    return np.array(out)
+
+
+def point(alpha: float, seed: int, d: int, n_test: int = 10000) -> dict:
+    """Convex solver (nuclear, ``LAM``) on one data set; its recovery and test error."""
+    task, target = make_task(), make_target()
+    key = jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(SEED), d), seed)
+    k_s0, k_data, k_test = jax.random.split(jax.random.fold_in(key, int(round(1e4 * alpha))), 3)
+    S0 = np.asarray(target.sample(k_s0, d))
+    data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = train.train_convex(task, data, LAM, tol=1e-7)
+    if not res.converged:
+        raise RuntimeError(f"train_convex did not converge (residual {res.residual:.1e})")
+    dec = spectrum.decompose_trained(task, res.S, S0, k_test, n_test=n_test)
+    r = recovered_trained(res.S, S0)
+    return {
+        "alpha": alpha,
+        "seed": seed,
+        "d": d,
+        "e_test": dec.e_test,
+        "e_test_mc": dec.e_test_mc,
+        "e_test_mc_stderr": dec.e_test_mc_stderr,
+        "train_loss": res.train_loss,
+        "mse_under": dec.mse_under,
+        "kept_fraction": dec.kept_fraction,
+        **{f"r{k}": float(v) for k, v in enumerate(r)},
+    }
+
+
+def theory(alphas) -> list[dict]:
+    """State evolution along ``alphas`` (warm-started), with ``r_k`` at every point."""
+    task, target = make_task(), make_target()
+    out, init = [], None
+    for alpha in alphas:
+        r = se.solve(task, target, alpha, LAM, init=init)
+        if not r.converged:
+            raise RuntimeError(f"SE did not converge at alpha={alpha} (residual {r.residual:.1e})")
+        init = r
+        row = {
+            k: (v if isinstance(v, (str, bool, int)) else float(v)) for k, v in r._asdict().items()
+        }
+        row["recovered"] = recovered_theory(r).tolist()
+        row["support"] = [list(iv) for iv in rmt.support(target, r.Delta_eff)]
+        out.append(row)
+    return out
+
+
+def run(quick: bool = False) -> dict:
+    """Every simulation of the grid: a dict of arrays with one entry per (alpha, seed)."""
+    cfg = QUICK if quick else FULL
+    rows = []
+    for alpha in cfg["sim_alphas"]:
+        for seed in range(cfg["seeds"]):
+            t0 = time.time()
+            rows.append(point(alpha, seed, cfg["d"], cfg["n_test"]))
+            if not quick:
+                print(
+                    f"  alpha={alpha} seed={seed} e_test={rows[-1]['e_test']:.4f} "
+                    f"r={[round(rows[-1][f'r{k}'], 3) for k in range(3)]} "
+                    f"{time.time() - t0:.0f} s",
+                    flush=True,
+                )
+    return {k: np.array([row[k] for row in rows]) for k in rows[0]}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--skip-theory", action="store_true")
+    args = ap.parse_args(argv)
+    cfg = QUICK if args.quick else FULL
+    suffix = "_quick" if args.quick else ""
+    if not args.skip_theory:
+        t0 = time.time()
+        th = theory(cfg["theory_alphas"])
+        (HERE / "blocks_theory.json").write_text(json.dumps(th, indent=1))
+        print(f"theory: {len(th)} points, {time.time() - t0:.0f} s", flush=True)
+    t0 = time.time()
+    sims = run(args.quick)
+    np.savez_compressed(HERE / f"blocks_sims{suffix}.npz", **sims)
+    print(f"simulations: {len(sims['alpha'])} runs, {time.time() - t0:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+r"""Chapter 4: the test error of a rescaled learned matrix, ``e_test(c S_hat)`` against ``c``.
+
+Run from ``book/``::
+
+    python -m data.make_mismatch           # full size -> data/mismatch.npz
+    python -m data.make_mismatch --quick   # small d (what ATTNLIB_QUICK=1 runs live)
+
+Setting of chapter 4's running example (seq2seq, ``T = 2``, noise ``Delta = 0.25`` on the
+logits, Wishart target ``kappa0 = 0.2``, ``alpha = 0.4``), at a small and a large nuclear
+penalty. For each trained ``S_hat`` (:func:`attnlib.train.train_convex`) the Monte Carlo
+test error of ``c S_hat`` is measured on one set of fresh sequences for every ``c`` of a
+grid, so that the curve's shape is not blurred by Monte Carlo noise. ``E_mismatch`` is the
+drop from ``c = 1`` to the minimum of that curve.
+
+``point`` is a pure function of one grid point and seed returning a dict of numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import jax
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+try:
+    import attnlib  # noqa: F401
+except ImportError:  # a checkout without `pip install -e .`: use the repository's copy
+    sys.path.insert(0, str(HERE.parents[1]))
+    import attnlib  # noqa: F401
+from attnlib import spectrum, targets, tasks, train  # noqa: E402
+
+SEED = 421
+KAPPA0, NOISE, ALPHA = 0.2, 0.25, 0.4  # chapter 4's running example
+SCALES = tuple(float(c) for c in np.round(np.linspace(0.4, 2.2, 19), 3))
+FULL = {"lams": [0.005, 0.1], "d": 100, "seeds": 2, "n_test": 20000}
+QUICK = {"lams": [0.005, 0.1], "d": 30, "seeds": 1, "n_test": 2000}
+
+
+def make_task() -> tasks.Task:
+    return tasks.Seq2Seq(T=2, noise=NOISE)
+
+
+def point(lam: float, seed: int, d: int, n_test: int) -> dict:
+    """Train at penalty ``lam``; MC test error of ``c S_hat`` for every ``c`` in ``SCALES``."""
+    task = make_task()
+    key = jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(SEED), d), seed)
+    k_s0, k_data, k_test = jax.random.split(key, 3)  # same data for every lam
+    S0 = np.asarray(targets.Wishart(KAPPA0).sample(k_s0, d))
+    data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(ALPHA, d))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = train.train_convex(task, data, lam, tol=1e-7)
+    if not res.converged:
+        raise RuntimeError(f"train_convex did not converge (residual {res.residual:.1e})")
+    stats = [train.test_error_stats(k_test, task, S0, c * res.S, n_test=n_test) for c in SCALES]
+    dec = spectrum.decompose_trained(task, res.S, S0)
+    return {
+        "lam": lam,
+        "seed": seed,
+        "e_mc": [s.mean for s in stats],
+        "e_mc_stderr": [s.stderr for s in stats],
+        "c_star": dec.c_star,
+        "mismatch": dec.mismatch,
+        "e_test": dec.e_test,
+    }
+
+
+def run(quick: bool = False) -> dict:
+    """Every (lam, seed): arrays of shape ``(n_lams, seeds[, n_scales])``."""
+    cfg = QUICK if quick else FULL
+    rows = [
+        [point(lam, s, cfg["d"], cfg["n_test"]) for s in range(cfg["seeds"])] for lam in cfg["lams"]
+    ]
+    out = {k: np.array([[r[k] for r in row] for row in rows]) for k in rows[0][0]}
+    out["scales"] = np.array(SCALES)
+    out["d"] = cfg["d"]
+    return out
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    out = run(args.quick)
+    name = "mismatch_quick.npz" if args.quick else "mismatch.npz"
+    np.savez_compressed(HERE / name, **out)
+    print(f"wrote {name}: c* = {np.round(out['c_star'], 3).tolist()}, {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
