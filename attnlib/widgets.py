@@ -103,7 +103,8 @@ class _PointSolver:
             self.curves.put(key, results)
         fields = {"penalty": penalty, "warm": None}
         for f in se.LearningCurve._fields:
-            fields.setdefault(f, np.array([getattr(r, f) for r in results]))
+            if f not in fields:
+                fields[f] = np.array([getattr(r, f) for r in results])
         return se.LearningCurve(**fields)
 
     def point(self, task, target, alpha, lam, penalty, *, near=None):

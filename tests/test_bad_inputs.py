@@ -819,13 +819,6 @@ KNOWN_FAILURES = {
     ),
     **dict.fromkeys(
         (
-            "thresholds.minimal_width",
-            "thresholds.semicircle_moment2",
-        ),
-        "thresholds (chapter-2 branch)",
-    ),
-    **dict.fromkeys(
-        (
             "widgets.erm_explorer",
             "widgets.erm_figure",
             "widgets.scaling_explorer",

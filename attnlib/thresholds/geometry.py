@@ -41,7 +41,9 @@ def semicircle_moment2(t: float, r: float) -> float:
     for ``t <= -r`` (the full second moment), ``0`` for ``t >= r``.
     """
     r = _checks.nonnegative("r", r)
-    t = float(t)
+    t = _checks.finite("t", t)
+    if not (r < 1e150 and abs(t) < 1e150):  # r^2 and t^2 would overflow float64
+        raise ValueError(f"r and t must be below 1e150 in size, got r = {r!r}, t = {t!r}")
     if r == 0.0:
         return max(-t, 0.0) ** 2
     if t <= -r:

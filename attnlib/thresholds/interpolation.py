@@ -172,7 +172,9 @@ def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
     return r
 
 
-def _bisect(task, target, lo, hi, hi_point, xtol, se_kwargs):
+def _bisect(task, target, bracket, hi_point, xtol, se_kwargs):
+    """Halve ``bracket = (lo, hi)`` until ``hi - lo <= xtol``; the last fixed point at ``hi``."""
+    lo, hi = bracket
     n = 0
     while hi - lo > xtol:
         mid = 0.5 * (lo + hi)
@@ -226,7 +228,7 @@ def interpolation_se_bracket(
             stacklevel=2,
         )
         return InterpolationThreshold(lo, lo, lo, bottom, 2)
-    lo, hi, point, n = _bisect(task, target, lo, hi, top, xtol, se_kwargs)
+    lo, hi, point, n = _bisect(task, target, (lo, hi), top, xtol, se_kwargs)
     return InterpolationThreshold(0.5 * (lo + hi), lo, hi, point, n + 2)
 
 
