@@ -123,7 +123,7 @@ import sys
 REPOSITORY = "{repository}"
 if "google.colab" in sys.modules and not os.path.isdir("data"):
     subprocess.run(["git", "clone", "--depth=1", REPOSITORY, "attnlib-book"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "./attnlib-book"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "./attnlib-book[book]"], check=True)
     os.chdir("attnlib-book/book")
 QUICK = os.environ.get("ATTNLIB_QUICK", "0") == "1"'''
 
