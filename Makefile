@@ -13,8 +13,9 @@ export JAX_PLATFORMS := cpu
 unexport XLA_FLAGS
 # JAX's persistent compilation cache, shared by the book build, nbval, the tests
 # and class mode: a fresh kernel reads compiled functions from disk instead of
-# compiling them again. Override with `make JAX_CACHE=DIR ...`.
-JAX_CACHE ?= $(CURDIR)/.jax_cache
+# compiling them again. It lives in the user's cache directory, the same folder
+# tests/conftest.py uses; delete it to clear it. Override with `make JAX_CACHE=DIR ...`.
+JAX_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/attnlib/jax
 export JAX_COMPILATION_CACHE_DIR := $(JAX_CACHE)
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS := 0.2
 # Chapters run with the kernel's inline backend (figures are part of the
