@@ -11,6 +11,13 @@ STAMP  := $(VENV)/.installed
 # CPU JAX, reproducible: no accelerator discovery, no inherited XLA flags.
 export JAX_PLATFORMS := cpu
 unexport XLA_FLAGS
+# JAX's persistent compilation cache, shared by the book build, nbval, the tests
+# and class mode: a fresh kernel reads compiled functions from disk instead of
+# compiling them again. It lives in the user's cache directory, the same folder
+# tests/conftest.py uses; delete it to clear it. Override with `make JAX_CACHE=DIR ...`.
+JAX_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/attnlib/jax
+export JAX_COMPILATION_CACHE_DIR := $(JAX_CACHE)
+export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS := 0.2
 # Chapters run with the kernel's inline backend (figures are part of the
 # committed outputs); only the unit tests force Agg, below.
 unexport MPLBACKEND
@@ -18,7 +25,7 @@ unexport MPLBACKEND
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 LINT_PATHS := $(wildcard attnlib tests benchmarks book/data)
 
-.PHONY: all book test test-all execute lint lab venv clean distclean data
+.PHONY: all book book-student check-html check-pages test test-all test-quick execute lint lab venv clean distclean data
 
 all: test
 
@@ -38,10 +45,49 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	@echo "Book written to _build/html/index.html"
 
+# Builds from the committed outputs, without executing a chapter: Jupyter Book
+# reads a copy of _config.yml with execute_notebooks set to off (and the other
+# overrides given), written by tools/book_config.py.
+NOEXEC_CONFIG  := _build/config-noexec.yml
+STUDENT_CONFIG := _build/config-student.yml
+
+# The pages as a browser shows them: build from the committed outputs, open every
+# page in headless Chromium (installed from Debian's packages when missing), wait
+# for MathJax, fail on untypeset TeX, a broken image or link, or a console error.
+# Screenshots of every page: _build/screenshots/. Uses chromium (or google-chrome)
+# with its chromedriver. `make check-pages` checks the
+# pages already in _build/html (e.g. right after `make book`) without rebuilding.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+check-html: $(STAMP)
+	$(BIN)/python tools/book_config.py $(NOEXEC_CONFIG) execute.execute_notebooks=off
+	$(BIN)/jupyter-book build . --config $(NOEXEC_CONFIG) --warningiserror --keep-going
+	$(MAKE) check-pages
+
+check-pages: $(STAMP)
+	@{ command -v chromium && command -v chromedriver; } >/dev/null || command -v google-chrome >/dev/null || { \
+	  $(SUDO) apt-get update && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
+	    chromium chromium-driver; }
+	$(BIN)/python tools/check_html.py _build/html --shots _build/screenshots
+
+# The student edition: the same pages without the solutions of the problems
+# (sphinx-exercise's hide_solutions), from the committed outputs.
+book-student: $(STAMP)
+	$(BIN)/python tools/book_config.py $(STUDENT_CONFIG) execute.execute_notebooks=off \
+	  sphinx.config.hide_solutions=true
+	$(BIN)/jupyter-book build . --config $(STUDENT_CONFIG) --path-output _build/student \
+	  --warningiserror --keep-going
+	@echo "Student edition written to _build/student/_build/html/index.html"
+
 # The CI set: unit tests not marked slow, then every chapter re-executed by nbval.
 test: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/python -m pytest -m "not slow" tests
+	MPLBACKEND=Agg $(BIN)/python -m pytest -m "not slow and not quick" tests
 	$(nbval)
+
+# Class mode: every chapter executed with ATTNLIB_QUICK=1 (small d, live
+# simulations), each within its one-minute budget (tests/test_quick_mode.py).
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -m quick tests -v -s
 
 # Everything, slow tests included.
 test-all: $(STAMP)
@@ -84,7 +130,7 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab book/
 
 clean:
-	rm -rf _build .pytest_cache .ruff_cache .jupyter_cache *.egg-info
+	rm -rf _build .pytest_cache .ruff_cache .jupyter_cache .jax_cache *.egg-info
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print0 | xargs -0 rm -rf
 	find . -path ./$(VENV) -prune -o -name .ipynb_checkpoints -type d -print0 | xargs -0 rm -rf
 

@@ -1,6 +1,7 @@
 """The book's table of contents and the committed state of its chapters."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,179 @@ def test_skipped_cells_carry_no_stale_output(path):
         if SKIP_TAGS & set(c.get("metadata", {}).get("tags", [])) and c["outputs"]
     ]
     assert stale == [], f"skipped cells with stored outputs (indices among code cells): {stale}"
+
+
+# --- Book conventions (every chapter: book/NN_*.ipynb, the primer 00 included) ---------
+
+CHAPTERS = [p for p in NOTEBOOKS if re.match(r"\d\d_", p.name)]
+CHAPTER_IDS = [p.name for p in CHAPTERS]
+
+# The first code cell of every chapter, character for character (README: class mode, Colab).
+SETUP_CELL = '''# Setup. On Colab: fetch the book's repository and install attnlib from it.
+# ATTNLIB_QUICK=1 runs this chapter's simulations live at small d (class mode).
+import os
+import subprocess
+import sys
+
+REPOSITORY = "{repository}"
+if "google.colab" in sys.modules and not os.path.isdir("data"):
+    subprocess.run(["git", "clone", "--depth=1", REPOSITORY, "attnlib-book"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "./attnlib-book[book]"], check=True)
+    os.chdir("attnlib-book/book")
+QUICK = os.environ.get("ATTNLIB_QUICK", "0") == "1"'''
+
+
+def _repository_url() -> str:
+    return yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def _tags(cell: dict) -> set[str]:
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def _markdown(nb: dict) -> str:
+    return "\n\n".join(_source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_chapters_exist():
+    assert len(CHAPTERS) >= 6, [p.name for p in NOTEBOOKS]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
+def test_first_code_cell_is_the_setup_cell(path):
+    cell = _code_cells(_load(path))[0]
+    expected = SETUP_CELL.format(repository=_repository_url())
+    assert _source(cell).strip() == expected, "first code cell differs from the setup cell"
+    assert "hide-input" in _tags(cell), "the setup cell must be tagged hide-input"
+
+
+def test_setup_cell_names_the_configured_repository():
+    match = re.search(r'REPOSITORY = "([^"]+)"', SETUP_CELL.format(repository=_repository_url()))
+    assert match and match.group(1) == _repository_url()
+    assert _repository_url().startswith("https://github.com/")
+
+
+_IMPORT_LINE = re.compile(r"^(import \S+|from \S+ import .+|#.*|)$")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
+def test_plumbing_cells_are_hidden(path):
+    """Cells made only of imports are plumbing: collapsed (hide-input) like the setup cell."""
+    shown = [
+        i
+        for i, cell in enumerate(_code_cells(_load(path)))
+        if all(_IMPORT_LINE.match(line.strip()) for line in _source(cell).splitlines())
+        and not _tags(cell) & {"hide-input", "remove-input", "remove-cell"}
+    ]
+    assert shown == [], f"import-only cells without hide-input (indices among code cells): {shown}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
+def test_opens_with_learning_goals_and_setting(path):
+    nb = _load(path)
+    first_code = next(i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code")
+    opening = "\n".join(
+        _source(c) for c in nb["cells"][:first_code] if c["cell_type"] == "markdown"
+    )
+    assert opening.lstrip().startswith("# "), "a chapter starts with its title"
+    goals = re.search(r"```\{admonition\} Learning goals\n(.*?)```", opening, re.S)
+    assert goals, "no ```{admonition} Learning goals``` before the first code cell"
+    bullets = [ln for ln in goals.group(1).splitlines() if re.match(r"\s*[-*] ", ln)]
+    assert 3 <= len(bullets) <= 5, f"{len(bullets)} learning goals (3-5 expected)"
+    assert re.search(r"^\s*(\*\*)?Setting[.:]", opening, re.M), "no 'Setting' line at the top"
+
+
+def _sections(markdown: str) -> list[tuple[str, str]]:
+    """(title, body) of every level-2 section, in order."""
+    parts = re.split(r"^## +(.+)$", markdown, flags=re.M)
+    return list(zip(parts[1::2], parts[2::2], strict=True))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
+def test_ends_with_summary_then_problems(path):
+    titles = [t.strip() for t, _ in _sections(_markdown(_load(path)))]
+    assert titles[-2:] == ["Summary", "Problems"], f"last sections: {titles[-2:]}"
+
+
+_EXERCISE = re.compile(r"^(`{3,}|:{3,})\{exercise\}.*?\n\s*:label: *(\S+)", re.M)
+_SOLUTION = re.compile(r"^(`{3,}|:{3,})\{solution\} *(\S+)\n((?:\s*:[\w-]+:.*\n)*)", re.M)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
+def test_problems_have_hidden_solutions(path):
+    problems = _sections(_markdown(_load(path)))[-1][1]
+    exercises = [m.group(2) for m in _EXERCISE.finditer(problems)]
+    solutions = {m.group(2): m.group(3) for m in _SOLUTION.finditer(problems)}
+    assert 3 <= len(exercises) <= 6, f"{len(exercises)} problems (3-6 expected)"
+    assert len(set(exercises)) == len(exercises), "duplicate exercise labels"
+    missing = [label for label in exercises if label not in solutions]
+    assert missing == [], f"problems without a solution: {missing}"
+    shown = [label for label, options in solutions.items() if "dropdown" not in options]
+    assert shown == [], f"solutions not hidden (:class: dropdown): {shown}"
+
+
+_GLUE_ROLE = re.compile(r"\{glue(?::[\w-]+)?\}`([^`<>:]+)")
+_GLUE_DIRECTIVE = re.compile(r"^(?:`{3,}|:{3,})\{glue(?::[\w-]+)?\} *(\S+)", re.M)
+
+
+def _glued_names(nb: dict) -> list[str]:
+    """Names glued by the code cells, read from the stored outputs (myst-nb's glue
+    writes display data whose metadata carries the name)."""
+    return [
+        out["metadata"]["scrapbook"]["name"]
+        for cell in _code_cells(nb)
+        for out in cell.get("outputs", [])
+        if "scrapbook" in out.get("metadata", {})
+    ]
+
+
+def _used_names(nb: dict) -> set[str]:
+    text = _markdown(nb)
+    return {m.strip() for m in _GLUE_ROLE.findall(text) + _GLUE_DIRECTIVE.findall(text)}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_glued_names_are_unique_used_and_defined(path):
+    nb = _load(path)
+    glued, used = _glued_names(nb), _used_names(nb)
+    duplicates = sorted({name for name in glued if glued.count(name) > 1})
+    assert duplicates == [], f"names glued more than once: {duplicates}"
+    assert sorted(used - set(glued)) == [], "used in markdown but never glued"
+    assert sorted(set(glued) - used) == [], "glued but never used in markdown"
+
+
+_GLUE_FORMATTED = re.compile(r"\{glue(?::text)?\}`([^`<>:]+):[^`]+`")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_formatted_glue_values_are_plain_numbers(path):
+    """{glue:text}`name:.3f` formats the stored text/plain: with numpy 2 a glued
+    np.float64 is stored as 'np.float64(...)', which the build cannot format (a
+    warning, so -W fails). Glue float(value) / int(value)."""
+    nb = _load(path)
+    stored = {
+        out["metadata"]["scrapbook"]["name"]: next(
+            (v for k, v in out.get("data", {}).items() if k.endswith("text/plain")), None
+        )
+        for cell in _code_cells(nb)
+        for out in cell.get("outputs", [])
+        if "scrapbook" in out.get("metadata", {})
+    }
+    bad = []
+    for name in set(_GLUE_FORMATTED.findall(_markdown(nb))):
+        text = stored.get(name.strip())
+        if text is None:
+            continue  # reported by test_glued_names_are_unique_used_and_defined
+        try:
+            float(text if isinstance(text, str) else "".join(text))
+        except ValueError:
+            bad.append(f"{name}: {text!r}")
+    assert bad == [], f"formatted glue values that are not plain numbers: {bad}"

@@ -8,23 +8,25 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(.*)$")
+_REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*([^;]*)(?:;(.*))?$")
 
 
 def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _parse(requirement: str) -> tuple[str, str]:
-    """'jupyter-book>=1.0.3,<2' -> ('jupyter-book', '>=1.0.3,<2') (specifiers sorted)."""
+def _parse(requirement: str) -> tuple[str, str, str]:
+    """'jupyter-book>=1.0.3,<2' -> ('jupyter-book', '<2,>=1.0.3', '') (specifiers sorted);
+    an environment marker ("; python_version < '3.11'") is the third item, spaces removed."""
     match = _REQ.match(requirement)
     assert match, f"cannot parse requirement {requirement!r}"
-    name, spec = match.groups()
+    name, spec, marker = match.groups()
     spec = ",".join(sorted(s.strip() for s in spec.split(",") if s.strip()))
-    return _canonical(name), spec
+    marker = re.sub(r"\s+", "", (marker or "").replace('"', "'"))
+    return _canonical(name), spec, marker
 
 
-def _pyproject_requirements() -> set[tuple[str, str]]:
+def _pyproject_requirements() -> set[tuple[str, str, str]]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = list(project["dependencies"])
     for extra in project.get("optional-dependencies", {}).values():
@@ -36,7 +38,7 @@ def _environment():
     return yaml.safe_load((ROOT / "environment.yml").read_text())
 
 
-def _environment_pip_requirements() -> set[tuple[str, str]]:
+def _environment_pip_requirements() -> set[tuple[str, str, str]]:
     pip_sections = [d["pip"] for d in _environment()["dependencies"] if isinstance(d, dict)]
     assert len(pip_sections) == 1, "environment.yml must have exactly one pip section"
     # '-e .' installs the library itself; it is not a requirement to compare.
@@ -44,7 +46,7 @@ def _environment_pip_requirements() -> set[tuple[str, str]]:
 
 
 def test_every_requirement_has_a_lower_bound():
-    for name, spec in _pyproject_requirements():
+    for name, spec, _ in _pyproject_requirements():
         assert ">=" in spec, f"{name} has no lower bound in pyproject.toml"
 
 

@@ -24,6 +24,7 @@ import attnlib  # noqa: F401  (float64)
 from attnlib import rmt
 from attnlib import targets as T
 from attnlib.rmt.law import _G, _law
+from attnlib.rmt.roots import _bracketed_newton
 
 D_FAST = 1000
 
@@ -480,3 +481,23 @@ def test_powerlaw_small_delta_comb():
     spec = rmt.deformed_spectrum(target, Delta, n_atoms=n_atoms)
     assert len(spec.intervals) > 10
     _check_moments(spec, m, atol=1e-8)
+
+
+def test_bracketed_newton_reports_its_residual():
+    """After maxiter steps the root finder warns with its residual (no silent return)."""
+    def fun(x, idx):
+        return x**3 - 2.0, 3 * x**2
+
+    with pytest.warns(RuntimeWarning, match="residual"):
+        x = _bracketed_newton(fun, np.array([0.0]), np.array([10.0]), -1.0, maxiter=2)
+    assert abs(x[0] ** 3 - 2.0) > 1e-3  # really unconverged
+    x = _bracketed_newton(fun, np.array([0.0]), np.array([10.0]), -1.0)
+    assert x[0] == pytest.approx(2.0 ** (1 / 3), rel=1e-13)
+
+
+def test_delta_below_float_resolution_is_rejected():
+    """A Delta that float64 cannot resolve raises (it used to renormalise a wrong mass)."""
+    with pytest.raises(ValueError, match="Delta"):
+        rmt.deformed_spectrum(T.Wishart(0.5), 1e-200)
+    with pytest.raises(ValueError, match="Delta"):
+        rmt.deformed_spectrum(T.Explicit((0.0, 1.0, 2.0)).measure(), 1e-40)

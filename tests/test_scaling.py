@@ -17,6 +17,7 @@ from attnlib import scaling, se, tasks, train
 from attnlib.scaling import (
     LamSchedule,
     PowerLawModes,
+    count_recovered,
     fit_power_law,
     lasso_data,
     lasso_se,
@@ -342,3 +343,16 @@ def test_excess_risk_curve_errors():
         scaling.recovered_modes_trained(np.eye(10), np.eye(10), tg, level=1.5)
     with pytest.raises(ValueError, match="S_hat has shape"):
         scaling.recovered_modes_trained(np.eye(9), np.eye(10), tg)
+
+
+def test_a_nan_fraction_is_never_counted_as_not_recovered():
+    """count_recovered raises on a NaN fraction instead of counting it as "not recovered"."""
+    assert count_recovered([0.9, 0.6, 0.2], 0.5) == 2
+    with pytest.raises(ValueError, match="NaN"):
+        count_recovered([0.9, np.nan, 0.2], 0.5)
+    # a trained matrix that does not sample the target's modes: no eigenvector of S0 near
+    # the second mode, so its fraction is undefined and the count raises
+    target = PowerLawModes(gamma=1.5, n_modes=3)
+    S0 = np.diag([target.mode_eigenvalues()[0]] * 4 + [0.0] * 8)
+    with pytest.raises(ValueError, match="mode"):
+        scaling.recovered_modes_trained(S0, S0, target)

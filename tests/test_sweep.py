@@ -43,6 +43,11 @@ def jax_point(alpha, d, seed):
     return {"loss": float(alpha * jnp.mean(h**2)), "eigs": eigs[-3:]}
 
 
+def echo_point(x, lam):
+    """Returns a parameter's name with another value (an array) and with the same value."""
+    return {"lam": np.full(2, lam), "x": x}
+
+
 def counted_point(x, seed, calls, sleep=0.0):
     """``x**2 + seed``; writes one file into the folder ``calls`` per call."""
     Path(calls, f"{x}-{seed}-{uuid.uuid4().hex}").touch()
@@ -53,6 +58,8 @@ def counted_point(x, seed, calls, sleep=0.0):
 def failing_point(x, seed):
     if x == 2 and seed == 1:
         raise FloatingPointError("diverged")
+    if x == 4:  # a curve of points, one of which did not converge
+        return {"y": float(x + seed), "converged": np.array([True, seed == 1, True])}
     return {"y": float(x + seed), "converged": x != 3}
 
 
@@ -114,7 +121,7 @@ def test_chains_warm_start_in_order_on_the_cluster(client, tmp_path):
 
 
 def test_failures_are_recorded_and_the_grid_continues(client, tmp_path):
-    grid = sweep.Grid(failing_point, {"x": [1, 2, 3]}, seeds=2)
+    grid = sweep.Grid(failing_point, {"x": [1, 2, 3, 4]}, seeds=2)
     res = sweep.run(grid, client=client, cache_dir=tmp_path, progress=False)
     t = res.table
     status = {(x, s): st for x, s, st in zip(t["x"], t["seed"], t["status"], strict=True)}
@@ -125,16 +132,18 @@ def test_failures_are_recorded_and_the_grid_continues(client, tmp_path):
         (2, 1): "error",
         (3, 0): "not_converged",
         (3, 1): "not_converged",
+        (4, 0): "not_converged",
+        (4, 1): "ok",
     }
     err = res.failures.query("status == 'error'")["error"].item()
     assert err.startswith("FloatingPointError: diverged")
     assert np.isnan(res.table.query("x == 2 and seed == 1")["y"].item())
     assert res.table.query("x == 3 and seed == 1")["y"].item() == 4.0  # the row is kept
     text = res.summary()
-    assert "3 failed" in text and "x=2, seed=1" in text and "diverged" in text
+    assert "4 failed" in text and "x=2, seed=1" in text and "diverged" in text
     # an error is not cached (retried next time); a non-converged point is a result
     again = sweep.run(grid, serial=True, cache_dir=tmp_path, progress=False)
-    assert (again.n_cached, again.n_computed) == (5, 1)
+    assert (again.n_cached, again.n_computed) == (7, 1)
 
 
 # ---------------------------------------------------------------------------
@@ -168,7 +177,9 @@ def test_a_killed_grid_resumes_with_only_the_missing_points(tmp_path):
     n_stored = len(store)
     assert 3 <= n_stored < 8, "the first run must be killed half-way"
     first = n_calls(calls)
-    res = sweep.run(grid, serial=True, cache_dir=cache, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sweep.CorruptEntry)  # no torn entry after the kill
+        res = sweep.run(grid, serial=True, cache_dir=cache, progress=False)
     assert res.n_cached == n_stored
     assert n_calls(calls) - first == 8 - n_stored  # only the missing points were computed
     assert list(res.table["y"]) == [x * x for x in range(8)]
@@ -266,3 +277,12 @@ def test_grid_declaration_and_bad_arguments():
         sweep.Grid(failing_point, {"x": [object()]}).keys()
     with pytest.raises(ValueError, match="grid"):
         sweep.run("not a grid")
+
+
+def test_an_output_named_like_a_parameter_is_kept():
+    res = sweep.run(
+        sweep.Grid(echo_point, {"x": [1], "lam": 0.5}), serial=True, cache=False, progress=False
+    )
+    assert res.table["lam"].item() == 0.5 and res.table["x"].item() == 1
+    np.testing.assert_array_equal(res.table["lam_out"].item(), [0.5, 0.5])
+    assert "x_out" not in res.table.columns

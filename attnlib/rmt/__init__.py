@@ -1,6 +1,6 @@
 r"""Random-matrix toolkit: free convolution of a target spectrum with the semicircle.
 
-Conventions (see the book's notation page):
+Conventions (the book's "Notation and conventions" page, ``book/notation.md``):
 
 - ``W_goe`` is symmetric with off-diagonal variance ``1/d`` and diagonal variance
   ``2/d``; its spectrum tends to the semicircle on ``[-2, 2]``.

@@ -267,9 +267,10 @@ def _collect(out, Delta, comp) -> DeformedSpectrum:
     order = np.argsort(x)
     x, w, rho, hil = x[order], w[order], rho[order], hil[order]
     mass = float(np.sum(w))
-    if not mass > 0.5:
-        raise FloatingPointError(
-            f"deformed_spectrum: quadrature mass {mass:.3g} (expected 1) at Delta={Delta:g}"
+    if not abs(mass - 1.0) < 1e-2:
+        raise ValueError(
+            f"deformed_spectrum: quadrature mass {mass:.6g} (expected 1) at Delta={Delta:g}: "
+            "the quadrature does not resolve rho_R at this Delta"
         )
     if not (abs(mass - 1.0) < 1e-6):
         warnings.warn(

@@ -176,22 +176,23 @@ DELTA_MAX = 1e100  # squares of the support edges (~ Delta) must stay far from o
 def _prepare(target, Delta, n_atoms):
     """Checked ``(law, Delta)``.
 
-    ``Delta`` lies in ``(0, 1e100]``; for an atomic measure it must also resolve the
-    atoms: the bump of ``rho_R`` around an atom of mass ``m`` has width ``~ sqrt(m Delta)``,
-    which must be at least ``1e-8`` times the scale ``max(1, max|t|)`` of the atoms.
+    ``Delta`` lies in ``(0, 1e100]`` and resolves the target's spectrum in float64: with
+    ``s = max(1, max|t|)`` the scale of the support of ``mu``, ``Delta >= 1e-30 s^2``; for
+    an atomic measure the bump of ``rho_R`` around an atom of mass ``m`` has width
+    ``~ sqrt(m Delta)``, which must be at least ``1e-11 s``.
     """
     Delta = _checks.in_interval("Delta", Delta, 0.0, DELTA_MAX)
     n_atoms = _checks.integer("n_atoms", n_atoms, 1)
     law = _law(target, n_atoms)
-    atom = law.lo == law.hi  # atoms of mu (every piece of an atomic law; 0 for Wishart)
-    if np.any(atom):
-        scale = max(1.0, float(np.max(np.abs(law.hi))))
-        low = (1e-8 * scale) ** 2 / float(np.min(law.mass[atom]))
-        if Delta < low:
-            raise ValueError(
-                f"Delta = {Delta:.3g} is below {low:.3g}: the target's atoms would give "
-                "bumps of rho_R narrower than float64 resolves"
-            )
+    scale = max(1.0, float(np.max(np.abs(law.hi))), float(np.max(np.abs(law.lo))))
+    low = 1e-30 * scale**2
+    if law.kind == "atoms":
+        low = max(low, (1e-11 * scale) ** 2 / float(np.min(law.mass)))
+    if Delta < low:
+        raise ValueError(
+            f"Delta = {Delta:.3g} is below {low:.3g}: rho_R would have features narrower "
+            "than float64 resolves for this target"
+        )
     return law, Delta
 
 

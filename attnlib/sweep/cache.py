@@ -2,8 +2,9 @@
 
 A file is ``MAGIC + sha256(payload) + payload`` with ``payload`` the pickle of the
 point's record (its row, its warm-start state, its status). It is written to a
-temporary file in the same folder and moved into place with :func:`os.replace`,
-so a reader sees either the whole file or none. A file whose magic, length or
+temporary file in the same folder (``.tmp-*.part``, left behind only by a killed
+writer and never read) and moved into place with :func:`os.replace`, so a reader
+sees either the whole file or none. A file whose magic, length or
 checksum does not match (a partial write from another tool, a corrupted disk) is
 reported with a warning, deleted and treated as missing: it is never read as a
 result. The cache holds pickles: only read caches this user wrote.
@@ -42,6 +43,10 @@ class Cache:
     """The cache of one experiment: ``root/<name>/<key>.pkl``."""
 
     def __init__(self, root: str | os.PathLike, name: str):
+        if not isinstance(root, (str, os.PathLike)):
+            raise ValueError(f"root must be a folder path (str or os.PathLike), got {root!r}")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
         safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
         self.dir = Path(root) / safe
 
@@ -76,7 +81,7 @@ class Cache:
         self.dir.mkdir(parents=True, exist_ok=True)
         payload = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
         blob = MAGIC + hashlib.sha256(payload).digest() + payload
-        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".pkl")
+        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".part")
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(blob)
@@ -88,4 +93,7 @@ class Cache:
             raise
 
     def __len__(self) -> int:
-        return len(list(self.dir.glob("*.pkl"))) if self.dir.exists() else 0
+        """Number of entries (temporary files of interrupted writes are not entries)."""
+        if not self.dir.exists():
+            return 0
+        return sum(not p.name.startswith(".") for p in self.dir.glob("*.pkl"))

@@ -1,10 +1,10 @@
 """Running the points of one task (a single point, or a stretch of a chain) in a worker.
 
 Each point gives a *record*: a dict with ``row`` (the function's dict, or ``{}``),
-``state`` (the warm start it hands on, chains only), ``status`` (``"ok"``,
-``"not_converged"`` when the row has a false ``converged`` entry, ``"error"`` when
-the function raised or returned something that is not a dict), ``error`` (the
-exception's type and message, or ``None``) and ``seconds``.
+``state`` (the warm start it hands on, chains only), ``status`` (``"ok"``;
+``"not_converged"`` when the row's ``converged`` entry is false, anywhere for an
+array; ``"error"`` when the function raised or returned something that is not a
+dict), ``error`` (the exception's type and message, or ``None``) and ``seconds``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,15 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
+
 OK, NOT_CONVERGED, ERROR = "ok", "not_converged", "error"
 
 
 def _status(row: Mapping) -> str:
-    if "converged" in row and not bool(row["converged"]):
+    """``not_converged`` when the row has a ``converged`` entry (a flag, or an array of
+    flags for a curve) that is false anywhere."""
+    if "converged" in row and not np.all(np.asarray(row["converged"], dtype=bool)):
         return NOT_CONVERGED
     return OK
 

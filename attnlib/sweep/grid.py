@@ -37,6 +37,9 @@ def product(**axes) -> list[dict]:
     """
     names = list(axes)
     values = [v if _is_axis(v) else [v] for v in axes.values()]
+    for name, vals in zip(names, values, strict=True):
+        for v in vals:
+            canonical(name, v)  # ValueError naming the parameter (non-finite, unsupported)
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
 
 
@@ -118,10 +121,19 @@ class Grid:
         if not callable(self.fn):
             raise ValueError(f"fn must be callable, got {self.fn!r}")
         if self.seeds is not None and (
-            not isinstance(self.seeds, numbers.Integral) or self.seeds < 1
+            isinstance(self.seeds, bool)
+            or not isinstance(self.seeds, numbers.Integral)
+            or self.seeds < 1
         ):
             raise ValueError(f"seeds must be None or an integer >= 1, got {self.seeds!r}")
-        base = product(**self.params) if isinstance(self.params, Mapping) else list(self.params)
+        if isinstance(self.params, Mapping):
+            base = product(**self.params)
+        elif isinstance(self.params, Sequence) and not isinstance(self.params, str):
+            base = list(self.params)
+        else:
+            raise ValueError(
+                f"params must be a dict of axes or a list of dicts, got {self.params!r}"
+            )
         if not base or not all(isinstance(p, Mapping) for p in base):
             raise ValueError("params must be a dict of axes or a non-empty list of dicts")
         for p in base:

@@ -15,14 +15,33 @@ from .grid import canonical
 META_COLUMNS = ("status", "error", "seconds", "cached")
 
 
+def _outputs(row: Mapping, point: Mapping) -> dict:
+    """The returned entries; one named like a parameter is kept as ``<name>_out`` unless
+    it equals the parameter's value."""
+    out = {}
+    for k, v in row.items():
+        if k not in point:
+            out[k] = v
+        elif not _same(v, point[k]):
+            out[f"{k}_out"] = v
+    return out
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    except (TypeError, ValueError):
+        return False
+
+
 def make_table(points: Sequence[Mapping], records: Sequence[Mapping]) -> pd.DataFrame:
     """One row per point: its parameters (and ``seed``), the numbers it returned, and
     ``status``, ``error``, ``seconds`` (compute time) and ``cached`` columns. A returned
-    entry named like a parameter is overridden by the parameter."""
+    entry named like a parameter, with another value, becomes the column ``<name>_out``."""
     rows = []
     for point, rec in zip(points, records, strict=True):
         meta = {k: rec.get(k) for k in META_COLUMNS}
-        rows.append({**rec["row"], **point, **meta})
+        rows.append({**_outputs(rec["row"], point), **point, **meta})
     table = pd.DataFrame(rows)
     first = list(points[0]) if points else []
     rest = [c for c in table.columns if c not in first and c not in META_COLUMNS]
@@ -82,10 +101,14 @@ def pivot(table: pd.DataFrame, field: str, axes: Mapping[str, Sequence]) -> np.n
     shape ``(len(lams), 3, len(alphas))`` (plus the shape of ``field``'s values when they
     are arrays). Entries missing from the table, or of failed points, are NaN.
     """
-    if field not in table.columns:
+    if not isinstance(table, pd.DataFrame):
+        raise ValueError(f"table must be a pandas DataFrame, got {type(table).__name__}")
+    if not isinstance(field, str) or field not in table.columns:
         raise ValueError(f"field must be a column of the table, got {field!r}")
+    if not isinstance(axes, Mapping):
+        raise ValueError(f"axes must be a dict of column names to values, got {axes!r}")
     for name in axes:
-        if name not in table.columns:
+        if not isinstance(name, str) or name not in table.columns:
             raise ValueError(f"axes must name columns of the table, got {name!r}")
     index = [{_hashable(v): i for i, v in enumerate(vals)} for vals in axes.values()]
     shape = tuple(len(v) for v in axes.values())

@@ -68,16 +68,19 @@ FULL = {
     "pr_alpha": [0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6],
     "interp_alpha": [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45],
     "noises": [0.1, 20.0],
+    "fixed_point": {"key_seed": 3, "fold": 21, "d": 40, "alpha": 0.15},
 }
+# QUICK: the chapter's figures at small d, run live (ATTNLIB_QUICK=1)
 QUICK = {
     "seeds": 2,
     "d": {"linear": 20, "seq2seq": 16},
-    "alphas": {"linear": (0.3, 0.7), "seq2seq": (0.15, 0.3)},
-    "se_alphas": {"linear": None, "seq2seq": (0.1, 0.2)},
+    "alphas": {"linear": (0.2, 0.5, 1.0), "seq2seq": (0.1, 0.2, 0.4)},
+    "se_alphas": {"linear": None, "seq2seq": (0.05, 0.15, 0.3)},
     "d_thresholds": 16,
-    "pr_alpha": [0.3, 0.5],
-    "interp_alpha": [0.2, 0.4],
+    "pr_alpha": [0.2, 0.4, 0.6],
+    "interp_alpha": [0.15, 0.3, 0.45],
     "noises": [0.1, 20.0],
+    "fixed_point": {"key_seed": 3, "fold": 21, "d": 20, "alpha": 0.15},
 }
 CURVES_KEY, THRESHOLDS_KEY = 20250301, 20250302
 
@@ -215,8 +218,8 @@ def interp_point(*, d, j, noise, i, alpha, seed):
 # ----------------------------------------------------------------------------
 
 
-def grid_fixed_point() -> sweep.Grid:
-    return sweep.Grid(fixed_point_point, {"key_seed": 3, "fold": 21, "d": 40, "alpha": 0.15})
+def grid_fixed_point(cfg) -> sweep.Grid:
+    return sweep.Grid(fixed_point_point, cfg["fixed_point"])
 
 
 def grid_curves(cfg) -> sweep.Grid:
@@ -258,8 +261,8 @@ FP_FIELDS = (
 
 
 def arrays_fixed_point(cfg, run) -> dict:
-    point = grid_fixed_point().points[0]
-    row = run(grid_fixed_point()).iloc[0]
+    grid = grid_fixed_point(cfg)
+    point, row = grid.points[0], run(grid).iloc[0]
     arrays = {("seed" if k == "key_seed" else k): np.array(v) for k, v in point.items()}
     arrays["lam"] = np.array(LAM)
     arrays.update({k: np.array(row[k]) for k in FP_FIELDS})
@@ -320,6 +323,23 @@ FILES = {
 def compute(part: str, quick: bool = True, runner=None) -> dict:
     """The arrays of one part (the quick grids by default), computed without writing."""
     return ARRAYS[part](config(quick), runner or C.Runner())
+
+
+# QUICK mode in chapter 3: each returns the dict of arrays of its file (same keys and
+# layout as np.load of it), computed live in this process on the quick grid.
+def run_curves(quick: bool = True) -> dict:
+    """``amp_curves.npz``: GAMP and the convex solver on the alpha grid, SE curve."""
+    return compute("curves", quick)
+
+
+def run_thresholds(quick: bool = True) -> dict:
+    """``amp_thresholds.npz``: perfect-recovery and interpolation runs."""
+    return compute("thresholds", quick)
+
+
+def run_fixed_point(quick: bool = True) -> dict:
+    """``amp_fixed_point.npz``: GAMP and convex on one seq2seq data set (quick: d = 20)."""
+    return compute("fixedpoint", quick)
 
 
 def _part(name):

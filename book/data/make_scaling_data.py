@@ -85,17 +85,18 @@ FULL = {
     "lasso": {"gamma": 1.5, "n_modes": 5, "kappa0": 0.5, "lam": 0.05, "N": 2000, "seeds": 3,
               "deltas": [0.2, 0.3, 0.45, 0.7, 1.0, 1.7]},
 }
+# QUICK: small grids, run live by the chapter (ATTNLIB_QUICK=1) and as a smoke run
 QUICK = {
-    "emergence": {"gamma": 2.0, "n_modes": 3, "lam": 0.5, "alphas": np.logspace(-1, 0, 4),
-                  "d": 30, "seeds": 1, "sim_alphas": [0.3]},
+    "emergence": {"gamma": 2.0, "n_modes": 5, "lam": 0.5, "alphas": np.logspace(-1.5, 0.5, 9),
+                  "d": 30, "seeds": 1, "sim_alphas": [0.1, 0.4, 1.6]},
     "clean": [(2.0, 0.0, 40, 10)],
     "n_points": 4,
     "noise": 0.1,
     "noisy": [(2.0, -0.5, 3.0, 0.3, 3.0)],
     "softmax": {"gamma": 2.0, "ell": 0.0, "n_modes": 24, "lam0": 1.0, "alpha_lo": 1.0,
                 "alpha_hi": 2.0, "n_points": 2},
-    "lasso": {"gamma": 1.5, "n_modes": 5, "kappa0": 0.5, "lam": 0.05, "N": 200, "seeds": 2,
-              "deltas": [0.5, 1.0]},
+    "lasso": {"gamma": 1.5, "n_modes": 5, "kappa0": 0.5, "lam": 0.05, "N": 300, "seeds": 2,
+              "deltas": [0.2, 0.45, 1.0, 1.7]},
 }
 # fmt: on
 
@@ -279,8 +280,9 @@ CURVE_SKIP = ("fractions",)  # per-mode arrays of the noisy/clean curves: large
 def arrays_emergence(P, run) -> dict:
     g_theory, g_sims = grids_emergence(P)
     row = run(g_theory).iloc[0]
+    # the curve's own lam (an array over alpha) comes back as "lam_out": lam is a parameter
     fields = scaling.ExcessRiskCurve._fields
-    arrays = {f"theory/{f}": np.asarray(row[f]) for f in fields}
+    arrays = {f"theory/{f}": np.asarray(row.get(f"{f}_out", row[f])) for f in fields}
     t = run(g_sims)
     sims = {
         "alpha": t["alpha"],
@@ -339,6 +341,18 @@ def compute(part: str, quick: bool = True, runner=None) -> dict:
     return {"emergence": arrays_emergence, "softmax": arrays_softmax, "lasso": arrays_lasso}[part](
         P, run
     )
+
+
+# QUICK mode in chapter 5: each returns the dict of arrays of its file (same keys and
+# layout as np.load of it), computed live in this process on the quick grid.
+def run_emergence(quick: bool = True) -> dict:
+    """``scaling_emergence.npz``: SE of the 5-mode target and convex runs (quick: d = 30)."""
+    return compute("emergence", quick)
+
+
+def run_lasso(quick: bool = True) -> dict:
+    """``scaling_lasso.npz``: the LASSO solver along delta (quick: N = 300)."""
+    return compute("lasso", quick)
 
 
 def part_emergence(quick, out, runner) -> dict:

@@ -1,0 +1,264 @@
+r"""Bayes-optimal state evolution of the attention-indexed model on the Nishimori line.
+
+Conventions (see the book's "Notation and conventions" page, ``book/notation.md``):
+``alpha = n / d^2``; ``sigma_ab^2 = 1 + delta_ab``; ``W_goe`` has off-diagonal variance
+``1/d``; ``mse = ||S_post - S0||_F^2 / d`` for the posterior mean ``S_post``.
+
+On the Nishimori line the overlaps satisfy ``m = q`` and the state evolution closes
+on one scalar, the effective noise ``Delta_eff = 1 / q_hat`` of the input problem
+``R = S0 + sqrt(Delta_eff) W_goe`` (arXiv:2506.01582; T = 1: arXiv:2408.03733):
+
+    mmse = mmse_den(Delta_eff)                      (input side, the RIE; denoiser.py)
+    1 / Delta_eff = q_hat = 2 alpha J(mmse)          (output side; channels.py)
+
+with ``J = sum_ab sigma_ab^2 E[g_ab^2]`` the information per sequence of the
+task's channel at posterior variances ``V_ab = sigma_ab^2 mmse``. Where the ``2``
+comes from: the GOE observation has precision ``d / (2 Delta_eff)`` per orthonormal
+coordinate of symmetric matrices, and each pair ``h_ab = <S, Z_ab>_F`` has
+``E[Z_ab Z_ab^T] = (sigma_ab^2 / d) Id``, so ``n = alpha d^2`` sequences give precision
+``(n / d) J``. For ``J mmse = m_eff`` (noise-free seq2seq or linear) the fixed point
+reads ``2 alpha m_eff Delta_eff = mmse_den(Delta_eff)``; for the linear task at
+``T = 1`` with label noise ``Delta``: ``2 alpha Delta_eff = mmse_den(Delta_eff) + Delta/2``.
+
+Solver: the map ``Delta -> 1 / (2 alpha J(mmse_den(Delta)))`` is increasing, and
+iterating it from no information (``mmse`` = the prior variance) decreases to its
+largest fixed point, the one GAMP-RIE reaches. :func:`solve` brackets that root by
+halving ``Delta`` from the first iterate and refines it with Brent's method on
+``log Delta``; if no root exists above ``1e-9 Q0`` the fixed point is ``Delta_eff = 0``
+(perfect recovery). It then keeps scanning down to ``1e-9 Q0`` (Gaussian channels)
+and reports whether a second, better fixed point exists (``other_fixed_point``): the
+Bayes-optimal one would then be chosen by the free entropy, which is not computed.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import NamedTuple
+
+from scipy.optimize import brentq
+
+from attnlib import _checks
+from attnlib import tasks as _tasks
+from attnlib.bayes import channels, denoiser, prediction
+
+__all__ = ["BayesResult", "BayesConfig", "solve", "perfect_recovery", "perfect_recovery_se"]
+
+_DELTA_MIN = 1e-9
+
+
+class BayesResult(NamedTuple):
+    """The Bayes-optimal fixed point at ``alpha`` and the errors it predicts.
+
+    ``mse``: ``||S_post - S0||_F^2 / d = mmse_den(Delta_eff)``; ``m = q = Q0 - mse``;
+    ``test_error``: error of the Bayes-optimal predictor of the noise-free label
+    (``prediction.py``); ``test_error_plugin``: test error of the matrix ``S_post``;
+    ``Delta_eff`` and ``q_hat = 1 / Delta_eff`` (``inf`` at perfect recovery);
+    ``dof = J mse``: effective measurements per sequence; ``converged``; ``residual``:
+    ``|Delta - 1/(2 alpha J)| / Delta`` at the root; ``integration_error``: relative
+    QMC error of ``J`` (0 for Gaussian channels) and of the test error, the larger;
+    ``other_fixed_point``: a second fixed point below ``Delta_eff`` was found
+    (``None``: not searched).
+    """
+
+    alpha: float
+    mse: float
+    m: float
+    q: float
+    Q0: float
+    test_error: float
+    test_error_plugin: float
+    Delta_eff: float
+    q_hat: float
+    dof: float
+    converged: bool
+    residual: float
+    integration_error: float
+    other_fixed_point: bool | None
+
+
+class BayesConfig(NamedTuple):
+    """Numerical settings of :func:`solve`: Brent tolerance on ``log Delta``; Sobol points of
+    the channel integral (non-Gaussian channels) and of the Bayes test error; seed;
+    ``check_unique``: scan below the root for a second fixed point (Gaussian channels)."""
+
+    xtol: float = 1e-10
+    n_outer: int = 2048
+    n_inner: int = 2048
+    n_test: int = 4096
+    seed: int = 0
+    check_unique: bool = True
+
+
+def _check(task, target):
+    if not isinstance(task, _tasks.Task):
+        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
+    if not hasattr(target, "measure") or not hasattr(target, "Q0"):
+        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+
+
+def _info(task, target, mmse, cfg):
+    return channels.information(
+        task, mmse, target.Q0, n_outer=cfg.n_outer, n_inner=cfg.n_inner, seed=cfg.seed
+    )
+
+
+def _gap_fn(task, target, alpha, cfg):
+    """``G(log Delta) = 2 alpha Delta J(mmse_den(Delta)) - 1`` (zero at a fixed point)."""
+    cache = {}
+
+    def G(logD):
+        D = math.exp(logD)
+        mm = denoiser.mmse_den(target, D)
+        info = _info(task, target, mm, cfg)
+        cache[logD] = (mm, info)
+        return 2 * alpha * D * info.J - 1.0
+
+    return G, cache
+
+
+def _largest_root(G, D0, D_min, scan_all):
+    """Largest sign change of ``G`` below ``D0`` by halving: ``(bracket or None, other)``."""
+    x = math.log(D0)
+    g = G(x)
+    if g < 0:
+        raise RuntimeError(f"bayes.solve: the first iterate has G = {g:.3e} < 0 (not monotone)")
+    root = None
+    while x > math.log(D_min):
+        x_new = x - math.log(2.0)
+        g_new = G(x_new)
+        if root is None and g_new < 0 <= g:
+            root = (x_new, x)
+            if not scan_all:
+                return root, None
+        elif root is not None and g_new >= 0:
+            return root, True
+        x, g = x_new, g_new
+    return root, (False if root is not None else None)
+
+
+def solve(task, target, alpha: float, config: BayesConfig | None = None) -> BayesResult:
+    r"""Bayes-optimal state evolution at ``alpha = n/d^2 > 0`` (module docstring).
+
+    Args:
+      task: :class:`attnlib.tasks.Task`; its noise model sets the output channel
+        (closed forms: linear with any noise, seq2seq without noise or with noise on
+        the logits; a nested integral for noise on the outputs).
+      target: :class:`attnlib.targets.Target` (the prior of ``S0``, rotationally invariant).
+      alpha: sample ratio ``n / d^2 > 0``.
+      config: :class:`BayesConfig` (default settings if ``None``).
+    """
+    _check(task, target)
+    alpha = _checks.positive("alpha", alpha)
+    cfg = _config(config)
+    Q0 = float(target.Q0)
+    var0 = denoiser.prior_variance(target)
+    D0 = 1.0 / (2 * alpha * _info(task, target, var0, cfg).J)  # first iterate from no information
+    G, cache = _gap_fn(task, target, alpha, cfg)
+    gauss = channels.is_gaussian(task)
+    bracket, other = _largest_root(G, D0, _DELTA_MIN * Q0, scan_all=gauss and cfg.check_unique)
+    if bracket is None:  # no fixed point with Delta_eff > 0: perfect recovery
+        te = prediction.test_errors(task, Q0, 0.0, seed=cfg.seed)
+        return _result(
+            alpha,
+            Q0,
+            te,
+            mse=0.0,
+            Delta_eff=0.0,
+            dof=float(task.m_eff),
+            residual=0.0,
+            integration_error=0.0,
+            other_fixed_point=other,
+        )
+    logD = brentq(G, *bracket, xtol=cfg.xtol)
+    G(logD)
+    D = math.exp(logD)
+    mm, info = cache[logD]
+    residual = abs(D - 1.0 / (2 * alpha * info.J)) / D
+    converged = residual < 1e-6 or (not gauss and residual < 1e-3)
+    _warn(alpha, D, residual=residual, converged=converged, other=other)
+    te = prediction.test_errors(task, Q0, mm, n_outer=cfg.n_test, seed=cfg.seed)
+    ierr = max(info.error / info.J, te.error / max(te.bayes, 1e-300))
+    return _result(
+        alpha,
+        Q0,
+        te,
+        mse=mm,
+        Delta_eff=D,
+        dof=info.dof,
+        residual=float(residual),
+        integration_error=float(ierr),
+        other_fixed_point=other,
+        converged=bool(converged),
+    )
+
+
+def _config(config) -> BayesConfig:
+    cfg = BayesConfig() if config is None else config
+    if not isinstance(cfg, BayesConfig):
+        raise ValueError(f"config must be a BayesConfig, got {cfg!r}")
+    _checks.positive("config.xtol", cfg.xtol)
+    return cfg
+
+
+def _warn(alpha, D, *, residual, converged, other) -> None:
+    """Say when the fixed point is inaccurate or not unique (never silently)."""
+    if not converged:
+        warnings.warn(
+            f"bayes.solve: residual {residual:.2e} at alpha={alpha}", RuntimeWarning, stacklevel=2
+        )
+    if other:
+        warnings.warn(
+            f"bayes.solve: a second fixed point below Delta_eff={D:.3g} at "
+            f"alpha={alpha}; the free entropy decides which is Bayes-optimal",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+def _result(alpha, Q0, te, *, mse, Delta_eff, converged=True, **fields) -> BayesResult:
+    """Assemble a :class:`BayesResult` on the Nishimori line (``m = q = Q0 - mse``)."""
+    return BayesResult(
+        alpha=alpha,
+        mse=mse,
+        m=Q0 - mse,
+        q=Q0 - mse,
+        Q0=Q0,
+        test_error=te.bayes,
+        test_error_plugin=te.plugin,
+        Delta_eff=Delta_eff,
+        q_hat=math.inf if Delta_eff == 0 else 1.0 / Delta_eff,
+        converged=converged,
+        **fields,
+    )
+
+
+def _kappa0(target) -> float:
+    k = getattr(target, "kappa0", None)
+    if k is None:
+        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    return _checks.in_interval("target.kappa0", k, 0.0, 1.0)
+
+
+def perfect_recovery(task, target) -> float:
+    r"""Bayes-optimal perfect-recovery threshold ``alpha_BO = (kappa0 - kappa0^2/2) / m_eff``.
+
+    Noise-free labels: below it ``mse > 0``, above it ``mse = 0``. ``kappa0 d^2 -
+    kappa0^2 d^2 / 2`` is the dimension of the rank-``kappa0 d`` symmetric matrices, and
+    each sequence gives ``m_eff`` (:attr:`attnlib.tasks.Task.m_eff`) equations.
+    """
+    _check(task, target)
+    k = _kappa0(target)
+    return (k - k * k / 2) / task.m_eff
+
+
+def perfect_recovery_se(task, target, Delta: float = 1e-8) -> float:
+    r"""The same threshold from the state evolution: ``lim_{Delta -> 0} mmse_den(Delta) /
+    (2 m_eff Delta)`` (the ``alpha`` at which the noise-free fixed point reaches
+    ``Delta_eff = 0``), evaluated at a small ``Delta > 0``."""
+    _check(task, target)
+    Delta = _checks.in_interval("Delta", Delta, 0.0, 1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # quadrature at the rounding level
+        ratio = denoiser.mmse_den(target, Delta) / Delta
+    return ratio / (2 * task.m_eff)

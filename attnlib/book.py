@@ -1,0 +1,51 @@
+"""Helpers the book's chapters share (not needed to use the library itself).
+
+:func:`glue` stores a number for the prose with myst-nb's glue. Numbers are stored
+as plain Python numbers (a numpy scalar would print as ``np.float64(...)`` and
+break formatted pastes such as ``{glue:text}`name:.3f```), and floats are rounded
+to ten significant digits: the last bits of a floating-point result differ between
+machines and thread counts, and nbval compares the stored text exactly. Ten digits
+is far below any precision the prose quotes.
+"""
+
+import numbers
+
+import numpy as np
+
+try:
+    from myst_nb import glue as _myst_glue
+except ImportError:  # attnlib installed without the book extra
+    _myst_glue = None
+
+SIGNIFICANT_DIGITS = 10
+
+
+def plain_number(value):
+    """``value`` as a plain Python number; floats rounded to 10 significant digits.
+
+    Raises:
+      ValueError: if ``value`` is not a real number (bool, int or float, numpy or not).
+    """
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool | numbers.Integral):
+        return int(value) if not isinstance(value, bool) else value
+    if isinstance(value, numbers.Real):
+        return float(f"{float(value):.{SIGNIFICANT_DIGITS}g}")
+    raise ValueError(f"value must be a real number, got {value!r}")
+
+
+def glue(name: str, value, display: bool = False) -> None:
+    """Glue ``value`` under ``name``: a string as it is, a number via :func:`plain_number`.
+
+    Raises:
+      ValueError: if ``name`` is not a non-empty string or ``value`` is neither a
+        string nor a real number.
+      ImportError: if myst-nb (the ``book`` extra) is not installed.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    number = value if isinstance(value, str) else plain_number(value)
+    if _myst_glue is None:
+        raise ImportError("attnlib.book.glue needs myst-nb: pip install 'attnlib[book]'")
+    _myst_glue(name, number, display=display)

@@ -1,0 +1,70 @@
+r"""Phase transitions of the convex ERM: perfect recovery, interpolation, minimal width.
+
+Conventions (THEORY.md sections 2 and 6): ``alpha = n / d^2`` sequences per squared
+dimension; ``m_eff`` (:attr:`attnlib.tasks.Task.m_eff`) is the number of independent
+linear constraints that one exactly fitted sequence puts on ``S`` (linear task:
+``K = T (T + 1) / 2``; softmax seq2seq: ``K - 1``, the global shift of the logits is
+lost); ``kappa0`` is the rank fraction of the target and ``kappa = p / d`` the width
+of the factorised student. Symmetric ``d x d`` matrices form a space of dimension
+``D = d (d + 1) / 2 ~ d^2 / 2``; ``n`` exactly fitted sequences are ``n m_eff =
+alpha m_eff d^2`` linear equations in it.
+
+Thresholds (all in the limit ``d -> infinity``, ``lam -> 0+``):
+
+- :func:`statistical_dimension` ``delta(kappa0)``: statistical dimension of the
+  descent cone of ``Tr S + indicator(S PSD)`` at a PSD matrix of rank ``kappa0 d``,
+  divided by ``d^2`` (closed form).
+- :func:`perfect_recovery` ``alpha_PR = delta(kappa0) / m_eff``: noise-free labels
+  are fitted by ``S0`` only, and the minimum-trace interpolator is ``S0``, beyond it
+  (Amelunxen, Lotz, McCoy, Tropp 2014). :func:`perfect_recovery_se` recomputes
+  ``delta`` from the free-probability formulas of the state evolution, for any
+  target spectrum; :func:`perfect_recovery_bayes` is the information-theoretic
+  (Bayes-optimal) count ``(kappa0 - kappa0^2 / 2) / m_eff`` for comparison.
+- :func:`interpolation_se` ``alpha_interp(Delta)``: largest ``alpha`` at which noisy
+  labels are fitted exactly, at the task's noise ``Delta`` (state evolution at
+  ``lam = 0``, bisected; :func:`interpolation_se_bracket` gives the bracket). It lies
+  between its noise-dominated value :func:`interpolation` ``= 1/(4 m_eff)``
+  (``Delta -> infinity``; exact for ``S0 = 0``) and its small-noise limit
+  :func:`interpolation_small_noise` (``Delta -> 0+``: the tangent cone of the PSD
+  cone at ``S0``, :func:`tangent_cone_dimension`).
+- :func:`minimal_width`: rank fraction of the convex minimiser (state evolution).
+
+Submodules: :mod:`attnlib.thresholds.geometry` (statistical dimensions, perfect
+recovery), :mod:`attnlib.thresholds.recovery_se` (perfect recovery from the state
+evolution), :mod:`attnlib.thresholds.interpolation` (interpolation, minimal width).
+"""
+
+from attnlib.thresholds._common import PENALTIES
+from attnlib.thresholds.geometry import (
+    perfect_recovery,
+    perfect_recovery_bayes,
+    semicircle_moment2,
+    statistical_dimension,
+    tangent_cone_dimension,
+)
+from attnlib.thresholds.interpolation import (
+    InterpolationThreshold,
+    interpolation,
+    interpolation_se,
+    interpolation_se_bracket,
+    interpolation_small_noise,
+    minimal_width,
+)
+from attnlib.thresholds.recovery_se import perfect_recovery_se, recovery_mse_ratio
+
+__all__ = [
+    "PENALTIES",
+    "semicircle_moment2",
+    "statistical_dimension",
+    "perfect_recovery",
+    "perfect_recovery_bayes",
+    "perfect_recovery_se",
+    "recovery_mse_ratio",
+    "interpolation",
+    "tangent_cone_dimension",
+    "interpolation_small_noise",
+    "interpolation_se",
+    "interpolation_se_bracket",
+    "InterpolationThreshold",
+    "minimal_width",
+]

@@ -1,0 +1,46 @@
+"""Argument checks shared by the threshold modules."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnlib.tasks import Linear, Task
+
+PENALTIES = ("nuclear", "frobenius")
+
+
+def _check_task(task) -> Task:
+    if not isinstance(task, Task):
+        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
+    return task
+
+
+def _target_kappa0(target) -> float:
+    k = getattr(target, "kappa0", None)
+    if k is None:
+        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    k = float(k)
+    if not (0.0 < k <= 1.0):
+        raise ValueError(f"target rank fraction kappa0 must lie in (0, 1], got {k!r}")
+    return k
+
+
+def _check_psd_target(target) -> None:
+    if not hasattr(target, "measure") or not hasattr(target, "outliers"):
+        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = target.measure()
+    if np.any(np.asarray(mu.atoms) < -1e-12) or any(x < 0 for x in target.outliers()):
+        raise ValueError(
+            "target must be positive semi-definite (the nuclear + PSD estimator cannot "
+            "recover a matrix with negative eigenvalues)"
+        )
+
+
+def _labels_leave_range(task: Task) -> bool:
+    """Whether additive output noise puts labels outside the range of ``g`` almost surely
+    (output dimension above ``m_eff``) or with positive probability per sequence (the
+    bounded softmax readouts)."""
+    if isinstance(task, Linear) or task.noise == 0.0 or task.noise_on != "outputs":
+        return False
+    return True

@@ -1,0 +1,260 @@
+r"""The interpolation threshold of the nuclear + PSD ERM, and the minimal width.
+
+Interpolation (noisy labels, ``d -> infinity`` then ``lam -> 0+``): the largest
+``alpha`` at which the training loss is exactly zero. It depends on the noise
+``Delta`` through the target: :func:`interpolation` is its noise-dominated value
+``1/(4 m_eff)`` (``Delta -> infinity``, or ``S0 = 0``), a lower bound at every
+``Delta``; :func:`interpolation_small_noise` its ``Delta -> 0+`` limit, the
+statistical dimension of the tangent cone of the PSD cone at ``S0`` over ``m_eff``;
+:func:`interpolation_se` its exact value at the task's noise, from the state
+evolution.
+
+How :func:`interpolation_se` finds it. At ``lam -> 0+`` the ERM has two phases.
+Below the threshold the data are fitted exactly: the train loss vanishes like
+``lam^2`` and the state-evolution variance ``v`` diverges like ``1 / lam``, so the
+state evolution at ``lam = 0`` has no fixed point (its iteration runs off to
+``v -> infinity``, train loss ``-> 0``). Above it the train loss has a positive
+limit independent of ``lam``, which is the ``lam = 0`` fixed point (the
+minimum-loss PSD matrix), with a finite ``v`` that diverges as ``alpha`` decreases
+to the threshold. The threshold is therefore the smallest ``alpha`` at which the
+``lam = 0`` state evolution has a fixed point with finite ``v`` and positive train
+loss: a sharp yes/no question, answered without a small ``lam`` and without a
+ratio heuristic, and bisected between the two proven bounds
+``1/(4 m_eff) <= alpha_interp(Delta) <= tangent_cone_dimension(kappa0) / m_eff``.
+Each probe is warm-started from the fixed point at the current upper end of the
+bracket (continuation in ``alpha`` from the non-interpolating side, where the
+fixed point exists), which keeps the solves reliable close to the threshold,
+where ``v`` is large.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import NamedTuple
+
+from attnlib import _checks, se
+from attnlib.tasks import Task
+from attnlib.thresholds._common import (
+    PENALTIES,
+    _check_psd_target,
+    _check_task,
+    _labels_leave_range,
+    _target_kappa0,
+)
+from attnlib.thresholds.geometry import tangent_cone_dimension
+
+# a lam = 0 fixed point is accepted when its relative residual is below this (the
+# solver's default tolerance is 1e-6) and its variance v below _V_MAX
+_RESIDUAL_OK = 1e-5
+_V_MAX = 1e8
+
+
+def interpolation(task: Task, kappa: float | None = None, penalty: str = "nuclear") -> float:
+    r"""Interpolation threshold for noise-dominated labels: ``1/(4 m_eff)`` (nuclear + PSD).
+
+    Largest ``alpha`` at which the training loss reaches zero (``d -> infinity``,
+    then ``lam -> 0+``) when the labels carry no usable signal: exact for ``S0 = 0``,
+    the ``Delta -> infinity`` limit (and a lower bound) of the noise-dependent
+    threshold :func:`interpolation_se` for a PSD target.
+
+    Derivation. A training loss of zero means ``h_mu(S) = h0_mu + noise`` on every
+    sequence (softmax: up to the lost global shift), i.e. ``M = n m_eff =
+    alpha m_eff d^2`` linear equations ``A(S - S0) = e`` in the ``N = d^2/2``
+    dimensional space of symmetric matrices, with ``e`` the label noise.
+
+    - ``penalty="frobenius"`` (direct ``S``, no constraint): solvable iff ``M < N``,
+      so ``alpha_interp = 1 / (2 m_eff)``, whatever the target and the noise.
+    - ``penalty="nuclear"``, ``kappa=None`` (convex problem, ``S`` in the PSD cone
+      ``C``): ``A(S - S0) = e`` with ``S - S0`` in ``C - S0``. By Gordon's
+      comparison (CGMT) for Gaussian-like sensing, a solution exists iff
+      ``sup_r [w(r)^2 - ||e||^2 / r^2] > M``, where ``w(r)^2`` is the squared
+      Gaussian width of ``(C - S0) / r`` intersected with the unit sphere. ``w(r)``
+      decreases from the statistical dimension of the tangent cone
+      ``T_C(S0)`` (``r -> 0``) to that of ``C`` itself (``r -> infinity``;
+      ``delta(C) = N/2 = d^2/4`` for the self-dual PSD cone). Noise-dominated labels
+      (``||e|| -> infinity``) need ``r -> infinity``: ``alpha_interp = 1/(4 m_eff)``.
+      With ``S0 = 0``, ``C - S0 = C`` and this holds at every noise level. (Zero
+      noise gives the other end, :func:`interpolation_small_noise`.)
+    - ``penalty="nuclear"`` with a factorised width ``kappa < 1``: the rank
+      ``<= kappa d`` PSD matrices form a manifold of dimension
+      ``kappa d^2 - (kappa d)^2 / 2 = d^2 (kappa - kappa^2/2)``, so the dimension
+      count predicts ``alpha_interp = min(1/4, kappa - kappa^2/2) / m_eff`` for
+      noise-dominated labels (a count, not a theorem: it assumes generic equations
+      can be met on the manifold whenever its dimension exceeds their number).
+
+    Noise placement: with ``noise_on="outputs"`` on a softmax task the labels leave
+    the range of ``g`` (a ``K - 1`` dimensional manifold of row-stochastic matrices,
+    bounded readouts), so the training loss stays positive at every ``alpha``: the
+    function returns ``0.0``.
+
+    Args:
+      task: the task (gives ``m_eff`` and the noise placement).
+      kappa: width ``p / d`` of the factorised student in ``(0, 1]``, or ``None`` for the
+        convex problem (unbounded rank). Only with ``penalty="nuclear"``.
+      penalty: ``"nuclear"`` (PSD, factorised student) or ``"frobenius"`` (direct ``S``).
+    """
+    task = _check_task(task)
+    _checks.choice("penalty", penalty, PENALTIES)
+    if kappa is not None:
+        if penalty != "nuclear":
+            raise ValueError(
+                "kappa applies to the factorised (nuclear) student only; use kappa=None"
+            )
+        kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
+    if _labels_leave_range(task):
+        return 0.0
+    if penalty == "frobenius":
+        return 1.0 / (2.0 * task.m_eff)
+    dim = 0.25 if kappa is None else min(0.25, kappa - kappa * kappa / 2)
+    return dim / task.m_eff
+
+
+def interpolation_small_noise(task: Task, target) -> float:
+    r"""Interpolation threshold for vanishing label noise, ``Delta -> 0+`` (nuclear + PSD).
+
+    With ``||e|| -> 0`` the comparison of :func:`interpolation` is decided at
+    ``r -> 0``, where ``(C - S0)/r`` becomes the tangent cone ``T_C(S0)``:
+    ``alpha = tangent_cone_dimension(kappa0) / m_eff`` (``0.4375`` for the linear
+    ``T = 1`` task and ``kappa0 = 1/2``). For ``0 < Delta < infinity`` the threshold lies
+    between :func:`interpolation` and this value and decreases with ``Delta``
+    (:func:`interpolation_se`). It exceeds :func:`perfect_recovery`, since the
+    descent cone of the trace at ``S0`` is contained in ``T_C(S0)``.
+    """
+    task = _check_task(task)
+    _check_psd_target(target)
+    if _labels_leave_range(task):
+        return 0.0
+    return tangent_cone_dimension(_target_kappa0(target)) / task.m_eff
+
+
+class InterpolationThreshold(NamedTuple):
+    """Result of :func:`interpolation_se_bracket`.
+
+    ``lo < alpha_interp <= hi``: at ``lo`` the ``lam = 0`` state evolution has no
+    fixed point (the data are interpolated), at ``hi`` it has one, ``fixed_point``
+    (an :class:`attnlib.se.SEResult`: its ``train_loss > 0`` is the ``lam -> 0+``
+    train loss there, ``v`` its finite variance). ``alpha = (lo + hi) / 2``;
+    ``n_solves`` state-evolution solves were used.
+    """
+
+    alpha: float
+    lo: float
+    hi: float
+    fixed_point: object
+    n_solves: int
+
+
+def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
+    """The ``lam = 0`` state-evolution fixed point at ``alpha``, or ``None`` if there is none.
+
+    ``None`` when the solver stops without reaching a fixed point (neither ``converged``
+    nor a relative residual below ``1e-5``; below the threshold
+    its iteration runs off to ``v -> infinity``: that is the measurement, so the
+    :class:`attnlib.se.SEConvergenceWarning` it raises is recorded here and not
+    repeated; every other warning is passed on), or when the point it stops at has
+    ``v >= 1e8`` or a train loss that is not positive.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            r = se.solve(task, target, alpha, 0.0, "nuclear", init=init, **se_kwargs)
+        except RuntimeError:  # no valid iterate at all
+            r = None
+    for w in caught:
+        if not issubclass(w.category, se.SEConvergenceWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if r is None:
+        return None
+    fixed = bool(r.converged) or r.residual < _RESIDUAL_OK
+    if not (fixed and math.isfinite(r.v) and r.v < _V_MAX and r.train_loss > 0):
+        return None
+    return r
+
+
+def _bisect(task, target, bracket, hi_point, xtol, se_kwargs):
+    """Halve ``bracket = (lo, hi)`` until ``hi - lo <= xtol``; the last fixed point at ``hi``."""
+    lo, hi = bracket
+    n = 0
+    while hi - lo > xtol:
+        mid = 0.5 * (lo + hi)
+        r = _lam0_fixed_point(task, target, mid, hi_point, se_kwargs)
+        n += 1
+        if r is None:
+            lo = mid
+        else:
+            hi, hi_point = mid, r
+    return lo, hi, hi_point, n
+
+
+def interpolation_se_bracket(
+    task: Task, target, *, xtol: float = 1e-3, **se_kwargs
+) -> InterpolationThreshold:
+    r"""Interpolation threshold at the task's noise: the bracket ``lo < alpha_interp <= hi``.
+
+    Bisection (module docstring) on "the ``lam = 0`` state evolution has a fixed
+    point with finite ``v`` and positive train loss", started from the bracket
+    ``[1/(4 m_eff), 1.02 tangent_cone_dimension(kappa0) / m_eff]`` and stopped when
+    ``hi - lo <= xtol`` (absolute, in ``alpha``). The result is never below
+    ``1/(4 m_eff)``: if the state evolution finds a fixed point there, contrary to
+    the bound, a ``RuntimeWarning`` says so and the bracket is ``[1/(4 m_eff)] * 2``.
+    If it finds none at the upper end, ``RuntimeError``. Each probe is one
+    :func:`attnlib.se.solve` (``se_kwargs`` passed on; seconds for the linear task,
+    tens of seconds for softmax, whose probes below the threshold run to
+    ``max_iter``). Nuclear + PSD penalty, labels with noise on the logits.
+    """
+    task = _check_task(task)
+    _check_psd_target(target)
+    xtol = _checks.positive("xtol", xtol)
+    if _labels_leave_range(task):
+        return InterpolationThreshold(0.0, 0.0, 0.0, None, 0)
+    if task.noise == 0.0:
+        raise ValueError("interpolation_se needs noisy labels (task.noise > 0)")
+    lo = interpolation(task)
+    hi = 1.02 * interpolation_small_noise(task, target)
+    top = _lam0_fixed_point(task, target, hi, None, se_kwargs)
+    if top is None:
+        raise RuntimeError(
+            f"interpolation_se: no lam = 0 state-evolution fixed point at alpha = {hi:.4g}, "
+            "above the small-noise bound; the threshold cannot be bracketed"
+        )
+    bottom = _lam0_fixed_point(task, target, lo, top, se_kwargs)
+    if bottom is not None:
+        warnings.warn(
+            f"interpolation_se: the state evolution has a non-interpolating fixed point at "
+            f"1/(4 m_eff) = {lo:.4g} (train loss {bottom.train_loss:.3g}), below which "
+            "interpolation is proven; returning 1/(4 m_eff)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return InterpolationThreshold(lo, lo, lo, bottom, 2)
+    lo, hi, point, n = _bisect(task, target, (lo, hi), top, xtol, se_kwargs)
+    return InterpolationThreshold(0.5 * (lo + hi), lo, hi, point, n + 2)
+
+
+def interpolation_se(task: Task, target, *, xtol: float = 1e-3, **se_kwargs) -> float:
+    r"""Interpolation threshold ``alpha_interp(Delta)`` at the task's noise (state evolution).
+
+    The midpoint of :func:`interpolation_se_bracket` (accurate to ``xtol / 2``).
+    Between :func:`interpolation` (``Delta -> infinity``) and
+    :func:`interpolation_small_noise` (``Delta -> 0``); e.g. about ``0.324`` for the
+    linear ``T = 1`` task and ``0.161`` for softmax seq2seq ``T = 2``, both with
+    ``Wishart(0.5)`` and ``Delta = 0.25``.
+    """
+    return interpolation_se_bracket(task, target, xtol=xtol, **se_kwargs).alpha
+
+
+def minimal_width(task: Task, target, alpha: float, lam: float, **se_kwargs) -> float:
+    r"""``kappa*(alpha, lam)``: rank fraction of the convex (nuclear + PSD) minimiser.
+
+    From the state evolution, ``kappa* = int_{x > tau / c} rho_R(x) dx``
+    (``se.solve(...).rank_fraction``). Since every PSD matrix of rank ``<= p`` is a
+    ``W W^T / sqrt(p d)`` with ``W`` of width ``p``, the factorised student of width
+    ``kappa = p / d`` can reach the convex minimum iff ``kappa >= kappa*``; below it
+    the rank constraint binds. Extra keyword arguments go to :func:`attnlib.se.solve`.
+    """
+    task = _check_task(task)
+    alpha = _checks.positive("alpha", alpha)
+    lam = _checks.positive("lam", lam)
+    res = se.solve(task, target, alpha, lam, penalty="nuclear", **se_kwargs)
+    return float(res.rank_fraction)

@@ -1,0 +1,138 @@
+"""GAMP iterate by iterate against the state evolution (chapter 3).
+
+For one setting (task, target, alpha, lam) and one seed, :func:`run_point` runs
+undamped GAMP on a sampled data set from ``S_hat = 0``, ``v = V_INIT``, ``g = 0``
+and records, at every iteration t, the overlaps ``m_t = Tr(S_t S0)/d`` and
+``q_t = Tr(S_t^2)/d`` of its estimate, its variance ``v_t`` and the output-step loss
+``mean_mu loss(Y_mu, h*_mu)`` (the training loss at a fixed point).
+:func:`se_iterates` runs the state-evolution map from the same start
+``(m, q, v) = (0, 0, V_INIT)`` with the same (zero) damping: output side
+(:func:`attnlib.se.output_side`) then input side (:func:`attnlib.se.input_side`).
+
+Run from book/ as ``python -m data.make_gamp_iterates`` (writes
+``gamp_iterates.npz``, a few CPU-minutes); the chapter calls
+``run(quick=True)`` in class mode (small d, two seeds, seconds).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib import amp, channels, se, targets, tasks
+
+jax.config.update("jax_enable_x64", True)
+
+HERE = Path(__file__).resolve().parent
+TARGET = targets.Wishart(0.5)
+LAM = 0.05
+V_INIT = 1.0
+Q_START = 1e-12  # q of the start S_hat = 0 for the SE output side (it divides by q)
+SETTINGS = {
+    "linear": dict(task=tasks.Linear(T=1, noise=0.1), alpha=0.3),
+    "seq2seq": dict(task=tasks.Seq2Seq(T=2), alpha=0.15),
+}
+# per setting: sizes d, seeds, iterations; QMC points of the SE output side (non-linear tasks)
+FULL = {
+    "seq2seq": dict(d=(200,), seeds=(0, 1, 2), n_iter=15, n_qmc=8192),
+    "linear": dict(d=(100, 200), seeds=(0, 1), n_iter=20, n_qmc=8192),
+}
+QUICK = {
+    "seq2seq": dict(d=(40,), seeds=(0, 1), n_iter=10, n_qmc=1024),
+    "linear": dict(d=(40,), seeds=(0, 1), n_iter=10, n_qmc=1024),
+}
+KEY = jax.random.PRNGKey(20261203)
+
+
+def gamp_trajectory(task, data, S0, lam, n_iter):
+    """Undamped GAMP from S_hat = 0; per-iteration (m, q, v, loss), each of shape (n_iter,)."""
+    X, Y = jnp.asarray(data.X), jnp.asarray(data.Y)
+    n, T, d = X.shape
+    s2 = jnp.asarray(tasks.pair_variances(T))
+    alpha = n / d**2
+    S, v = jnp.zeros((d, d)), V_INIT
+    g = jnp.zeros((n, task.n_pairs))
+    S0 = jnp.asarray(S0)
+    rec = {k: [] for k in ("m", "q", "v", "loss")}
+    for _ in range(n_iter):
+        h = tasks.to_pairs(tasks.preactivations(X, S))
+        V = s2 * v
+        omega = h - V * g
+        out = channels.output_step(task, Y, omega, V, starts=h)
+        a_hat = alpha * float(jnp.sum(s2 * jnp.mean(-out.dg, axis=0)))
+        if not (math.isfinite(a_hat) and a_hat > 0):
+            raise FloatingPointError(f"GAMP broke down: a_hat = {a_hat}")
+        rec["m"].append(float(jnp.sum(S * S0)) / d)
+        rec["q"].append(float(jnp.sum(S * S)) / d)
+        rec["v"].append(float(v))
+        rec["loss"].append(float(jnp.mean(out.loss)))
+        B = S + amp.data_gradient_sum(X, out.g) / (d * a_hat)
+        S, div = amp.spectral_prox(B, lam / a_hat, "nuclear")
+        v, g = float(div) / (d**2 * a_hat), out.g
+    return {k: np.array(x) for k, x in rec.items()}
+
+
+def run_point(name: str, d: int, seed: int, n_iter: int) -> dict:
+    """One GAMP trajectory at size d for setting ``name``; also the sampled Q0."""
+    cfg = SETTINGS[name]
+    k = jax.random.fold_in(jax.random.fold_in(KEY, list(SETTINGS).index(name)), seed)
+    S0 = TARGET.sample(jax.random.fold_in(k, 0), d)
+    data = tasks.make_dataset(
+        jax.random.fold_in(k, 1), cfg["task"], S0, tasks.n_samples(cfg["alpha"], d)
+    )
+    out = gamp_trajectory(cfg["task"], data, S0, LAM, n_iter)
+    out["Q0"] = float(jnp.sum(S0 * S0)) / d
+    return out
+
+
+def se_iterates(name: str, n_iter: int, n_qmc: int = 8192) -> dict:
+    """The SE map iterated from (m, q, v) = (0, 0, V_INIT), undamped; same fields as GAMP."""
+    cfg = SETTINGS[name]
+    m, q, v = 0.0, 0.0, V_INIT
+    rec = {k: [] for k in ("m", "q", "v", "loss")}
+    for _ in range(n_iter):
+        o = se.output_side(cfg["task"], cfg["alpha"], TARGET.Q0, m, max(q, Q_START), v, n_qmc=n_qmc)
+        for k, x in zip(("m", "q", "v", "loss"), (m, q, v, o.train_loss), strict=True):
+            rec[k].append(x)
+        i = se.input_side(TARGET, o.m_hat, o.q_hat, o.a_hat, LAM, "nuclear")
+        m, q, v = i.m, i.q, i.v
+    return {k: np.array(x) for k, x in rec.items()}
+
+
+def run(quick: bool = False) -> dict:
+    """Every setting and size: GAMP trajectories (seeds, n_iter) and the SE iterates (n_iter,).
+
+    Keys: ``{name}_d{d}_gamp_{m,q,v,loss}``, ``{name}_d{d}_Q0`` (sampled targets),
+    ``{name}_se_{m,q,v,loss}``, ``{name}_sizes``.
+    """
+    res = {}
+    for name, P in (QUICK if quick else FULL).items():
+        t0 = time.time()
+        for d in P["d"]:
+            runs = [run_point(name, d, s, P["n_iter"]) for s in P["seeds"]]
+            for k in ("m", "q", "v", "loss"):
+                res[f"{name}_d{d}_gamp_{k}"] = np.stack([r[k] for r in runs])
+            res[f"{name}_d{d}_Q0"] = np.array([r["Q0"] for r in runs])
+        for k, x in se_iterates(name, P["n_iter"], P["n_qmc"]).items():
+            res[f"{name}_se_{k}"] = x
+        res[f"{name}_sizes"] = np.array(P["d"])
+        print(f"[gamp_iterates] {name}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    return res
+
+
+def load(path: Path = HERE / "gamp_iterates.npz") -> dict:
+    """The stored full run (what ``run(quick=False)`` returns)."""
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+if __name__ == "__main__":
+    quick = "--quick" in sys.argv
+    out = run(quick=quick)
+    np.savez(HERE / ("gamp_iterates_quick.npz" if quick else "gamp_iterates.npz"), **out)

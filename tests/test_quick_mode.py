@@ -1,0 +1,63 @@
+"""Class mode: every chapter runs with ATTNLIB_QUICK=1 without error and fast.
+
+With ATTNLIB_QUICK=1 a chapter runs its simulations live at small d instead of
+reading book/data/ (the setup cell sets QUICK). A teacher relies on each chapter
+finishing in about a minute on two cores. Each chapter is executed by nbclient
+in book/ (the kernel's working directory, as in the build) and the time spent in
+its cells is compared with the budget, ATTNLIB_QUICK_BUDGET_S seconds (default
+60; kernel start-up is not counted). Marked `quick`: `make test-quick` runs these
+tests, `make test` does not (they add minutes; .ci/run calls both).
+"""
+
+import os
+import re
+import time
+from datetime import datetime
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+CHAPTERS = sorted(p for p in BOOK.glob("*.ipynb") if re.match(r"\d\d_", p.name))
+BUDGET_S = float(os.environ.get("ATTNLIB_QUICK_BUDGET_S", "60"))
+
+pytestmark = pytest.mark.quick
+
+
+def _cell_seconds(cell) -> float:
+    timing = cell.get("metadata", {}).get("execution", {})
+    start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
+    if not (start and end):
+        return 0.0
+    parse = datetime.fromisoformat
+    return (parse(end.replace("Z", "+00:00")) - parse(start.replace("Z", "+00:00"))).total_seconds()
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.name for p in CHAPTERS])
+def test_chapter_runs_in_quick_mode(path, monkeypatch):
+    monkeypatch.setenv("ATTNLIB_QUICK", "1")
+    monkeypatch.setenv("MPLBACKEND", "agg")  # no figures need to be stored here
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    )
+    nb = nbformat.read(path, as_version=4)
+    skipped = {"skip-execution", "nbval-skip"}  # e.g. the cells that regenerate book/data/
+    nb.cells = [c for c in nb.cells if not skipped & set(c.get("metadata", {}).get("tags", []))]
+    client = NotebookClient(
+        nb,
+        timeout=int(5 * BUDGET_S),
+        kernel_name="python3",
+        resources={"metadata": {"path": str(BOOK)}},
+        record_timing=True,
+    )
+    wall = time.perf_counter()
+    client.execute()  # raises CellExecutionError on the first failing cell
+    wall = time.perf_counter() - wall
+    cells = sum(_cell_seconds(c) for c in nb.cells if c.cell_type == "code")
+    print(f"{path.name}: cells {cells:.1f} s, with kernel start {wall:.1f} s")
+    assert cells < BUDGET_S, (
+        f"{path.name} took {cells:.0f} s in quick mode (budget {BUDGET_S:.0f} s)"
+    )
