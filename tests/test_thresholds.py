@@ -45,8 +45,8 @@ def _delta_by_quadrature(k):
 
 @pytest.mark.parametrize("k,value", [(0.2, 0.25556), (0.5, 0.42217), (1.0, 0.5)])
 def test_statistical_dimension_values(k, value):
-    # THEORY.md values to 5 digits (0.42217498 rounds to 0.42217; the theory page
-    # quotes 0.42218, the same number to within its last digit)
+    # reference values to 5 digits, from an independent evaluation of the infimum
+    # (0.42217498 rounds to 0.42217; 0.42218 is quoted elsewhere, the same number)
     d = thresholds.statistical_dimension(k)
     assert abs(d - value) <= 1e-5
     # closed-form semicircle moments vs adaptive quadrature + bounded Brent
@@ -132,7 +132,7 @@ def test_statistical_dimension_bad_arguments():
 
 def test_perfect_recovery_values():
     pr = thresholds.perfect_recovery(tasks.Seq2Seq(T=2), Wishart(0.5))
-    assert abs(pr - 0.2111) < 5e-5  # THEORY.md: 0.2111
+    assert abs(pr - 0.2111) < 5e-5  # delta(0.5) / M_eff = 0.42217 / 2
     assert pr == pytest.approx(thresholds.statistical_dimension(0.5) / 2, rel=1e-14)
     lin = thresholds.perfect_recovery(tasks.Linear(T=2), Wishart(0.2))
     assert lin == pytest.approx(thresholds.statistical_dimension(0.2) / 3, rel=1e-14)

@@ -1,13 +1,13 @@
 r"""Phase transitions of the convex ERM: perfect recovery, interpolation, minimal width.
 
-Conventions (THEORY.md sections 2 and 6): ``alpha = n / d^2`` sequences per squared
-dimension; ``m_eff`` (:attr:`attnlib.tasks.Task.m_eff`) is the number of independent
-linear constraints that one exactly fitted sequence puts on ``S`` (linear task:
-``K = T (T + 1) / 2``; softmax seq2seq: ``K - 1``, the global shift of the logits is
-lost); ``kappa0`` is the rank fraction of the target and ``kappa = p / d`` the width
-of the factorised student. Symmetric ``d x d`` matrices form a space of dimension
-``D = d (d + 1) / 2 ~ d^2 / 2``; ``n`` exactly fitted sequences are ``n m_eff =
-alpha m_eff d^2`` linear equations in it.
+Conventions (the book's "Notation and conventions" page, ``book/notation.md``): ``alpha
+= n / d^2`` sequences per squared dimension; ``m_eff``
+(:attr:`attnlib.tasks.Task.m_eff`) is the number of independent linear constraints that
+one exactly fitted sequence puts on ``S`` (linear task: ``K = T (T + 1) / 2``; softmax
+seq2seq: ``K - 1``, the global shift of the logits is lost); ``kappa0`` is the rank
+fraction of the target and ``kappa = p / d`` the width of the factorised student.
+Symmetric ``d x d`` matrices form a space of dimension ``D = d (d + 1) / 2 ~ d^2 / 2``;
+``n`` exactly fitted sequences are ``n m_eff = alpha m_eff d^2`` linear equations in it.
 
 Thresholds (all in the limit ``d -> infinity``, ``lam -> 0+``):
 

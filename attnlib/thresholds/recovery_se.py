@@ -54,7 +54,8 @@ def recovery_mse_ratio(
 
     ``mse = (1/d) ||F(S0 + sqrt(Delta) W_goe) - S0||_F^2`` with ``f(x) = (x - tau)_+``,
     in the large-``d`` limit. Writing ``mse = Q0 - 2 m + q`` with
-    ``q = int rho_R f^2`` and ``m = int rho_R f (x - 2 Delta h_R)`` (THEORY.md section 3)
+    ``q = int rho_R f^2`` and ``m = int rho_R f (x - 2 Delta h_R)``
+    (the book's notation page, ``book/notation.md``)
     and using the exact identities ``int rho_R x^2 = Q0 + Delta`` and
     ``int rho_R x (x - 2 Delta h_R) = Tr(R S0)/d = Q0`` gives Stein's unbiased form
 
