@@ -1,7 +1,7 @@
 r"""Phase transitions of the convex ERM: perfect recovery, interpolation, minimal width.
 
-Conventions (the book's "Notation and conventions" page, ``book/notation.md``): ``alpha
-= n / d^2`` sequences per squared dimension; ``m_eff``
+Conventions (the book's "Notation and conventions" page, ``book/notation.md``):
+``alpha = n / d^2`` sequences per squared dimension; ``m_eff``
 (:attr:`attnlib.tasks.Task.m_eff`) is the number of independent linear constraints that
 one exactly fitted sequence puts on ``S`` (linear task: ``K = T (T + 1) / 2``; softmax
 seq2seq: ``K - 1``, the global shift of the logits is lost); ``kappa0`` is the rank
