@@ -110,10 +110,15 @@ endif
 # cached (~/.cache/attnlib/sweep), so an interrupted run resumes where it stopped.
 # Pass options to every script with DATA_ARGS, e.g. DATA_ARGS="--workers 2" or
 # DATA_ARGS="--address tcp://host:8786".
-DATA_SCRIPTS := erm amp spectrum scaling
+# The four sweep scripts take DATA_ARGS; the smaller experiments added since run as they are.
+DATA_SWEEPS := erm amp spectrum scaling
+DATA_OTHERS := multistart finite_size interp_thresholds blocks mismatch gamp_iterates \
+	scaling_trained bayes_data
 data: $(STAMP)
-	cd book && for s in $(DATA_SCRIPTS); do \
+	cd book && for s in $(DATA_SWEEPS); do \
 	  ../$(BIN)/python -m data.make_$${s}_data $(DATA_ARGS) || exit 1; done
+	cd book && for s in $(DATA_OTHERS); do \
+	  ../$(BIN)/python -m data.make_$$s || exit 1; done
 
 # Re-run chapters in place (working directory book/), storing the outputs that
 # nbval compares against. One chapter: make execute NB=book/01_model.ipynb
