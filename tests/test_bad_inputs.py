@@ -798,10 +798,6 @@ SLOW = set()
 # break the suite before its entry is removed.
 KNOWN_FAILURES = {
     **dict.fromkeys(
-        ("amp.data_gradient_sum", "amp.spectral_prox"),
-        "amp (engine branch, issue 12)",
-    ),
-    **dict.fromkeys(
         ("channels.output_step", "channels.pair_loss", "channels.prox_objective"),
         "channels (engine branch, issue 12)",
     ),
