@@ -803,18 +803,6 @@ KNOWN_FAILURES = {
     ),
     **dict.fromkeys(
         (
-            "se.input_side",
-            "se.learning_curve",
-            "se.optimal_lambda",
-            "se.output_side",
-            "se.qmc_normals",
-            "se.solve",
-            "se.test_error_from_overlaps",
-        ),
-        "se (engine branch, issue 12)",
-    ),
-    **dict.fromkeys(
-        (
             "widgets.erm_explorer",
             "widgets.erm_figure",
             "widgets.scaling_explorer",
@@ -832,7 +820,6 @@ KNOWN_FAILURES = {
             "channels.loss_task",
             "channels.prox",
             "channels.softmax_grad_hess",
-            "fixed_point.anderson",
         ),
         "intermediate engine merged 14:40 (engine branch, issue 12)",
     ),
