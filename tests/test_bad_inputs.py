@@ -798,10 +798,6 @@ SLOW = set()
 # break the suite before its entry is removed.
 KNOWN_FAILURES = {
     **dict.fromkeys(
-        ("channels.output_step", "channels.pair_loss", "channels.prox_objective"),
-        "channels (engine branch, issue 12)",
-    ),
-    **dict.fromkeys(
         (
             "widgets.erm_explorer",
             "widgets.erm_figure",
@@ -811,17 +807,6 @@ KNOWN_FAILURES = {
             "widgets.spectrum_figure",
         ),
         "widgets (engine branch, issue 12)",
-    ),
-    **dict.fromkeys(
-        (
-            "channels.finish",
-            "channels.label_start",
-            "channels.linear_step",
-            "channels.loss_task",
-            "channels.prox",
-            "channels.softmax_grad_hess",
-        ),
-        "intermediate engine merged 14:40 (engine branch, issue 12)",
     ),
     **dict.fromkeys(("bayes.information", "bayes.solve"), "bayes branch"),
 }
