@@ -808,7 +808,7 @@ KNOWN_FAILURES = {
         ),
         "widgets (engine branch, issue 12)",
     ),
-    **dict.fromkeys(("bayes.information", "bayes.solve"), "bayes branch"),
+    **dict.fromkeys(("bayes.solve",), "bayes branch"),
 }
 
 
