@@ -797,17 +797,6 @@ SLOW = set()
 # removes its entries when the function passes. Not strict, so that a fix does not
 # break the suite before its entry is removed.
 KNOWN_FAILURES = {
-    **dict.fromkeys(
-        (
-            "widgets.erm_explorer",
-            "widgets.erm_figure",
-            "widgets.scaling_explorer",
-            "widgets.scaling_figure",
-            "widgets.spectrum_explorer",
-            "widgets.spectrum_figure",
-        ),
-        "widgets (engine branch, issue 12)",
-    ),
     **dict.fromkeys(("bayes.solve",), "bayes branch"),
 }
 

@@ -75,7 +75,7 @@ def check_args(task, **arrays):
             continue
         if len(shape) < len(tail) or tuple(shape[len(shape) - len(tail) :]) != tail:
             raise ValueError(
-                f"{name} must have shape (..., {', '.join(map(str, tail))}), got {shape}"
+                f"{name} ({kind}) must have shape (..., {', '.join(map(str, tail))}), got {shape}"
             )
 
 
