@@ -117,6 +117,18 @@ def data_gradient_sum(X: jax.Array, g: jax.Array) -> jax.Array:
     ``G_aa = g_aa``, ``G_ab = G_ba = g_ab / 2``. With ``g = dloss/dh`` it is the
     gradient (in ``S``) of ``sum_mu loss(h_mu(S))``.
     """
+    if not isinstance(X, jax.core.Tracer) and not isinstance(g, jax.core.Tracer):
+        Xa = _checks.finite_array("X", X, ndim=3, max_abs=_checks.MAX_ABS)
+        Xa = np.asarray(Xa)
+        if min(Xa.shape) < 1:
+            raise ValueError(f"X must have shape (n, T, d) with n, T, d >= 1, got {Xa.shape}")
+        K = Xa.shape[1] * (Xa.shape[1] + 1) // 2
+        want = (Xa.shape[0], K)
+        _checks.finite_array("g", g, ndim=2, shape=want, against="X", max_abs=_checks.MAX_ABS)
+    return _data_gradient_sum(jnp.asarray(X), jnp.asarray(g))
+
+
+def _data_gradient_sum(X, g):
     n, T, d = X.shape
     ia, ib = np.triu_indices(T)
     half = jnp.where(jnp.asarray(ia == ib), 1.0, 0.5).astype(g.dtype)
@@ -187,7 +199,7 @@ def _iterate(task, penalty, opts, arrays, st: _State):
     omega = h - V * st.g
     out, ok = _output(task, Y, omega, V, st.hstar, opts)
     a_hat = alpha * jnp.sum(sig2 * jnp.mean(-out.dg, axis=0))
-    B = st.S + data_gradient_sum(X, out.g) / (d * a_hat)
+    B = st.S + _data_gradient_sum(X, out.g) / (d * a_hat)
     S_new, div = _spectral_prox(B, lam / a_hat, penalty)
     v_new = div / (d**2 * a_hat)
     res = jnp.linalg.norm(S_new - st.S) / jnp.maximum(jnp.linalg.norm(S_new), 1e-12)

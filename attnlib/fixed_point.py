@@ -28,6 +28,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from attnlib import _checks
+
 __all__ = ["AndersonConfig", "FixedPoint", "anderson", "CONVERGED", "MAX_ITER", "STALLED"]
 
 CONVERGED, MAX_ITER, STALLED = 0, 1, 2
@@ -130,6 +132,23 @@ def _on_bad(st, x, aux, cfg):
     )
 
 
+def _check_args(F, x0, cfg):
+    """ValueError naming ``F``, ``x0`` or ``config`` if one is not usable (shapes only
+    for traced ``x0``: its values are checked by the iteration, not here)."""
+    if not callable(F):
+        raise ValueError(f"F must be a callable F(x, aux) -> (F(x), aux, ok), got {F!r}")
+    if not isinstance(cfg, AndersonConfig):
+        raise ValueError(f"config must be an AndersonConfig or None, got {cfg!r}")
+    if isinstance(x0, jax.core.Tracer):
+        shape = x0.shape
+    else:
+        a = _checks.numeric_array("x0", x0, kinds="biuf")
+        _checks.finite_array("x0", a, max_abs=_checks.MAX_ABS)
+        shape = a.shape
+    if len(shape) != 1 or shape[0] < 1:
+        raise ValueError(f"x0 must be a non-empty vector (n,), got shape {shape}")
+
+
 def anderson(F, x0, aux0=None, config: AndersonConfig | None = None) -> FixedPoint:
     """Damped Anderson iteration of ``F(x, aux) -> (F(x), aux', ok)`` from ``x0``.
 
@@ -137,6 +156,7 @@ def anderson(F, x0, aux0=None, config: AndersonConfig | None = None) -> FixedPoi
     docstring for the iteration, its safeguards and the returned status.
     """
     cfg = AndersonConfig() if config is None else config
+    _check_args(F, x0, cfg)
     x0 = jnp.asarray(x0, dtype=jnp.float64)
     n = x0.shape[0]
     h0 = jnp.zeros((cfg.memory + 1, n), dtype=x0.dtype)

@@ -84,6 +84,18 @@ def _quiet(fun, *args, **kwargs):
         return fun(*args, n_qmc=_EXPLORER_QMC, **kwargs)
 
 
+def _settings(cls, settings):
+    """``cls(*settings)`` (``cls()`` for ``None``); ValueError naming ``settings`` otherwise."""
+    if settings is None:
+        return cls()
+    if isinstance(settings, (str, bytes)) or not isinstance(settings, (tuple, list)):
+        raise ValueError(f"settings must be a {cls.__name__} (or None), got {settings!r}")
+    try:
+        return cls(*settings)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"settings is not a valid {cls.__name__}: {exc}") from None
+
+
 class _PointSolver:
     """SE points and curves of one explorer, warm-started from its own bounded caches."""
 
@@ -146,12 +158,12 @@ class ERMExplorer:
     """Chapter 2's explorer: learning curves and the learned spectrum (bounded cache)."""
 
     def __init__(self, settings: ERMSettings | None = None, cache_size: int = 16):
-        self.settings = ERMSettings() if settings is None else ERMSettings(*settings)
-        self.solver = _PointSolver(cache_size)
+        self.settings = _settings(ERMSettings, settings)
+        self.solver = _PointSolver(_checks.integer("cache_size", cache_size, 1))
 
     def figure(self, settings: ERMSettings | None = None, fig=None):
         """:func:`erm_figure` with this explorer's cache."""
-        s = self.settings if settings is None else ERMSettings(*settings)
+        s = self.settings if settings is None else _settings(ERMSettings, settings)
         task = make_task(s.task, s.T, s.beta, s.noise)
         target = targets.Wishart(s.kappa0)
         alphas = tuple(np.round(np.linspace(s.alpha_max / s.n_alpha, s.alpha_max, s.n_alpha), 6))
@@ -231,12 +243,12 @@ class SpectrumExplorer:
     """Chapter 4's explorer: learned spectrum and error decomposition (bounded cache)."""
 
     def __init__(self, settings: SpectrumSettings | None = None, cache_size: int = 16):
-        self.settings = SpectrumSettings() if settings is None else SpectrumSettings(*settings)
-        self.solver = _PointSolver(cache_size)
+        self.settings = _settings(SpectrumSettings, settings)
+        self.solver = _PointSolver(_checks.integer("cache_size", cache_size, 1))
 
     def figure(self, settings: SpectrumSettings | None = None, fig=None):
         """:func:`spectrum_figure` with this explorer's cache."""
-        s = self.settings if settings is None else SpectrumSettings(*settings)
+        s = self.settings if settings is None else _settings(SpectrumSettings, settings)
         task = make_task(s.task, s.T, s.beta, s.noise)
         target = targets.Spiked(spikes=(s.theta,), bulk=targets.Wishart(s.kappa0))
         point = self.solver.point(task, target, s.alpha, s.lam, s.penalty)
@@ -300,8 +312,8 @@ class ScalingExplorer:
     """Chapter 5's explorer: excess risk and recovered modes of a power-law target."""
 
     def __init__(self, settings: ScalingSettings | None = None, cache_size: int = 16):
-        self.settings = ScalingSettings() if settings is None else ScalingSettings(*settings)
-        self.curves = BoundedCache(cache_size)
+        self.settings = _settings(ScalingSettings, settings)
+        self.curves = BoundedCache(_checks.integer("cache_size", cache_size, 1))
 
     def curve(self, s: ScalingSettings):
         alphas = tuple(np.round(np.geomspace(s.alpha_min, s.alpha_max, s.n_alpha), 8))
@@ -319,7 +331,7 @@ class ScalingExplorer:
 
     def figure(self, settings: ScalingSettings | None = None, fig=None):
         """:func:`scaling_figure` with this explorer's cache."""
-        s = self.settings if settings is None else ScalingSettings(*settings)
+        s = self.settings if settings is None else _settings(ScalingSettings, settings)
         return _draw_scaling(s, self.curve(s), fig)
 
     def widget(self):

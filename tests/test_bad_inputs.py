@@ -797,50 +797,7 @@ SLOW = set()
 # removes its entries when the function passes. Not strict, so that a fix does not
 # break the suite before its entry is removed.
 KNOWN_FAILURES = {
-    **dict.fromkeys(
-        ("amp.data_gradient_sum", "amp.spectral_prox"),
-        "amp (engine branch, issue 12)",
-    ),
-    **dict.fromkeys(
-        ("channels.output_step", "channels.pair_loss", "channels.prox_objective"),
-        "channels (engine branch, issue 12)",
-    ),
-    **dict.fromkeys(
-        (
-            "se.input_side",
-            "se.learning_curve",
-            "se.optimal_lambda",
-            "se.output_side",
-            "se.qmc_normals",
-            "se.solve",
-            "se.test_error_from_overlaps",
-        ),
-        "se (engine branch, issue 12)",
-    ),
-    **dict.fromkeys(
-        (
-            "widgets.erm_explorer",
-            "widgets.erm_figure",
-            "widgets.scaling_explorer",
-            "widgets.scaling_figure",
-            "widgets.spectrum_explorer",
-            "widgets.spectrum_figure",
-        ),
-        "widgets (engine branch, issue 12)",
-    ),
-    **dict.fromkeys(
-        (
-            "channels.finish",
-            "channels.label_start",
-            "channels.linear_step",
-            "channels.loss_task",
-            "channels.prox",
-            "channels.softmax_grad_hess",
-            "fixed_point.anderson",
-        ),
-        "intermediate engine merged 14:40 (engine branch, issue 12)",
-    ),
-    **dict.fromkeys(("bayes.information", "bayes.solve"), "bayes branch"),
+    **dict.fromkeys(("bayes.solve",), "bayes branch"),
 }
 
 

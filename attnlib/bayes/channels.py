@@ -179,7 +179,9 @@ def information(
     """
     task = _check_task(task)
     Q0 = _checks.positive("Q0", Q0)
-    mmse = _checks.in_interval("mmse", mmse, 0.0, Q0, low_open=False)
+    mmse = _checks.nonnegative("mmse", mmse)
+    if not mmse <= Q0:
+        raise ValueError(f"mmse must lie in [0, Q0] with Q0 = {Q0!r}, got {mmse!r}")
     _checks.choice("method", method, ("auto", "qmc"))
     if method == "auto" and is_gaussian(task):
         return _gaussian_information(task, mmse)

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from attnlib import _checks
 from attnlib import tasks as _tasks
 
 __all__ = ["OutputStep", "pair_loss", "prox_objective", "pair_weights"]
@@ -54,17 +55,43 @@ def _pairs_to_matrix(p, T):
     return (p @ jnp.asarray(E.T, dtype=p.dtype)).reshape(p.shape[:-1] + (T, T))
 
 
+def check_args(task, **arrays):
+    """ValueError naming the argument unless ``task`` is a task and each array is numeric,
+    finite (magnitude <= ``_checks.MAX_ABS``) with the trailing shape its kind requires:
+    ``"labels"`` ``(..., *task.out_shape)``, ``"pairs"`` ``(..., K)``, ``"variances"`` a
+    scalar or ``(..., K)`` and ``> 0``. Traced arrays: shapes only (checked before jit)."""
+    _checks.task(task)
+    K = _tasks.n_pairs(task.T)
+    for name, (x, kind) in arrays.items():
+        if not isinstance(x, jax.core.Tracer):
+            x = _checks.finite_array(
+                name, _checks.numeric_array(name, x, "biuf"), max_abs=_checks.MAX_ABS
+            )
+            if kind == "variances" and not np.all(np.asarray(x) > 0):
+                raise ValueError(f"{name} must be > 0 (prox variances)")
+        shape = np.shape(x)
+        tail = tuple(task.out_shape) if kind == "labels" else (K,)
+        if kind == "variances" and shape == ():
+            continue
+        if len(shape) < len(tail) or tuple(shape[len(shape) - len(tail) :]) != tail:
+            raise ValueError(
+                f"{name} ({kind}) must have shape (..., {', '.join(map(str, tail))}), got {shape}"
+            )
+
+
 def pair_loss(task: _tasks.Task, Y: jax.Array, p: jax.Array) -> jax.Array:
     """Per-sequence loss ``||Y - g(h)||^2`` as a function of the ``K`` pairs ``p``.
 
     ``Y`` has shape ``(..., *task.out_shape)``, ``p`` has shape ``(..., K)``;
     returns shape ``(...)``.
     """
+    check_args(task, Y=(Y, "labels"), p=(p, "pairs"))
     return task.loss(Y, _pairs_to_matrix(p, task.T))
 
 
 def prox_objective(task: _tasks.Task, Y, p, omega, V) -> jax.Array:
     """``loss(Y, p) + sum_ab (p_ab - omega_ab)^2 / (2 V_ab)``, shape ``(...)``."""
+    check_args(task, Y=(Y, "labels"), p=(p, "pairs"), omega=(omega, "pairs"), V=(V, "variances"))
     return pair_loss(task, Y, p) + jnp.sum((p - omega) ** 2 / (2 * V), axis=-1)
 
 
@@ -82,6 +109,7 @@ def _obj(task, y, omega, V, p):
 def loss_task(task):
     """The task with its label noise removed: the loss (all the prox needs) is the same,
     and tasks differing only in noise share their compiled solvers."""
+    _checks.task(task)
     if task.noise == 0.0 and task.noise_on == "logits":
         return task
     return dataclasses.replace(task, noise=0.0, noise_on="logits")
@@ -90,6 +118,7 @@ def loss_task(task):
 def linear_step(task, Y, omega, V) -> OutputStep:
     """Closed-form output step of :class:`~attnlib.tasks.Linear`:
     ``h* = (omega + 2 w V y) / (1 + 2 w V)`` with ``w`` = :func:`pair_weights`."""
+    check_args(task, Y=(Y, "labels"), omega=(omega, "pairs"), V=(V, "variances"))
     w = jnp.asarray(pair_weights(task.T), dtype=omega.dtype)
     y = _tasks.to_pairs(Y)
     den = 1.0 + 2.0 * w * V
@@ -108,6 +137,7 @@ def label_start(task, Y, omega, V):
     antisymmetric part ``L_a - L_b = log Y_ba - log Y_ab`` and the common shift is
     chosen to minimise the quadratic term (flat direction of the loss).
     """
+    check_args(task, Y=(Y, "labels"), omega=(omega, "pairs"), V=(V, "variances"))
     if not isinstance(task, _tasks.Seq2Seq):
         return None
     logY = jnp.log(jnp.clip(Y, 1e-12, None))
@@ -144,6 +174,7 @@ def softmax_grad_hess(task, y, p):
     ``sum_b r_b d2 s_b / dz2 = diag(u) - u s^T - s u^T + ubar (s s^T - J)``.
     The pairs enter through ``h_ab = sum_k E_abk p_k`` (``E`` = :func:`_embedding`).
     """
+    check_args(task, y=(y, "labels"), p=(p, "pairs"))
     T = task.T
     E = jnp.asarray(_embedding(T).reshape(T, T, -1), dtype=p.dtype)
     beta = task.beta

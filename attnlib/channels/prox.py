@@ -27,6 +27,7 @@ from attnlib import tasks as _tasks
 from attnlib.channels.losses import (
     OutputStep,
     _obj,
+    check_args,
     grad_hess,
     label_start,
     linear_step,
@@ -46,7 +47,6 @@ class Prox(NamedTuple):
     n_steps: jax.Array
 
 
-@functools.partial(jax.jit, static_argnames=("task", "max_iter"))
 def prox(task: _tasks.Task, Y, omega, V, starts, *, tol=1e-12, max_iter: int = 100) -> Prox:
     """Multi-start safeguarded Newton on the prox objective (jitted; ``task`` static).
 
@@ -58,6 +58,19 @@ def prox(task: _tasks.Task, Y, omega, V, starts, *, tol=1e-12, max_iter: int = 1
         ``sqrt(tol)`` relative (quadratic convergence: error ``O(tol)``).
       max_iter: maximal number of Newton steps (the batch runs until all are done).
     """
+    check_args(task, Y=(Y, "labels"), omega=(omega, "pairs"), V=(V, "variances"))
+    check_args(task, starts=(starts, "pairs"))
+    if np.ndim(starts) != 3:
+        raise ValueError(f"starts must have shape (n, S, K), got {np.shape(starts)}")
+    n = np.shape(starts)[0]
+    for name, x in (("Y", Y), ("omega", omega), ("V", V)):
+        if np.ndim(x) < (1 if name == "Y" else 2) or np.shape(x)[0] != n:
+            raise ValueError(f"{name} must have n = len(starts) = {n} rows, got {np.shape(x)}")
+    return _prox_jit(task, Y, omega, V, starts, tol=tol, max_iter=max_iter)
+
+
+@functools.partial(jax.jit, static_argnames=("task", "max_iter"))
+def _prox_jit(task, Y, omega, V, starts, *, tol, max_iter) -> Prox:
     task = loss_task(task)
     n, S, K = starts.shape
     rep = lambda a: jnp.repeat(a, S, axis=0)  # noqa: E731
@@ -126,10 +139,27 @@ def _finish_one(task, y, om, v, p):
     return (p, (p - om) / v, dg, pair_loss(task, y, p)), ok
 
 
-@functools.partial(jax.jit, static_argnames=("task",))
 def finish(task: _tasks.Task, Y, omega, V, h):
     """``(OutputStep, ok)`` at prox points ``h``: ``g``, ``dg`` from the exact Hessian, the
-    loss, and ``ok`` (n,) where ``h`` is a strict local minimum with a small gradient."""
+    loss, and ``ok`` (n,) where ``h`` is a strict local minimum with a small gradient.
+
+    ``Y`` ``(n, *task.out_shape)``; ``omega``, ``V``, ``h`` ``(n, K)`` (jitted; ``task`` static).
+    """
+    check_args(task, Y=(Y, "labels"), omega=(omega, "pairs"), V=(V, "variances"))
+    check_args(task, h=(h, "pairs"))
+    n = np.shape(omega)[0] if np.ndim(omega) == 2 else None
+    for name, x in (("omega", omega), ("V", V), ("h", h)):
+        if np.ndim(x) != 2 or np.shape(x)[0] != n:
+            raise ValueError(
+                f"{name} must have shape (n, K) with n = len(omega), got {np.shape(x)}"
+            )
+    if np.ndim(Y) < 1 or np.shape(Y)[0] != n:
+        raise ValueError(f"Y must have n = len(omega) = {n} rows, got shape {np.shape(Y)}")
+    return _finish_jit(task, Y, omega, V, h)
+
+
+@functools.partial(jax.jit, static_argnames=("task",))
+def _finish_jit(task, Y, omega, V, h):
     task = loss_task(task)
     (h, g, dg, loss), ok = jax.vmap(functools.partial(_finish_one, task))(Y, omega, V, h)
     return OutputStep(h=h, g=g, dg=dg, loss=loss), ok
@@ -202,6 +232,7 @@ def output_step(
 
     The :class:`~attnlib.tasks.Linear` task uses its closed form.
     """
+    check_args(task, Y=(Y, "labels"), omega=(omega, "pairs"), V=(V, "variances"))
     omega = jnp.asarray(omega, dtype=jnp.float64)
     Y = jnp.asarray(Y, dtype=jnp.float64)
     V = jnp.asarray(V, dtype=jnp.float64)
@@ -210,5 +241,5 @@ def output_step(
     if isinstance(task, _tasks.Linear):
         return _linear_jit(task, Y, omega, V)
     st = _all_starts(task, Y, omega, V, starts)
-    p = prox(task, Y, omega, V, st, tol=float(tol), max_iter=int(max_iter))
-    return finish(task, Y, omega, V, p.h)[0]
+    p = _prox_jit(task, Y, omega, V, st, tol=float(tol), max_iter=int(max_iter))
+    return _finish_jit(task, Y, omega, V, p.h)[0]

@@ -30,6 +30,10 @@ from attnlib.se.results import (
 
 __all__ = ["solve", "learning_curve", "optimal_lambda"]
 
+ALPHA_MIN = 1e-100
+"""Smallest sample ratio accepted (the largest is ``_checks.MAX_ABS``): beyond either end
+the effective noise leaves the range the input side resolves."""
+
 log = logging.getLogger("attnlib.se")
 
 
@@ -74,7 +78,7 @@ def _start(init, pb: point.Problem):
 
 def _check_solve_args(task, target, alpha, lam, penalty, kw):
     check_task(task)
-    _checks.positive("alpha", alpha)
+    _checks.in_interval("alpha", alpha, ALPHA_MIN, _checks.MAX_ABS, low_open=False)
     _checks.nonnegative("lam", lam)
     _checks.choice("penalty", penalty, PENALTIES)
     if not hasattr(target, "measure") or not hasattr(target, "Q0"):
@@ -158,9 +162,10 @@ def learning_curve(
 ) -> LearningCurve:
     """:func:`solve` along ``alphas`` (in the given order), warm-starting each point from
     the last converged one. ``init`` (optional) warm-starts the first point."""
-    alphas = np.asarray(alphas, dtype=float).reshape(-1)
-    if alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas <= 0):
-        raise ValueError(f"alphas must be a non-empty list of finite values > 0, got {alphas}")
+    alphas = np.asarray(_checks.numeric_array("alphas", alphas, "biuf"), dtype=float).reshape(-1)
+    ok = np.all(alphas >= ALPHA_MIN) and np.all(alphas <= _checks.MAX_ABS)  # False for NaN
+    if alphas.size == 0 or not ok:
+        raise ValueError(f"alphas must be a non-empty list of values in [1e-100, 1e100]: {alphas}")
     init = kw.pop("init", None)
     results = []
     for a in alphas:
@@ -180,7 +185,7 @@ def optimal_lambda(
     ``test_error_noisy``. Points that do not converge count as ``+inf``.
     """
     check_task(task)
-    alpha = _checks.positive("alpha", alpha)
+    alpha = _checks.in_interval("alpha", alpha, ALPHA_MIN, _checks.MAX_ABS, low_open=False)
     lo = _checks.positive("bounds[0]", bounds[0])
     hi = _checks.positive("bounds[1]", bounds[1])
     if not lo < hi:

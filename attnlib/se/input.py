@@ -51,11 +51,16 @@ def _nuclear(target, Delta, c, tau, m_hat):
 
 def input_side(target, m_hat, q_hat, a_hat, lam, penalty="nuclear", *, Q0=None) -> InputSide:
     """Input side: overlaps of the spectral estimator ``F(c (S0 + sqrt(Delta_eff) W))``."""
-    m_hat = _checks.positive("m_hat", m_hat)
+    m_hat = _checks.in_interval("m_hat", m_hat, 0.0, _checks.MAX_ABS)
     q_hat = _checks.nonnegative("q_hat", q_hat)
     a_hat = _checks.positive("a_hat", a_hat)
     lam = _checks.nonnegative("lam", lam)
     _checks.choice("penalty", penalty, PENALTIES)
+    if m_hat**2 == 0.0 or not q_hat <= _checks.MAX_ABS * m_hat**2:
+        raise ValueError(
+            f"q_hat / m_hat**2 (the effective noise) must be <= {_checks.MAX_ABS:g}, "
+            f"got q_hat={q_hat!r}, m_hat={m_hat!r}"
+        )
     Delta = q_hat / m_hat**2
     c = m_hat / a_hat
     tau = lam / a_hat

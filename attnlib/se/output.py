@@ -181,7 +181,7 @@ def qmc_points(task, n_qmc, n_rep, seed):
 
 def check_overlaps(Q0, m, q):
     q = _checks.nonnegative("q", q)
-    m = float(m)
+    m = _checks.real("m", m)
     if not math.isfinite(m) or m * m > q * Q0 * (1 + 1e-9) + 1e-300:
         raise ValueError(f"m must satisfy m^2 <= q Q0 (Cauchy-Schwarz), got m={m}, q={q}, Q0={Q0}")
     return m, q
@@ -196,6 +196,7 @@ def output_side(
     Q0 = _checks.positive("Q0", Q0)
     check_overlaps(Q0, m, q)
     v = _checks.positive("v", v)
+    _checks.integer("n_qmc", n_qmc, 2)
     z = qmc_points(task, n_qmc, n_rep, seed)
     prox = jnp.zeros((z.shape[0] * z.shape[1], task.n_pairs))
     x = jnp.asarray([m, q, v], dtype=jnp.float64)

@@ -33,6 +33,7 @@ def qmc_normals(dim: int, n: int, n_rep: int = 4, seed: int = 0) -> np.ndarray:
     dim = _checks.integer("dim", dim, 1)
     n = _checks.integer("n", n, 2)
     n_rep = _checks.integer("n_rep", n_rep, 1)
+    seed = _checks.integer("seed", seed, 0)
     per = n // n_rep
     if per * n_rep != n or per < 2 or per & (per - 1):
         raise ValueError(f"n / n_rep must be a power of 2 >= 2, got n={n}, n_rep={n_rep}")

@@ -79,6 +79,7 @@ def test_error_from_overlaps(
     task = check_task(task)
     Q0 = _checks.positive("Q0", Q0)
     m, q = check_overlaps(Q0, m, q)
+    _checks.integer("n_qmc", n_qmc, 2)
     te = test_errors(task, Q0, m, q, (n_qmc, 4, seed))
     return te.test_error_noisy if noisy else te.test_error
 
