@@ -147,10 +147,25 @@ def solve(task, target, alpha: float, config: BayesConfig | None = None) -> Baye
       target: :class:`attnlib.targets.Target` (the prior of ``S0``, rotationally invariant).
       alpha: sample ratio ``n / d^2 > 0``.
       config: :class:`BayesConfig` (default settings if ``None``).
+
+    Raises:
+      ValueError: for invalid arguments, and for an ``alpha`` so small or so large that
+        the effective noise ``Delta_eff`` leaves the range the spectral quadrature of
+        :mod:`attnlib.rmt` resolves for this target (the message says which).
     """
     _check(task, target)
     alpha = _checks.positive("alpha", alpha)
     cfg = _config(config)
+    try:
+        return _solve(task, target, alpha, cfg)
+    except ValueError as err:  # raised by rmt for a Delta_eff it cannot resolve
+        raise ValueError(
+            f"alpha = {alpha:g} is outside the range this target's state evolution "
+            f"resolves ({err})"
+        ) from err
+
+
+def _solve(task, target, alpha: float, cfg: BayesConfig) -> BayesResult:
     Q0 = float(target.Q0)
     var0 = denoiser.prior_variance(target)
     D0 = 1.0 / (2 * alpha * _info(task, target, var0, cfg).J)  # first iterate from no information
