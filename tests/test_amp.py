@@ -109,22 +109,14 @@ def test_data_gradient_sum_is_autodiff_gradient():
 
 
 @pytest.mark.parametrize("penalty", ["nuclear", "frobenius"])
-def test_spectral_divergence_matches_jacobian_trace(penalty):
+def test_spectral_divergence_matches_jacobian_trace(penalty, symmetric_basis):
     # div F over the d(d+1)/2 orthonormal coordinates of symmetric matrices,
     # computed as the trace of the Jacobian of F (JAX forward mode).
     d = 6
     A = np.random.default_rng(1).standard_normal((d, d))
     B = jnp.asarray((A + A.T) / 2)
     tau = 0.3
-    basis = []
-    for i in range(d):
-        for j in range(i, d):
-            E = np.zeros((d, d))
-            if i == j:
-                E[i, i] = 1.0
-            else:
-                E[i, j] = E[j, i] = 1 / math.sqrt(2)
-            basis.append(E)
+    basis = symmetric_basis(d)
 
     def F(M):
         return amp.spectral_prox(M, tau, penalty)[0]
