@@ -30,6 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from data.make_se_reference import FIELDS as REF_FIELDS  # the grid the reference was made on
+from data.make_se_reference import TASKS as REF_TASKS
 
 import attnlib  # noqa: F401  (float64)
 from attnlib import channels, fixed_point, se, tasks, train
@@ -420,14 +422,6 @@ def test_zero_phase_matches_the_convex_solver():
 # ----------------------------------------------------------------------------
 
 REFERENCE = json.loads((pathlib.Path(__file__).parent / "data" / "se_reference.json").read_text())
-REF_FIELDS = ("m", "q", "v", "train_loss", "test_error", "mse", "rank_fraction")
-REF_TASKS = {
-    "linear_T1": tasks.Linear(T=1),
-    "linear_T1_noisy": tasks.Linear(T=1, noise=0.25),
-    "seq2seq_T2": tasks.Seq2Seq(T=2),
-    "seq2seq_T2_noisy": tasks.Seq2Seq(T=2, noise=0.25),
-    "seq2lab_T2": tasks.Seq2Lab(T=2),
-}
 
 
 def _ref_id(row):
