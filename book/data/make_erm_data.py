@@ -69,8 +69,7 @@ CURVE_FIELDS = ("train_loss", "test_error", "rank_fraction", "mse", "converged")
 FULL = {
     # learning curves (theory grid, convex-solver points)
     # (seq2seq values; the linear task uses twice these alphas, see ALPHA_SCALE)
-    "theory_alphas": [0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.135, 0.15, 0.18, 0.2, 0.215]
-    + [0.23, 0.26, 0.3, 0.36, 0.43, 0.5],
+    "theory_alphas": np.round(np.arange(0.02, 0.5001, 0.01), 2).tolist(),  # 49 points
     "lams": {"clean": [1e-3, 1e-2, 1e-1], "noisy": [1e-3, 1e-2, 1e-1, 1.0]},
     "sim_alphas": [0.05, 0.1, 0.15, 0.2, 0.3, 0.45],
     "d_convex": 60,
@@ -86,10 +85,11 @@ FULL = {
     "width_kappas": [0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0],
     "d_width": 60,
     # factorised vs direct
-    "cmp_alphas": [0.05, 0.1, 0.15, 0.2, 0.3, 0.5],
+    # 27 points: every 0.02, and the simulated alphas
+    "cmp_alphas": sorted({*np.round(np.arange(0.02, 0.5001, 0.02), 2).tolist(), 0.05, 0.15}),
     "cmp_sim_alphas": [0.05, 0.15, 0.3, 0.5],
     "cmp_alpha_kappa0": 0.15,
-    "cmp_kappa0s": [0.1, 0.25, 0.5, 0.75, 1.0],
+    "cmp_kappa0s": np.round(np.linspace(0.05, 1.0, 20), 2).tolist(),
     "cmp_sim_kappa0s": [0.1, 0.5, 1.0],
     "d_cmp": 60,
     # test error against lam at one alpha
@@ -147,42 +147,92 @@ def se_curve_point(*, task, noise, kappa0, alpha, lam, penalty, init=None):
     return se_row(make_task(task, noise), targets.Wishart(kappa0), alpha, lam, penalty, init)
 
 
-def _optimal(task, target, alpha, penalty, init):
-    """``lam`` minimising the SE test error (bounded Brent search on ``log lam``); a
-    ``lam`` in the zero phase is evaluated as ``S_hat = 0``. Returns
-    ``(lam, metrics, warm start)``."""
+LAM_STEP = 0.4  # chained search: log(lam) steps around the previous optimum
+LAM_MOVES = 6  # at most this many shifts of the three-point bracket before falling back
+
+
+def _brent(objective, lo, hi):
+    res = scipy.optimize.minimize_scalar(
+        objective, bounds=(math.log(lo), math.log(hi)), method="bounded",
+        options={"xatol": LAM_XATOL},
+    )  # fmt: skip
+    return res.x
+
+
+def _parabola(objective, x0):
+    """Minimum of ``objective`` (of ``log lam``) near ``x0``: a bracket of three points
+    ``LAM_STEP`` apart is shifted downhill until its middle is lowest, then the vertex
+    of the parabola through them. ``None`` when no bracket is found (or it leaves
+    ``LAM_BOUNDS``): the caller falls back to Brent on the whole range."""
+    lo, hi = (math.log(b) for b in LAM_BOUNDS)
+    xs = [x0 - LAM_STEP, x0, x0 + LAM_STEP]
+    fs = [objective(x) for x in xs]
+    for _ in range(LAM_MOVES):
+        if fs[1] <= min(fs[0], fs[2]):
+            break
+        step = -LAM_STEP if fs[0] < fs[2] else LAM_STEP
+        xs = [x + step for x in xs]
+        if not (lo <= xs[0] and xs[2] <= hi):
+            return None
+        fs = [fs[0], fs[0], fs[1]] if step < 0 else [fs[1], fs[2], fs[2]]
+        k = 0 if step < 0 else 2
+        fs[k] = objective(xs[k])
+    else:
+        return None
+    curv = fs[0] - 2 * fs[1] + fs[2]
+    if not curv > 0:
+        return None
+    return xs[1] + 0.5 * LAM_STEP * (fs[0] - fs[2]) / curv
+
+
+def _optimal(task, target, alpha, penalty, init, lam_prev=None):
+    """``lam`` minimising the SE test error; a ``lam`` in the zero phase is evaluated as
+    ``S_hat = 0``. Without ``lam_prev``: bounded Brent search on ``log lam`` over
+    ``LAM_BOUNDS``. With ``lam_prev`` (the optimum of the previous point of a chain): the
+    vertex of a parabola through three points bracketing the minimum near it
+    (:func:`_parabola`), Brent when that fails. Returns ``(lam, metrics, warm start)``."""
     state, cache = {"init": init}, {}
 
     def objective(loglam):
-        row, state["init"] = se_row(task, target, alpha, math.exp(loglam), penalty, state["init"])
-        cache[loglam] = row
-        return row["test_error"]
+        if loglam not in cache:
+            row, state["init"] = se_row(
+                task, target, alpha, math.exp(loglam), penalty, state["init"]
+            )
+            cache[loglam] = row
+        return cache[loglam]["test_error"]
 
-    res = scipy.optimize.minimize_scalar(
-        objective,
-        bounds=(math.log(LAM_BOUNDS[0]), math.log(LAM_BOUNDS[1])),
-        method="bounded",
-        options={"xatol": LAM_XATOL},
-    )
-    if res.x not in cache:
-        objective(res.x)
-    return math.exp(res.x), cache[res.x], state["init"]
+    x = _parabola(objective, math.log(lam_prev)) if lam_prev is not None else None
+    if x is None:
+        x = _brent(objective, *LAM_BOUNDS)
+    objective(x)
+    return math.exp(x), cache[x], state["init"]
 
 
 def optimal_point(*, task, noise, kappa0, alpha, penalty, init=None):
-    """Optimal ``lam`` at one ``alpha`` (chained along ``alpha``)."""
+    """Optimal ``lam`` at one ``alpha`` (chained along ``alpha``: the SE warm start and
+    the previous optimum travel as ``init = (warm start, lam)``)."""
+    se_init, lam_prev = init if init is not None else (None, None)
     lam, row, state = _optimal(
-        make_task(task, noise), targets.Wishart(kappa0), alpha, penalty, init
+        make_task(task, noise), targets.Wishart(kappa0), alpha, penalty, se_init, lam_prev
     )
     return {
         "opt_lam": lam,
         "test_error": row["test_error"],
         "rank_fraction": row["rank_fraction"],
-    }, state
+    }, (state, lam)
 
 
-def optimal_point_cold(*, task, noise, kappa0, alpha, penalty):
-    return optimal_point(task=task, noise=noise, kappa0=kappa0, alpha=alpha, penalty=penalty)[0]
+def optimal_point_kappa0(*, task, noise, kappa0, alpha, penalty, init=None):
+    """Optimal ``lam`` at one ``kappa0`` (chained along ``kappa0``: only the previous
+    optimum travels; each target's state evolution starts cold)."""
+    lam, row, _ = _optimal(
+        make_task(task, noise), targets.Wishart(kappa0), alpha, penalty, None, init
+    )
+    return {
+        "opt_lam": lam,
+        "test_error": row["test_error"],
+        "rank_fraction": row["rank_fraction"],
+    }, lam
 
 
 def _data(task, target, alpha, d, key, n_keys):
@@ -339,7 +389,8 @@ def grid_theory_optimal(cfg) -> sweep.Grid:
 
 
 def grid_theory_kappa0(cfg) -> sweep.Grid:
-    """Optimal ``lam`` against ``kappa0`` at one ``alpha`` (seq2seq, cold starts)."""
+    """Optimal ``lam`` against ``kappa0`` at one ``alpha`` (seq2seq; the search is chained
+    along ``kappa0``, the state evolution starts cold at each target)."""
     params = {
         "task": "seq2seq",
         "noise": NOISE,
@@ -347,7 +398,7 @@ def grid_theory_kappa0(cfg) -> sweep.Grid:
         "alpha": cfg["cmp_alpha_kappa0"],
         "kappa0": cfg["cmp_kappa0s"],
     }
-    return sweep.Grid(optimal_point_cold, params)
+    return sweep.Grid(optimal_point_kappa0, params, chain="kappa0")
 
 
 def grid_theory_scan(cfg) -> sweep.Grid:
