@@ -112,7 +112,7 @@ endif
 # DATA_ARGS="--address tcp://host:8786".
 # The four sweep scripts take DATA_ARGS; the smaller experiments added since run as they are.
 DATA_SWEEPS := erm amp spectrum scaling
-DATA_OTHERS := multistart finite_size interp_thresholds blocks mismatch gamp_iterates \
+DATA_OTHERS := multistart finite_size finite_size_checks interp_thresholds blocks mismatch gamp_iterates \
 	scaling_trained bayes_data
 data: $(STAMP)
 	cd book && for s in $(DATA_SWEEPS); do \

@@ -136,6 +136,10 @@ def make_task(task: str, noise: float) -> tasks.Task:
 def se_row(task, target, alpha, lam, penalty, init):
     """One SE point as a dict of CURVE_FIELDS, and the warm start for the next one."""
     r, zero = C.se_solve(task, target, alpha, lam, penalty, init)
+    if r is not None and not r.converged and init is None:  # a cold start failed:
+        near, _ = C.se_solve(task, target, 1.5 * alpha, lam, penalty, None)  # start nearby
+        if near is not None and near.converged:
+            r, zero = C.se_solve(task, target, alpha, lam, penalty, near)
     if r is None:  # S_hat = 0 where se.solve gave no result
         C.log(f"    [SE] alpha={alpha:g}, lam={lam:g}: S_hat = 0 (all eigenvalues thresholded)")
         return C.zero_estimator(task, target), init
