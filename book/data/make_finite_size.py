@@ -3,7 +3,7 @@ r"""Finite-size study of the convex ERM (chapter 2): one seq2seq point, d from 4
 Run from ``book/``::
 
     python -m data.make_finite_size          # everything: finite_size.npz, finite_size_lam.npz,
-                                             # finite_size_se.json (about 40 CPU-minutes)
+                                             # finite_size_se.json (about 30 CPU-minutes)
     python -m data.make_finite_size --lams   # only the study at lam = 1e-2 and 1e-1
     python -m data.make_finite_size --se     # only the state-evolution references
     python -m data.make_finite_size --quick  # small grids, prints the runs
