@@ -60,7 +60,7 @@ FULL = {
     "dims": (40, 60, 80, 120, 160),
     "seeds": {40: 60, 60: 12, 80: 28, 120: 19, 160: 2},
 }
-QUICK = {"dims": (16, 24), "seeds": {16: 6, 24: 4}}
+QUICK = {"dims": (16, 24), "seeds": {16: 4, 24: 3}}
 N_TEST = 20000
 
 # The same study at larger penalties, where the solver is cheaper (same data sets: the
@@ -70,7 +70,7 @@ LAM_STUDY = {
     "dims": (40, 60, 80, 120),
     "seeds": {40: 20, 60: 12, 80: 8, 120: 4},
 }
-LAM_QUICK = {"lams": (1e-2, 1e-1), "dims": (16, 24), "seeds": {16: 4, 24: 3}}
+LAM_QUICK = {"lams": (1e-2, 1e-1), "dims": (16, 24), "seeds": {16: 3, 24: 2}}
 LAM_OUT = HERE / "finite_size_lam.npz"
 
 
