@@ -221,6 +221,11 @@ def _specs():
     for cls in (tasks.Seq2Seq, tasks.Seq2Lab):
         add(cls, dict(T=2), dict(T="int", noise="nonneg", beta="pos", noise_on="penalty"))
     add(tasks.Linear, dict(T=1), dict(T="int", noise="nonneg", noise_on="penalty"))
+    add(
+        tasks.Hardmax,
+        dict(T=2),
+        dict(T="int", noise="nonneg", noise_on="penalty", divergence_width="pos"),
+    )
     add(tasks.Custom, dict(T=2, g=lambda h: h), dict(T="int", g="callable", noise="nonneg"))
     # targets
     add(targets.haar_orthogonal, dict(key=key, d=D), dict(key="key", d="int"))

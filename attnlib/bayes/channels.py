@@ -32,6 +32,9 @@ over ``(omega, h, xi)``, inner self-normalised importance sampling of the poster
 estimators of ``E[g^2]`` (``E[g^2]`` and, by the Nishimori identity,
 ``E[g (h - omega)] / V``) have opposite finite-``n_inner`` biases; their mean is
 returned and the reported ``error`` is half their gap plus the outer standard error.
+Hardmax without noise or with noise on the logits (:mod:`attnlib.bayes.hardmax`):
+``Y`` tells which polyhedral region the (noisy) logits fell in, ``Z_out`` is a Gaussian
+probability of that region, computed by rejection on fixed inner Sobol points.
 Noise-free seq2lab (or seq2lab with noise on the logits) is a delta channel on a
 ``(K-1)``-dimensional level set and is not implemented.
 """
@@ -48,6 +51,7 @@ import scipy.stats
 
 from attnlib import _checks
 from attnlib import tasks as _tasks
+from attnlib.bayes.hardmax import hardmax_information
 
 __all__ = [
     "Information",
@@ -189,6 +193,8 @@ def information(
         n = _checks.integer(name, n, 2)
         if n & (n - 1):
             raise ValueError(f"{name} must be a power of 2 >= 2, got {n}")
+    if isinstance(task, _tasks.Hardmax) and (task.noise == 0.0 or task.noise_on == "logits"):
+        return Information(*hardmax_information(task, mmse, Q0, n_outer, n_inner, int(seed))[:3])
     return _qmc_information(task, mmse, Q0, n_outer, n_inner, int(seed))
 
 

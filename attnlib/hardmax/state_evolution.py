@@ -54,10 +54,11 @@ class HardmaxSE(NamedTuple):
 
     Attributes:
       alpha, Q0: inputs; ``gamma = m / sqrt(q Q0)`` the cosine between ``S_hat`` and ``S0``;
-      rho: ``v / sqrt(q)`` (proportional to ``1 / lam``; reported at ``lam = 1``);
+      rho: ``v / sqrt(q)`` (proportional to ``1 / lam``);
       m_hat, q_hat, a_hat: conjugates at ``q = Q0``, ``v = rho sqrt(Q0)``;
       a_hat_stein: the Stein form of ``a_hat`` (same quantity, independent estimator);
-      Delta_eff: ``q_hat / m_hat^2``; threshold: ``tau / c = lam / m_hat`` (at ``lam = 1``);
+      Delta_eff: ``q_hat / m_hat^2``; threshold: ``tau / c = lam / m_hat`` (no ``lam``
+        dependence);
       rank_fraction: fraction of non-zero eigenvalues of ``S_hat``;
       test_error: ``E||hardmax(h0) - hardmax(h)||^2`` per sequence (noise-free labels);
       train_loss: ``E c(j*)`` (0 without output noise: every label is fitted, ties allowed);
@@ -136,7 +137,7 @@ def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4,
     return np.asarray(_output_jit(task, z, f(alpha), f(Q0), f(m), f(q), f(v)))
 
 
-def _map(task, target, alpha, y, qmc):
+def _map(task, target, alpha, y, qmc, lam=1.0):
     """One normalised map ``(gamma, log rho) -> (gamma', log rho')`` and its by-products."""
     Q0 = float(target.Q0)
     gamma, rho = float(np.tanh(y[0])), float(np.exp(y[1]))
@@ -145,7 +146,7 @@ def _map(task, target, alpha, y, qmc):
     a_hat, q_hat, m_hat = (float(t) for t in means.mean(axis=0)[:3])
     if not (a_hat > 0 and m_hat > 0 and q_hat > 0):
         raise RuntimeError(f"hardmax SE left its domain: a_hat={a_hat}, m_hat={m_hat}")
-    i = input_side(target, m_hat, q_hat, a_hat, 1.0, "nuclear", Q0=Q0)
+    i = input_side(target, m_hat, q_hat, a_hat, lam, "nuclear", Q0=Q0)
     if not i.q > 0:
         raise RuntimeError("hardmax SE: the spectral map thresholded the whole spectrum")
     g_new = i.m / math.sqrt(i.q * Q0)
@@ -154,17 +155,23 @@ def _map(task, target, alpha, y, qmc):
 
 
 def solve(
-    task, target, alpha: float, *, init=(0.5, 1.0), tol: float = 1e-7, max_iter: int = 300,
-    damping: float = 0.5, n_qmc: int = 16384, n_rep: int = 4, seed: int = 0,
+    task, target, alpha: float, *, lam: float = 1.0, init=None, tol: float = 1e-4,
+    max_iter: int = 200, damping: float = 0.5, n_qmc: int = 65536, n_rep: int = 8,
+    seed: int = 0,
 ) -> HardmaxSE:  # fmt: skip
     """Fixed ray of the hardmax state evolution at sample ratio ``alpha`` (nuclear + PSD).
 
     Args:
       task: :class:`attnlib.tasks.Hardmax` (``T <= 3``, any noise).
       target: an :class:`attnlib.targets.Target` (``Q0 = Tr S0^2 / d``).
-      alpha: ``n / d^2 > 0``. No ``lam``: the direction is the same for every ``lam > 0``.
-      init: starting ``(gamma, rho)`` with ``0 < gamma < 1``, ``rho > 0``.
-      tol: stop when ``(artanh gamma, log rho)`` moves less than ``tol`` in one map.
+      alpha: ``n / d^2 > 0``.
+      lam: penalty strength ``> 0``; the direction is the same for every ``lam`` (only
+        ``rho``, proportional to ``1 / lam``, changes: a test checks it).
+      init: starting ``(gamma, rho)`` with ``0 < gamma < 1``, ``rho > 0`` (default
+        ``(0.5, 0.3 / lam)``).
+      tol: stop when ``(artanh gamma, log rho)`` moves less than ``tol`` in one map (the
+        QMC average is piecewise smooth in its parameters: below about ``1e-5`` the
+        iteration cycles).
       max_iter, damping: damped iteration (weight of the old iterate, in ``[0, 1)``).
       n_qmc, n_rep, seed: QMC points of the output side (``n_qmc / n_rep`` a power of 2).
 
@@ -174,10 +181,11 @@ def solve(
     """
     task = _check_task(task)
     alpha = _checks.positive("alpha", alpha)
+    lam = _checks.positive("lam", lam)
     tol = _checks.positive("tol", tol)
     max_iter = _checks.integer("max_iter", max_iter, 1)
     damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
-    g0, r0 = (float(t) for t in init)
+    g0, r0 = (0.5, 0.3 / lam) if init is None else (float(t) for t in init)
     if not (0.0 < g0 < 1.0 and r0 > 0.0):
         raise ValueError(f"init must be (gamma, rho) with 0 < gamma < 1 and rho > 0, got {init}")
     qmc = (_checks.integer("n_qmc", n_qmc, 2), _checks.integer("n_rep", n_rep, 1), int(seed))
@@ -185,7 +193,7 @@ def solve(
     res, it = math.inf, 0
     while it < max_iter:
         it += 1
-        y_new, aux = _map(task, target, alpha, y, qmc)
+        y_new, aux = _map(task, target, alpha, y, qmc, lam)
         res = float(np.max(np.abs(y_new - y)))
         y = damping * y + (1 - damping) * y_new
         if res < tol:
@@ -193,11 +201,12 @@ def solve(
     if res >= tol:
         warnings.warn(f"hardmax SE: residual {res:.3g} >= tol after {it} maps", RuntimeWarning,
                       stacklevel=2)  # fmt: skip
-    return _result(task, target, alpha, y, aux, (res < tol, res, it))
+    return _result(task, target, (alpha, lam), y, aux, (res < tol, res, it))
 
 
-def _result(task, target, alpha, y, aux, diag) -> HardmaxSE:
+def _result(task, target, point, y, aux, diag) -> HardmaxSE:
     means, i, kappa = aux
+    alpha, lam = point
     Q0 = float(target.Q0)
     mean = means.mean(axis=0)
     err = means.std(axis=0, ddof=1) / math.sqrt(len(means)) if len(means) > 1 else 0 * mean
@@ -206,7 +215,7 @@ def _result(task, target, alpha, y, aux, diag) -> HardmaxSE:
     return HardmaxSE(
         alpha=alpha, Q0=Q0, gamma=gamma, rho=float(np.exp(y[1])), m_hat=float(mean[2]),
         q_hat=float(mean[1]), a_hat=float(mean[0]), a_hat_stein=float(mean[4]),
-        Delta_eff=i.Delta_eff, threshold=1.0 / float(mean[2]), rank_fraction=i.rank_fraction,
+        Delta_eff=i.Delta_eff, threshold=lam / float(mean[2]), rank_fraction=i.rank_fraction,
         test_error=te, train_loss=float(mean[3]), kappa_scale=kappa, converged=bool(diag[0]),
         residual=diag[1], n_iter=diag[2],
         integration_error=float(np.max(err[:3] / np.abs(mean[:3]))),
