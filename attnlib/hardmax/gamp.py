@@ -73,8 +73,9 @@ def gamp(
     S_init=None, v_init: float = 0.3, observe=None,
 ) -> HardmaxGAMP:  # fmt: skip
     """Renormalised GAMP for hardmax attention on ``data`` (``X`` ``(n, T, d)``, ``Y``
-    ``(n, T, T)``), with ``Q0 > 0`` the normalisation ``Tr S^2 / d``. ``S_init``: symmetric
-    ``(d, d)`` start (default the identity: no information); ``v_init > 0``. Warns with
+    ``(n, T, T)``), with ``Q0`` in ``[1e-100, 1e100]`` the normalisation ``Tr S^2 / d``
+    (the state evolution's ``Q0``; ``v_init`` in the same range, default ``0.3``).
+    ``S_init``: symmetric ``(d, d)`` start (default the identity: no information). Warns with
     the residual if ``max_iter`` iterations do not reach ``tol``. ``observe``: optional
     callable of the normalised ``S`` (numpy ``(d, d)``) returning a float, recorded after
     every iteration in ``trace`` (e.g. the cosine with the target: at finite ``d`` the
@@ -82,11 +83,11 @@ def gamp(
     if not isinstance(task, Hardmax):
         raise ValueError(f"task must be an attnlib.tasks.Hardmax, got {task!r}")
     X, Y, d = _checks.dataset(task, data)
-    Q0 = _checks.positive("Q0", Q0)
+    Q0 = _checks.in_interval("Q0", Q0, 1e-100, 1e100, low_open=False)
     damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
     max_iter = _checks.integer("max_iter", max_iter, 1)
     tol = _checks.positive("tol", tol)
-    v = _checks.positive("v_init", v_init)
+    v = _checks.in_interval("v_init", v_init, 1e-100, 1e100, low_open=False)
     S = np.eye(d) if S_init is None else np.asarray(S_init, dtype=np.float64)
     if S.shape != (d, d) or not np.all(np.isfinite(S)):
         raise ValueError(f"S_init must be a finite ({d}, {d}) matrix, got shape {S.shape}")
@@ -99,6 +100,9 @@ def gamp(
     for _ in range(max_iter):
         state, aux = _iterate(task, X, Y, jnp.float64(Q0), jnp.float64(damping), state)
         hist.append(float(aux[0]))
+        if len(hist) == 1 and not float(aux[1]) > 0:
+            raise ValueError(f"v_init = {v_init!r}: the first step thresholds the whole spectrum "
+                             "(S_hat = 0); start from a smaller v_init")  # fmt: skip
         if observe is not None:
             trace.append(float(observe(np.asarray(state[0]))))
         if not math.isfinite(hist[-1]):

@@ -48,6 +48,8 @@ from attnlib.se.output import labels, noise_dim
 
 __all__ = ["HardmaxSE", "output_side", "solve"]
 
+_BIG = 1e100  # accepted range of the scalar inputs: [1e-100, 1e100] (no overflow inside)
+
 
 class HardmaxSE(NamedTuple):
     """The fixed ray of the hardmax state evolution (normalised to ``q = Q0``).
@@ -114,6 +116,17 @@ def _output_jit(task, z, alpha, Q0, m, q, v):
     return jnp.mean(per.reshape(R, N, 5), axis=1)
 
 
+def _check_qmc(n_qmc, n_rep, seed) -> tuple:
+    n_qmc = _checks.integer("n_qmc", n_qmc, 2)
+    n_rep = _checks.integer("n_rep", n_rep, 1)
+    per = n_qmc // n_rep
+    if per * n_rep != n_qmc or per < 2 or per & (per - 1):
+        raise ValueError(
+            f"n_qmc / n_rep must be a power of 2 >= 2, got n_qmc={n_qmc}, n_rep={n_rep}"
+        )
+    return n_qmc, n_rep, _checks.integer("seed", seed, 0)
+
+
 def _check_task(task):
     if not isinstance(task, _tasks.Hardmax):
         raise ValueError(f"task must be an attnlib.tasks.Hardmax, got {task!r}")
@@ -125,13 +138,14 @@ def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4,
     """Per-replicate ``(a_hat, q_hat, m_hat, train_loss, a_hat_stein)``, shape ``(n_rep, 5)``,
     of the zero-scale (projection) channel at ``(m, q, v)``; ``m^2 < q Q0``, ``q, v > 0``."""
     task = _check_task(task)
-    alpha = _checks.positive("alpha", alpha)
-    Q0 = _checks.positive("Q0", Q0)
-    q = _checks.positive("q", q)
-    v = _checks.positive("v", v)
+    alpha = _checks.in_interval("alpha", alpha, 0.0, _BIG)
+    Q0 = _checks.in_interval("Q0", Q0, 0.0, _BIG)
+    q = _checks.in_interval("q", q, 1.0 / _BIG, _BIG, low_open=False)
+    v = _checks.in_interval("v", v, 1.0 / _BIG, _BIG, low_open=False)
     m = _checks.real("m", m)
     if not (math.isfinite(m) and m * m < q * Q0):
         raise ValueError(f"m must satisfy m^2 < q Q0, got m={m}, q={q}, Q0={Q0}")
+    n_qmc, n_rep, seed = _check_qmc(n_qmc, n_rep, seed)
     z = jnp.asarray(qmc_normals(2 * task.n_pairs + noise_dim(task), n_qmc, n_rep, seed))
     f = jnp.float64
     return np.asarray(_output_jit(task, z, f(alpha), f(Q0), f(m), f(q), f(v)))
@@ -164,9 +178,10 @@ def solve(
     Args:
       task: :class:`attnlib.tasks.Hardmax` (``T <= 3``, any noise).
       target: an :class:`attnlib.targets.Target` (``Q0 = Tr S0^2 / d``).
-      alpha: ``n / d^2 > 0``.
-      lam: penalty strength ``> 0``; the direction is the same for every ``lam`` (only
-        ``rho``, proportional to ``1 / lam``, changes: a test checks it).
+      alpha: ``n / d^2`` in ``[1e-100, 1e100]`` (a ``ValueError`` naming ``alpha`` and
+        ``lam`` if the input side cannot resolve the point).
+      lam: penalty strength in ``[1e-100, 1e100]``; the direction is the same for every
+        ``lam`` (only ``rho``, proportional to ``1 / lam``, changes: a test checks it).
       init: starting ``(gamma, rho)`` with ``0 < gamma < 1``, ``rho > 0`` (default
         ``(0.5, 0.3 / lam)``).
       tol: stop when ``(artanh gamma, log rho)`` moves less than ``tol`` in one map (the
@@ -180,20 +195,25 @@ def solve(
       maps did not reach ``tol`` (the last iterate is returned with its residual).
     """
     task = _check_task(task)
-    alpha = _checks.positive("alpha", alpha)
-    lam = _checks.positive("lam", lam)
+    alpha = _checks.in_interval("alpha", alpha, 1.0 / _BIG, _BIG, low_open=False)
+    lam = _checks.in_interval("lam", lam, 1.0 / _BIG, _BIG, low_open=False)
     tol = _checks.positive("tol", tol)
     max_iter = _checks.integer("max_iter", max_iter, 1)
     damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
     g0, r0 = (0.5, 0.3 / lam) if init is None else (float(t) for t in init)
     if not (0.0 < g0 < 1.0 and r0 > 0.0):
         raise ValueError(f"init must be (gamma, rho) with 0 < gamma < 1 and rho > 0, got {init}")
-    qmc = (_checks.integer("n_qmc", n_qmc, 2), _checks.integer("n_rep", n_rep, 1), int(seed))
+    qmc = _check_qmc(n_qmc, n_rep, seed)
+    if not (hasattr(target, "measure") and hasattr(target, "Q0")):
+        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
     y = np.array([np.arctanh(g0), math.log(r0)])
     res, it = math.inf, 0
     while it < max_iter:
         it += 1
-        y_new, aux = _map(task, target, alpha, y, qmc, lam)
+        try:
+            y_new, aux = _map(task, target, alpha, y, qmc, lam)
+        except (ValueError, RuntimeError) as err:  # the input side cannot resolve the point
+            raise ValueError(f"hardmax SE at alpha = {alpha!r}, lam = {lam!r}: {err}") from err
         res = float(np.max(np.abs(y_new - y)))
         y = damping * y + (1 - damping) * y_new
         if res < tol:
