@@ -203,6 +203,8 @@ def test_bad_arguments_name_them():
         hm.prox(tasks.Hardmax(T=2), Y, om, -V)
     with pytest.raises(ValueError, match="alpha"):
         hardmax.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), -1.0)
+    with pytest.raises(ValueError, match="task"):  # no finite fixed point: the ray solver
+        se.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), 0.5, 0.1)
     with pytest.raises(ValueError, match="init"):
         hardmax.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), 0.5, init=(1.5, 1.0))
 
