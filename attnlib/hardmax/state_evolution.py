@@ -90,7 +90,8 @@ class HardmaxSE(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnames=("task",))
-def _output_jit(task, z, alpha, Q0, m, q, v):
+def _output_jit(task, z, alpha, Q0, x):
+    m, q, v = x[0], x[1], x[2]
     R, N, _ = z.shape
     K = task.n_pairs
     zf = z.reshape(R * N, -1)
@@ -148,7 +149,8 @@ def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4,
     n_qmc, n_rep, seed = _check_qmc(n_qmc, n_rep, seed)
     z = jnp.asarray(qmc_normals(2 * task.n_pairs + noise_dim(task), n_qmc, n_rep, seed))
     f = jnp.float64
-    return np.asarray(_output_jit(task, z, f(alpha), f(Q0), f(m), f(q), f(v)))
+    x = jnp.asarray([m, q, v], dtype=jnp.float64)
+    return np.asarray(_output_jit(task, z, f(alpha), f(Q0), x))
 
 
 def _map(task, target, alpha, y, qmc, lam=1.0):
