@@ -71,7 +71,7 @@ __all__ = [
 MAX_T = 3
 """Largest ``T`` of the exact solver (``Bell(10) = 115975`` partitions at ``T = 4``)."""
 
-_CHUNK = 8192  # sequences per vmapped block of the enumeration (bounds memory at T = 3)
+_CHUNK_ENTRIES = 1 << 23  # floats per vmapped block of the enumeration (64 MiB per array)
 
 
 def _check_T(T: int) -> int:
@@ -172,9 +172,10 @@ def _prox_jit(T, cost, omega, V, tol):
     memb = jnp.asarray(partitions(_tasks.n_pairs(T)), dtype=omega.dtype)
     A = jnp.asarray(A, dtype=omega.dtype)
     one = functools.partial(_one, memb, A)
-    if omega.shape[0] <= _CHUNK:
+    chunk = max(1, _CHUNK_ENTRIES // (memb.shape[0] * A.shape[0] * A.shape[1]))
+    if omega.shape[0] <= chunk:  # T = 2: 209715 sequences; T = 3: 275
         return jax.vmap(one, in_axes=(0, 0, 0, None))(cost, omega, V, tol)
-    return jax.lax.map(lambda a: one(*a, tol), (cost, omega, V), batch_size=_CHUNK)
+    return jax.lax.map(lambda a: one(*a, tol), (cost, omega, V), batch_size=chunk)
 
 
 def _check(task, Y, omega, V):
