@@ -308,26 +308,19 @@ class Hardmax(Task):
     ``h -> c h``, ``c > 0``, so the labels carry no information on the scale of ``S0``
     and no sequence gives an equation on ``S``: ``m_eff = 0`` (no finite perfect-recovery
     or interpolation threshold from exactly fitted equations; see
-    :attr:`Task.m_eff`).
-
-    ``divergence_width``: relative width ``s / sqrt(V_ab)`` of the Gaussian smoothing
-    with which GAMP on data estimates the average derivative ``E[dg/domega]`` of the
-    output channel, jumps included (:func:`attnlib.channels.hardmax.smoothed_divergence`);
-    the state evolution uses the exact Stein form instead.
+    :attr:`Task.m_eff`). Each sequence gives ``T (T - 1)`` linear *inequalities* on the
+    pairs instead (``T - 1`` per row). The state evolution and GAMP of this task are in
+    :mod:`attnlib.hardmax` (the scale of ``S_hat`` contracts to zero; the direction
+    converges).
     """
 
     T: int = 2
     noise: float = 0.0
     noise_on: str = "logits"
-    divergence_width: float = 0.1
 
     name = "hardmax"
     _min_T = 2
     piecewise_constant = True
-
-    def __post_init__(self):
-        super().__post_init__()
-        _checks.positive("divergence_width", self.divergence_width)
 
     @property
     def m_eff(self) -> int:

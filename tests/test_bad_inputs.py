@@ -226,7 +226,7 @@ def _specs():
     add(
         tasks.Hardmax,
         dict(T=2),
-        dict(T="int", noise="nonneg", noise_on="penalty", divergence_width="pos"),
+        dict(T="int", noise="nonneg", noise_on="penalty"),
     )
     add(tasks.Custom, dict(T=2, g=lambda h: h), dict(T="int", g="callable", noise="nonneg"))
     # targets

@@ -171,7 +171,7 @@ def test_smoothed_divergence_counts_the_jumps():
     """Averaged over omega ~ N(mu, s^2) (labels fixed), the smoothed derivative of the
     finite-scale channel matches Stein's E[g (omega - mu)] / s^2, which counts the jumps,
     and differs from the almost-everywhere derivative (the jump part is not small)."""
-    T, task = 2, tasks.Hardmax(T=2, divergence_width=0.05)
+    T, task = 2, tasks.Hardmax(T=2)
     rng = np.random.default_rng(4)
     n, K = 40_000, 3
     Y, mu, _ = _problem(T, n, 9)
@@ -181,7 +181,7 @@ def test_smoothed_divergence_counts_the_jumps():
     out = hm.finish(task, Y, om, V)
     g = np.asarray(out.g)
     stein = g * (om - mu) / s**2
-    sm = np.asarray(hm.smoothed_divergence(task, Y, om, V))
+    sm = np.asarray(hm.smoothed_divergence(task, Y, om, V, width=0.05))
     # relative bias of the smoothing: width^2 V / s^2 = 0.2 %; error bars from the samples
     err = np.sqrt(np.var(stein, axis=0) / n + np.var(sm, axis=0) / n)
     gap = np.abs(stein.mean(axis=0) - sm.mean(axis=0))
@@ -193,8 +193,8 @@ def test_smoothed_divergence_counts_the_jumps():
 def test_bad_arguments_name_them():
     with pytest.raises(ValueError, match="T"):
         tasks.Hardmax(T=1)
-    with pytest.raises(ValueError, match="divergence_width"):
-        tasks.Hardmax(T=2, divergence_width=0.0)
+    with pytest.raises(ValueError, match="width"):
+        hm.smoothed_divergence(tasks.Hardmax(T=2), *_problem(2, 3, 0), width=0.0)
     Y, om, V = _problem(2, 3, 0)
     with pytest.raises(ValueError, match="T"):
         hm.prox(tasks.Hardmax(T=4), np.zeros((3, 4, 4)), np.zeros((3, 10)), 1.0)

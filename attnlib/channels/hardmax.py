@@ -36,8 +36,15 @@ the average ``E[dg/domega]`` of the state evolution and of GAMP's Onsager term m
 count (the Moreau envelope is continuous with kinks; the averaged conjugates are
 derivatives of its Gaussian average). :func:`finish` returns the almost-everywhere
 derivative above; :func:`smoothed_divergence` the derivative of ``g`` smoothed by a
-narrow Gaussian along each pair, which counts the jumps (used by GAMP on data); the
-state evolution uses the exact Stein form of ``a_hat`` (:func:`stein_a_hat`).
+narrow Gaussian along each pair, which counts the jumps (what GAMP on data at finite
+scale would need); the finite-scale output side of :mod:`attnlib.se` uses the exact
+Stein form of ``a_hat`` (:func:`stein_a_hat`).
+
+The zero-scale limit. The loss is invariant under ``h -> c h`` and the state evolution
+and GAMP of this task shrink the scale of ``S_hat`` to zero (:mod:`attnlib.hardmax`);
+there the quadratic term is negligible against the jumps of the loss and the prox is
+the projection on the lowest-cost region, :func:`projection`: a Lipschitz map, whose
+almost-everywhere derivative is the exact average one.
 """
 
 from __future__ import annotations
@@ -256,12 +263,14 @@ def _projection(task, Y, omega, V) -> OutputStep:
     return OutputStep(h=h, g=(h - omega) / V, dg=(diag - 1.0) / V, loss=loss)
 
 
-def output_step(task, Y, omega, V) -> OutputStep:
-    """:func:`finish` with ``dg`` replaced by :func:`smoothed_divergence` (jumps counted):
-    the output step GAMP on data needs."""
+def output_step(task, Y, omega, V, *, width: float = 0.1) -> OutputStep:
+    """:func:`finish` with ``dg`` replaced by :func:`smoothed_divergence` (jumps counted,
+    relative smoothing ``width``): the output step a GAMP iteration at finite scale needs
+    (:mod:`attnlib.hardmax` iterates at zero scale, where the channel has no jumps)."""
     Y, omega, V = _check(task, Y, omega, V)
+    width = _checks.positive("width", width)
     out = _finish(task, Y, omega, V)
-    return out._replace(dg=_smoothed(task, Y, omega, V, task.divergence_width, 16))
+    return out._replace(dg=_smoothed(task, Y, omega, V, width, 16))
 
 
 def _half_normal_nodes(M: int) -> np.ndarray:
@@ -288,11 +297,11 @@ def _smoothed(task, Y, omega, V, width, n_nodes):
     return jnp.mean(diff * z[None, :, None], axis=1) / (2.0 * s)
 
 
-def smoothed_divergence(task, Y, omega, V, *, width: float | None = None, n_nodes: int = 16):
+def smoothed_divergence(task, Y, omega, V, *, width: float = 0.1, n_nodes: int = 16):
     r"""Average derivative of ``g_k`` along pair ``k``, jumps included, ``(n, K)``.
 
     ``D_k = d/domega_k E_z[g_k(omega + s_k z e_k)]`` with ``z ~ N(0, 1)`` and ``s_k =
-    width sqrt(V_k)`` (``width`` defaults to ``task.divergence_width``), computed as
+    width sqrt(V_k)``, computed as
     ``E[(g_k(omega + s_k |z| e_k) - g_k(omega - s_k |z| e_k)) |z|] / (2 s_k)`` on
     ``n_nodes`` half-normal quantiles. Averaged over sequences it is the distributional
     ``E[dg/domega]`` of ``omega`` widened by the variance ``s_k^2`` (relative bias
@@ -300,7 +309,7 @@ def smoothed_divergence(task, Y, omega, V, *, width: float | None = None, n_node
     ``[g] phi(t / s_k) / s_k`` (up to the quadrature of ``z``).
     """
     Y, omega, V = _check(task, Y, omega, V)
-    width = task.divergence_width if width is None else _checks.positive("width", width)
+    width = _checks.positive("width", width)
     n_nodes = _checks.integer("n_nodes", n_nodes, 1)
     return _smoothed(task, Y, omega, V, width, n_nodes)
 
