@@ -17,7 +17,7 @@ import scipy.optimize
 import scipy.stats
 
 import attnlib  # noqa: F401  (float64)
-from attnlib import amp, bayes, channels, hardmax, se, targets, tasks
+from attnlib import amp, bayes, channels, hardmax, se, targets, tasks, thresholds
 from attnlib.channels import hardmax as hm
 from attnlib.hardmax import state_evolution as hse
 
@@ -209,6 +209,9 @@ def test_bad_arguments_name_them():
     data = tasks.make_dataset(jax.random.PRNGKey(0), tasks.Hardmax(T=2), np.eye(4), 8)
     with pytest.raises(ValueError, match="task"):
         amp.gamp(tasks.Hardmax(T=2), data, 0.1)
+    with pytest.raises(ValueError, match="task"):
+        thresholds.perfect_recovery(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5))
+    assert bayes.perfect_recovery(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)) == np.inf
     with pytest.raises(ValueError, match="init"):
         hardmax.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), 0.5, init=(1.5, 1.0))
 
