@@ -313,3 +313,16 @@ def test_bayes_optimal_test_error_below_the_gamp_ray():
     bo = bayes.solve(task, tg, 1.0)
     assert bo.test_error < bo.test_error_plugin < ray.test_error
     assert bo.mse < tg.Q0 * (1 - ray.gamma**2)  # the ray's error at its best scale
+
+
+@pytest.mark.parametrize("noise, mmse", [(0.0, 1.0), (0.1, 0.3)])
+def test_seq2lab_delta_channel_is_one_linear_measurement_at_small_beta(noise, mmse):
+    """At small beta the mean self-attention is linear in the pairs, r = 1/2 + (beta/8)
+    a.u with a = (1, -2, 1), so the delta channel is one linear measurement of u = h +
+    sqrt(Delta) xi: J mmse = a'Va / a'(V + Delta)a (1 without noise). Nonlinearity: O(beta^2)."""
+    task = tasks.Seq2Lab(T=2, beta=0.1, noise=noise)
+    info = bayes.information(task, mmse, 1.5, n_outer=1024, n_inner=8192)
+    V = np.array([2.0, 1.0, 2.0]) * mmse
+    a = np.array([1.0, -2.0, 1.0])
+    exact = a @ (V * a) / (a @ ((V + noise) * a))
+    assert abs(info.dof - exact) < 4 * info.error * mmse + 0.01
