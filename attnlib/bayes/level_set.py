@@ -11,7 +11,8 @@ lives on the level set ``{r(u) = y}`` of ``N(omega, V + Delta)``, and
 The level set is reached as the limit ``eps -> 0`` of the likelihood
 ``exp(-(y - r(u))^2 / (2 eps^2))``: self-normalised importance sampling of ``u`` from
 ``N(omega, V + Delta)`` on ``n_inner`` fixed Sobol points, outer scrambled Sobol points
-over ``(omega, h, xi)``, ``eps = eps_rel * std(y)``. The bias is ``O(eps^2)``: the result
+over ``(omega, h, xi)``, ``eps = eps_rel`` times the median spread of ``r(u)`` given
+``omega`` (the width of the label's posterior). The bias is ``O(eps^2)``: the result
 at ``eps`` is returned and a third of its change from ``2 eps`` (the Richardson estimate
 of the bias) is added to the error, with half the gap between the two estimators
 ``E[zhat^2]`` and (Nishimori) ``E[zhat (h - omega) / sqrt(V)]`` and the outer standard
@@ -55,12 +56,19 @@ def _nested(task, z_out, z_in, scalars, chunk):
     return jax.lax.map(one, z_out, batch_size=chunk)
 
 
-def _labels_sd(task, z_out, mmse, Q0):
-    K = task.n_pairs
-    s = np.sqrt(_tasks.pair_variances(task.T))
-    z = np.asarray(z_out[:1024])
-    u = s * np.sqrt(Q0) * z[:, :K] + (np.sqrt(task.noise) * z[:, 2 * K :] if task.noise else 0)
-    return float(np.std(np.asarray(task.output(_tasks.to_matrix(jnp.asarray(u), task.T)))))
+@functools.partial(jax.jit, static_argnames=("task",))
+def _conditional_sd(task, z_out, z_in, mmse, Q0):
+    """Median over outer points of the spread of ``r(u)`` given ``omega``: the scale of
+    the posterior of the label (``eps`` is measured in it)."""
+    K, T = task.n_pairs, task.T
+    s = jnp.sqrt(jnp.asarray(_tasks.pair_variances(T)))
+    sd_w, sd_u = s * jnp.sqrt(jnp.maximum(Q0 - mmse, 0.0)), jnp.sqrt(s**2 * mmse + task.noise)
+
+    def one(z):
+        us = (sd_w * z[:K])[None, :] + sd_u[None, :] * z_in
+        return jnp.std(task.output(_tasks.to_matrix(us, T)))
+
+    return jnp.median(jax.vmap(one)(z_out))
 
 
 def level_set_information(task, mmse, Q0, n_outer, n_inner, seed, eps_rel=0.01):
@@ -74,7 +82,7 @@ def level_set_information(task, mmse, Q0, n_outer, n_inner, seed, eps_rel=0.01):
     dim = 3 * K if task.noise > 0 else 2 * K
     z_out = jnp.asarray(qmc_normals(dim, n_outer, 1, seed)[0])
     z_in = jnp.asarray(qmc_normals(K, n_inner, 1, seed + 1)[0])
-    eps = eps_rel * _labels_sd(task, z_out, mmse, Q0)
+    eps = eps_rel * float(_conditional_sd(task, z_out[:256], z_in, mmse, Q0))
     dofs, errs = [], []
     for e in (eps, 2 * eps):
         a, b = _nested(task, z_out, z_in, jnp.asarray([mmse, Q0, e], dtype=jnp.float64), 16)
