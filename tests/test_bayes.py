@@ -136,8 +136,8 @@ def test_argument_validation():
         bayes.solve(tasks.Seq2Seq(T=2), W05, 0.0)
     with pytest.raises(ValueError, match="task"):
         bayes.solve("seq2seq", W05, 0.1)
-    with pytest.raises(ValueError, match="noise"):
-        bayes.solve(tasks.Seq2Lab(T=2), W05, 0.1)
+    with pytest.raises(ValueError, match="noise"):  # noise-free custom channel: not implemented
+        bayes.solve(tasks.Custom(T=2, g=lambda h: h[..., 0, 1]), W05, 0.1)
     with pytest.raises(ValueError, match="mmse"):
         channels.information(tasks.Linear(T=1), 2.0, 1.5)
     with pytest.raises(ValueError, match="Delta"):

@@ -12,6 +12,11 @@ PENALTIES = ("nuclear", "frobenius")
 def _check_task(task) -> Task:
     if not isinstance(task, Task):
         raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
+    if task.piecewise_constant:  # hardmax: m_eff = 0, the counts below divide by it
+        raise ValueError(
+            f"task {task!r} gives inequalities, no equation on S (m_eff = 0): no finite "
+            "threshold (the hardmax error decays as a power of alpha, see attnlib.hardmax)"
+        )
     return task
 
 
