@@ -64,7 +64,8 @@ def rank_cutoff(target, Delta: float, kappa: float) -> float:
 
 def spectral_integrals(target, Delta, c, tau, cut):
     """``(m, q, int rho_R f h_R, rank_fraction)`` of ``f(x) = (c x - tau)_+ 1[x > cut]``."""
-    spec = rmt.deformed_spectrum(target, Delta, breakpoints=(tau / c, cut))
+    cuts = (tau / c, cut) if math.isfinite(cut) else (tau / c,)
+    spec = rmt.deformed_spectrum(target, Delta, breakpoints=cuts)
     x, w, h = np.asarray(spec.x), np.asarray(spec.w), np.asarray(spec.hilbert)
     f = SpectralMap(c, tau, "nuclear").f(x) * (x > cut)
     q = float(np.sum(w * f * f))

@@ -96,7 +96,9 @@ def trace_per_d(r: width.WidthResult) -> float:
     cut = -math.inf
     if r.constrained:
         cut = width.rank_cutoff(targets.Wishart(KAPPA0), s.Delta_eff, r.kappa)
-    spec = rmt.deformed_spectrum(targets.Wishart(KAPPA0), s.Delta_eff, breakpoints=(s.tau / s.c,))
+    spec = rmt.deformed_spectrum(
+        targets.Wishart(KAPPA0), s.Delta_eff, breakpoints=(s.tau / s.c, max(cut, s.tau / s.c))
+    )
     x, w = np.asarray(spec.x), np.asarray(spec.w)
     f = np.maximum(s.c * x - s.tau, 0.0) * (x > cut)
     return float(np.sum(w * f))
