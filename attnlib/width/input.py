@@ -40,6 +40,19 @@ __all__ = ["rank_cutoff", "constrained_input_side", "spectral_integrals"]
 _N_GRID = 4097
 
 
+def _cdf_grid(target, Delta):
+    """``(x, F(x))`` on ``_N_GRID`` points of the support of ``rho_R`` (non-decreasing)."""
+    pieces = rmt.support(target, Delta)
+    xs = np.linspace(pieces[0][0], pieces[-1][1], _N_GRID)
+    return xs, np.maximum.accumulate(np.asarray(rmt.cdf(target, Delta, xs), dtype=float))
+
+
+def _invert(xs, F, level) -> float:
+    k = int(np.clip(np.searchsorted(F, level), 1, xs.size - 1))
+    a, b, Fa, Fb = xs[k - 1], xs[k], F[k - 1], F[k]
+    return float(a + (b - a) * (level - Fa) / (Fb - Fa)) if Fb > Fa else float(a)
+
+
 def rank_cutoff(target, Delta: float, kappa: float) -> float:
     r"""``x_kappa``: the top-``kappa`` quantile of ``rho_R`` (``int_{x_kappa} rho_R = kappa``).
 
@@ -52,14 +65,8 @@ def rank_cutoff(target, Delta: float, kappa: float) -> float:
     kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
     if kappa == 1.0:
         return -math.inf
-    pieces = rmt.support(target, Delta)
-    lo, hi = pieces[0][0], pieces[-1][1]
-    xs = np.linspace(lo, hi, _N_GRID)
-    F = np.maximum.accumulate(np.asarray(rmt.cdf(target, Delta, xs), dtype=float))
-    level = 1.0 - kappa
-    k = int(np.clip(np.searchsorted(F, level), 1, xs.size - 1))
-    a, b, Fa, Fb = xs[k - 1], xs[k], F[k - 1], F[k]
-    return float(a + (b - a) * (level - Fa) / (Fb - Fa)) if Fb > Fa else float(a)
+    xs, F = _cdf_grid(target, Delta)
+    return _invert(xs, F, 1.0 - kappa)
 
 
 def spectral_integrals(target, Delta, c, tau, cut):
@@ -77,10 +84,10 @@ def _cut(target, Delta, c, tau, kappa) -> float:
     """The cut ``x_kappa`` where the rank constraint binds, else ``-inf``."""
     if kappa >= 1.0:
         return -math.inf
-    mass_above = 1.0 - float(rmt.cdf(target, Delta, np.array([tau / c]))[0])
-    if mass_above <= kappa:
+    xs, F = _cdf_grid(target, Delta)
+    if 1.0 - float(np.interp(tau / c, xs, F)) <= kappa:
         return -math.inf
-    return rank_cutoff(target, Delta, kappa)
+    return _invert(xs, F, 1.0 - kappa)
 
 
 def constrained_input_side(target, m_hat, q_hat, a_hat, lam, kappa) -> InputSide:

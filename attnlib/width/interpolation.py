@@ -27,7 +27,7 @@ __all__ = ["WidthInterpolation", "interpolation_bracket"]
 
 _RESIDUAL_OK = 1e-5
 _V_MAX = 1e8
-_PROBE = ((0.5, 300),)  # one attempt per probe: below the threshold it runs to max_iter
+_PROBE = ((0.5, 150),)  # one attempt per probe: below the threshold it runs to max_iter
 
 
 class WidthInterpolation(NamedTuple):

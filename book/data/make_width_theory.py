@@ -36,6 +36,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file: make `data` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import functools
 import math
 import time
 import warnings
@@ -104,12 +105,20 @@ def trace_per_d(r: width.WidthResult) -> float:
     return float(np.sum(w * f))
 
 
+@functools.lru_cache(maxsize=8)
+def convex_se(alpha: float, lam: float) -> se.SEResult:
+    """The convex fixed point at ``(alpha, lam)`` (solved once per process)."""
+    return se.solve(seq2seq_task(), targets.Wishart(KAPPA0), alpha, lam)
+
+
 def theory_point(*, alpha: float, lam: float, kappa: float) -> dict:
     """Rank-constrained SE at ``(alpha, lam, kappa)`` for the seq2seq task (a dict of numbers).
 
     ``objective`` is the nuclear objective per sequence, ``train_loss + lam Tr(S)/(d alpha)``.
     """
-    r = width.solve(seq2seq_task(), targets.Wishart(KAPPA0), alpha, lam, kappa)
+    r = width.solve(
+        seq2seq_task(), targets.Wishart(KAPPA0), alpha, lam, kappa, convex=convex_se(alpha, lam)
+    )
     s = r.se
     tr = trace_per_d(r) if s.converged else math.nan
     return {
@@ -225,7 +234,7 @@ def arrays_theory(cfg, run) -> dict:
     for f in THEORY_FIELDS:
         arr[f] = sweep.pivot(t, f, axes)
     arr["kappa_star"] = float(np.nanmax(sweep.pivot(t, "kappa_star", axes)))
-    conv = se.solve(seq2seq_task(), targets.Wishart(KAPPA0), ALPHA, LAM)
+    conv = convex_se(ALPHA, LAM)
     arr["convex.test_error"], arr["convex.train_loss"] = conv.test_error, conv.train_loss
     arr["convex.mse"] = conv.mse
     return arr
