@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import attnlib  # noqa: F401  (float64)
-from attnlib import rmt, se, targets, tasks, thresholds, train, width
+from attnlib import rmt, se, targets, tasks, train, width
 
 W05 = targets.Wishart(0.5)
 
@@ -124,8 +124,8 @@ def test_solve_linear_below_and_above_kappa_star():
         (lambda: width.rank_cutoff(W05, 0.0, 0.2), "Delta"),
         (lambda: width.rank_cutoff(W05, 0.1, 2.0), "kappa"),
         (lambda: width.constrained_input_side(W05, -1.0, 0.1, 1.0, 0.1, 0.2), "m_hat"),
-        (lambda: width.interpolation_bracket(tasks.Linear(T=1), W05, 0.2), "task"),
-        (lambda: width.interpolation_bracket(LIN, W05, 0.2, xtol=0.0), "xtol"),
+        (lambda: width.counting_bound("linear", 0.2), "task"),
+        (lambda: width.counting_bound(LIN, 0.0), "kappa"),
     ],
 )
 def test_bad_arguments(call, name):
@@ -133,21 +133,9 @@ def test_bad_arguments(call, name):
         call()
 
 
-def test_interpolation_threshold_against_kappa():
-    """Linear T = 1, Delta = 0.25: below the counting bound (kappa - kappa^2/2) / m_eff,
-    below the convex threshold, increasing in kappa; at a width above the rank fraction
-    of the lam = 0 fixed point it is the convex threshold (same bisection, xtol)."""
-    xtol = 4e-3
-    narrow = width.interpolation_bracket(LIN, W05, 0.2, xtol=xtol)
-    wider = width.interpolation_bracket(LIN, W05, 0.3, xtol=xtol)
-    full = width.interpolation_bracket(LIN, W05, 1.0, xtol=xtol)
-    assert narrow.hi <= (0.2 - 0.02) / LIN.m_eff + xtol
-    assert narrow.alpha < wider.alpha < full.alpha
-    assert full.fixed_point.rank_fraction < 1.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        convex = thresholds.interpolation_se_bracket(LIN, W05, xtol=xtol)
-    assert abs(full.alpha - convex.alpha) <= xtol
+def test_counting_bound():
+    assert width.counting_bound(LIN, 0.2) == pytest.approx(0.18)
+    assert width.counting_bound(tasks.Seq2Seq(T=2), 1.0) == pytest.approx(0.25)
 
 
 @pytest.mark.slow

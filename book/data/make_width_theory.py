@@ -17,9 +17,11 @@ Parts and files (``book/data/``):
 - ``theory``  the chapter's point (seq2seq ``T = 2``, ``Delta = 0.25`` on the logits,
   Wishart ``kappa0 = 1/2``, ``alpha = 0.3``, ``lam = 0.1``): the rank-constrained state
   evolution on a grid of widths. -> ``width_theory.npz``
-- ``interp``  interpolation threshold against the width (linear task ``T = 1``,
-  ``Delta = 0.25``): bisection on the existence of the ``lam = 0`` fixed point of the
-  rank-constrained state evolution. -> ``width_interp.npz``
+- ``interp``  interpolation against the width (linear task ``T = 1``, ``Delta = 0.25``):
+  Adam on ``W`` at ``lam -> 0`` on ``n = ratio * dim`` sequences around the counting
+  bound ``dim = p d - p (p - 1) / 2`` (no rank-``p`` student fits more noisy
+  equations); the rank-constrained state evolution does not describe this regime
+  (:mod:`attnlib.width`). -> ``width_interp.npz``
 - ``adam``    Adam on ``W`` at widths below ``kappa_star`` and the convex solver, at
   several ``d`` and seeds (the finite-size check of ``theory``). -> ``width_adam.npz``
 
@@ -38,7 +40,6 @@ if __package__ in (None, ""):  # run as a file: make `data` importable
 
 import functools
 import math
-import time
 import warnings
 
 import jax
@@ -53,12 +54,16 @@ KAPPA0 = 0.5
 NOISE = 0.25
 ALPHA, LAM = 0.3, 0.1  # the chapter's minimal-width point
 RANK_CUTOFF = 1e-3  # an eigenvalue of Adam's S counts if > RANK_CUTOFF * the largest one
+CONVEX_INTERP = 0.323975  # convex alpha_interp, linear T=1, Delta 0.25 (interp_thresholds.json)
 
 FULL = {
     "kappas": [0.04, 0.06, 0.08, 0.1, 0.125, 0.15, 0.175, 0.2, 0.225, 0.25]
     + [0.275, 0.3, 0.325, 0.35, 0.375, 0.39, 0.4],
-    "interp_kappas": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6],
-    "interp_xtol": 2e-3,
+    "interp_kappas": [0.1, 0.2, 0.3],
+    "interp_ratios": [0.7, 0.85, 0.95, 1.05, 1.15, 1.3],
+    "interp_d": 40,
+    "interp_seeds": 3,
+    "interp_steps": 20000,
     "adam_kappas": [0.1, 0.2, 0.3],
     "adam_ds": [40, 60, 80, 100, 120],
     "seeds": 8,
@@ -69,7 +74,10 @@ QUICK = {
     **FULL,
     "kappas": [0.1, 0.3],
     "interp_kappas": [0.2],
-    "interp_xtol": 1e-2,
+    "interp_ratios": [0.85, 1.15],
+    "interp_d": 16,
+    "interp_seeds": 1,
+    "interp_steps": 2000,
     "adam_kappas": [0.2],
     "adam_ds": [20],
     "seeds": 2,
@@ -143,29 +151,35 @@ def grid_theory(cfg) -> sweep.Grid:
 
 
 # ----------------------------------------------------------------------------
-# Interpolation threshold against kappa (linear task)
+# Interpolation against kappa (linear task): Adam at lam -> 0 around the counting bound
 # ----------------------------------------------------------------------------
 
 
-def interp_point(*, kappa: float, xtol: float) -> dict:
-    """``lo < alpha_interp(kappa) <= hi``, linear task (:func:`width.interpolation_bracket`)."""
-    t0 = time.time()
-    b = width.interpolation_bracket(linear_task(), targets.Wishart(KAPPA0), kappa, xtol=xtol)
-    return {
-        "alpha": b.alpha,
-        "lo": b.lo,
-        "hi": b.hi,
-        "train_loss_hi": float(b.fixed_point.train_loss),
-        "rank_fraction_hi": float(b.fixed_point.rank_fraction),
-        "n_solves": float(b.n_solves),
-        "seconds": time.time() - t0,
-    }
+def rank_manifold_dim(d: int, p: int) -> int:
+    """Dimension ``p d - p (p - 1) / 2`` of the PSD matrices of rank ``p`` (``d x d``)."""
+    return p * d - p * (p - 1) // 2
+
+
+def interp_point(*, kappa: float, ratio: float, d: int, steps: int, seed: int) -> dict:
+    """Adam on ``W`` (``p = round(kappa d)``, ``lam_W = 1e-5``) on ``n = ratio * dim``
+    noisy linear sequences (``dim``: :func:`rank_manifold_dim`); the train loss per
+    sequence (0 where the data are interpolated)."""
+    p = max(1, round(kappa * d))
+    n = max(1, round(ratio * rank_manifold_dim(d, p)))
+    k_s, k_x, k_i = jax.random.split(C.key_for(SEED, 7, d, seed), 3)
+    task = linear_task()
+    S0 = targets.Wishart(KAPPA0).sample(k_s, d)
+    data = tasks.make_dataset(k_x, task, S0, n)
+    r, _ = C.quiet(train.train_factorized, k_i, task, data, p, 1e-5, steps=steps, tol=1e-12)
+    return {"train_loss": float(r.train_loss), "alpha": n / d**2, "n_steps": float(r.n_steps)}
 
 
 def grid_interp(cfg) -> sweep.Grid:
-    return sweep.Grid(
-        interp_point, sweep.product(kappa=cfg["interp_kappas"], xtol=cfg["interp_xtol"])
-    )
+    pts = sweep.product(
+        kappa=cfg["interp_kappas"], ratio=cfg["interp_ratios"], d=cfg["interp_d"],
+        steps=cfg["interp_steps"],
+    )  # fmt: skip
+    return sweep.Grid(interp_point, pts, seeds=cfg["interp_seeds"])
 
 
 # ----------------------------------------------------------------------------
@@ -242,12 +256,18 @@ def arrays_theory(cfg, run) -> dict:
 
 def arrays_interp(cfg, run) -> dict:
     t = run(grid_interp(cfg))
-    axes = {"kappa": cfg["interp_kappas"]}
-    arr = {"kappa": np.array(cfg["interp_kappas"])}
-    for f in ("alpha", "lo", "hi", "rank_fraction_hi"):
-        arr[f] = sweep.pivot(t, f, axes)
-    arr["counting"] = np.array([k - k * k / 2 for k in cfg["interp_kappas"]])
-    return arr
+    kappas, ratios = cfg["interp_kappas"], cfg["interp_ratios"]
+    axes = {"kappa": kappas, "ratio": ratios, "seed": range(cfg["interp_seeds"])}
+    d = cfg["interp_d"]
+    return {
+        "kappa": np.array(kappas),
+        "ratio": np.array(ratios),
+        "d": d,
+        "train_loss": sweep.pivot(t, "train_loss", axes),  # (kappa, ratio, seed)
+        "alpha": sweep.pivot(t, "alpha", axes)[..., 0],  # (kappa, ratio)
+        "counting": np.array([k - k * k / 2 for k in kappas]),
+        "convex_interp": CONVEX_INTERP,
+    }
 
 
 def arrays_adam(cfg, run) -> dict:
