@@ -138,6 +138,24 @@ def test_counting_bound():
     assert width.counting_bound(tasks.Seq2Seq(T=2), 1.0) == pytest.approx(0.25)
 
 
+def test_adam_interpolates_up_to_the_counting_bound():
+    """Linear T = 1, Delta = 0.25, d = 16, p = 4 (dim = p d - p(p-1)/2 = 58 < the convex
+    threshold's 0.324 d^2): Adam at lam_W = 1e-5 fits n = 0.8 dim noisy sequences
+    (train loss per sequence below 1e-5; measured 1e-8 at d = 40) and not n = 1.25 dim
+    (above 1e-3; measured 2e-3 already at 1.05 dim, d = 40)."""
+    d, p = 16, 4
+    dim = p * d - p * (p - 1) // 2
+    S0 = W05.sample(jax.random.PRNGKey(1), d)
+    losses = []
+    for n in (round(0.8 * dim), round(1.25 * dim)):
+        data = tasks.make_dataset(jax.random.PRNGKey(2), LIN, S0, n)
+        r = train.train_factorized(
+            jax.random.PRNGKey(3), LIN, data, p, 1e-5, steps=20000, tol=1e-12
+        )
+        losses.append(r.train_loss)
+    assert losses[0] < 1e-5 < 1e-3 < losses[1], losses
+
+
 @pytest.mark.slow
 def test_state_evolution_against_adam_linear():
     """Adam on W at width kappa = kappa*/2 (linear task, d = 60, 6 seeds): train loss

@@ -24,7 +24,10 @@ with noisy labels (the interpolation regime) the fixed point exists only down to
 the data, and its train loss there is far below Adam's (linear task, ``kappa = 0.2``:
 ``0.004`` against ``0.043`` at ``alpha = 0.23``). The non-convex problem is then not
 described by this (replica-symmetric) fixed point; its interpolation threshold is not
-computed here.
+computed here. Measured instead (Adam on ``W``, linear task, ``Delta = 0.25``, ``d = 40``,
+``kappa = 0.2``): the train loss is ``~1e-8`` up to ``n = 0.95 dim`` and ``~2e-3`` at
+``1.05 dim``, ``dim = p d - p (p - 1) / 2``: the width-``kappa`` student interpolates up to
+:func:`counting_bound` where that lies below the convex threshold.
 """
 
 from attnlib.width.counting import counting_bound

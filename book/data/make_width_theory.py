@@ -59,7 +59,7 @@ CONVEX_INTERP = 0.323975  # convex alpha_interp, linear T=1, Delta 0.25 (interp_
 FULL = {
     "kappas": [0.04, 0.06, 0.08, 0.1, 0.125, 0.15, 0.175, 0.2, 0.225, 0.25]
     + [0.275, 0.3, 0.325, 0.35, 0.375, 0.39, 0.4],
-    "interp_kappas": [0.1, 0.2, 0.3],
+    "interp_kappas": [0.1, 0.2, 0.3, 0.5],
     "interp_ratios": [0.7, 0.85, 0.95, 1.05, 1.15, 1.3],
     "interp_d": 40,
     "interp_seeds": 3,
