@@ -248,10 +248,10 @@ def _result(alpha, Q0, te, *, mse, Delta_eff, converged=True, **fields) -> Bayes
 
 
 def _kappa0(target) -> float:
-    k = getattr(target, "kappa0", None)
-    if k is None:
+    """Rank fraction of the target in ``(0, 1]`` (1 for ``Wishart(kappa0 >= 1)``)."""
+    if not hasattr(target, "measure") or not hasattr(target, "rank_fraction"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    return _checks.in_interval("target.kappa0", k, 0.0, 1.0)
+    return _checks.in_interval("target.rank_fraction", target.rank_fraction, 0.0, 1.0)
 
 
 def perfect_recovery(task, target) -> float:
@@ -259,7 +259,9 @@ def perfect_recovery(task, target) -> float:
 
     Noise-free labels: below it ``mse > 0``, above it ``mse = 0``. ``kappa0 d^2 -
     kappa0^2 d^2 / 2`` is the dimension of the rank-``kappa0 d`` symmetric matrices, and
-    each sequence gives ``m_eff`` (:attr:`attnlib.tasks.Task.m_eff`) equations.
+    each sequence gives ``m_eff`` (:attr:`attnlib.tasks.Task.m_eff`) equations. Here
+    ``kappa0`` is the rank fraction :attr:`attnlib.targets.Target.rank_fraction`: a
+    full-rank target (``Wishart(kappa0 >= 1)``) gives ``1 / (2 m_eff)``.
     ``m_eff = 0`` (hardmax: the labels give inequalities, no equation): ``inf``.
     """
     _check(task, target)

@@ -21,12 +21,16 @@ def _check_task(task) -> Task:
 
 
 def _target_kappa0(target) -> float:
-    k = getattr(target, "kappa0", None)
-    if k is None:
+    """The target's rank fraction (:attr:`attnlib.targets.Target.rank_fraction`) in ``(0, 1]``.
+
+    A full-rank target (``Wishart(kappa0)`` with ``kappa0 >= 1``) has rank fraction 1:
+    every threshold of this package then takes its full-rank value.
+    """
+    if not hasattr(target, "measure") or not hasattr(target, "rank_fraction"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    k = float(k)
+    k = float(target.rank_fraction)
     if not (0.0 < k <= 1.0):
-        raise ValueError(f"target rank fraction kappa0 must lie in (0, 1], got {k!r}")
+        raise ValueError(f"target rank fraction (rank / d) must lie in (0, 1], got {k!r}")
     return k
 
 
