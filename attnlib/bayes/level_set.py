@@ -71,7 +71,7 @@ def _conditional_sd(task, z_out, z_in, mmse, Q0):
     return jnp.median(jax.vmap(one)(z_out))
 
 
-def level_set_information(task, mmse, Q0, n_outer, n_inner, seed, eps_rel=0.01):
+def level_set_information(task, mmse, Q0, n_outer, n_inner, seed, *, eps_rel=0.01):
     """``(J, dof, error)`` of seq2lab without noise or with noise on the logits (module
     docstring); arguments validated by :func:`attnlib.bayes.information`."""
     if not isinstance(task, _tasks.Seq2Lab) or (task.noise > 0 and task.noise_on != "logits"):
