@@ -210,6 +210,8 @@ def _iterate(task, penalty, opts, arrays, st: _State):
 
 
 def _check_gamp_args(task, data, lam, penalty, damping):
+    if getattr(task, "piecewise_constant", False):  # scale contracts to 0: see attnlib.hardmax
+        raise ValueError(f"task {task!r}: piecewise-constant loss; use attnlib.hardmax.gamp")
     check_penalty(penalty)
     lam = (
         _checks.nonnegative("lam", lam) if penalty == "frobenius" else _checks.positive("lam", lam)

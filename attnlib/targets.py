@@ -7,7 +7,7 @@ Every target is a frozen dataclass that can
   :class:`SpectralMeasure` (atoms and weights) through :meth:`Target.measure`,
   plus a tuple of isolated eigenvalues :meth:`Target.outliers` that carry no mass
   in the limit (spiked targets),
-- report ``Q0 = lim Tr(S0^2) / d`` and its rank fraction ``kappa0``.
+- report ``Q0 = lim Tr(S0^2) / d`` and its rank fraction :attr:`Target.rank_fraction`.
 
 Random-matrix routines (:mod:`attnlib.rmt`) work with any target through
 :meth:`Target.measure`; the Wishart family also has a closed-form Stieltjes
@@ -103,7 +103,13 @@ class Target:
 
     @property
     def kappa0(self) -> float:
-        """Fraction of non-zero eigenvalues in the limit (rank / d)."""
+        """Fraction of non-zero eigenvalues in the limit (rank / d); a subclass may use the
+        name for its width ratio (:class:`Wishart`), :attr:`rank_fraction` never does."""
+        return self.rank_fraction
+
+    @property
+    def rank_fraction(self) -> float:
+        """Fraction of non-zero eigenvalues in the limit (rank / d), in ``[0, 1]``."""
         mu = self.measure()
         return float(np.sum(mu.weights[np.abs(mu.atoms) > 0]))
 
@@ -130,15 +136,31 @@ def _from_eigen(key: jax.Array, eigenvalues) -> jax.Array:
 class Wishart(Target):
     r"""``S0 = W0 W0^T / sqrt(p0 d)`` with ``W0`` a ``d x p0`` standard Gaussian, ``p0 = kappa0 d``.
 
-    Limit: an atom ``1 - kappa0`` at 0 and mass ``kappa0`` on a Marchenko-Pastur
-    law of ratio ``kappa0`` scaled by ``1 / sqrt(kappa0)``:
-    ``Tr(S0)/d -> sqrt(kappa0)``, ``Q0 = 1 + kappa0``.
+    ``kappa0 = p0 / d`` is the *width* ratio of the target, in ``(0, KAPPA0_MAX]``; its
+    rank fraction is ``min(kappa0, 1)`` (:attr:`rank_fraction`). For every ``kappa0``:
+    ``Tr(S0)/d -> sqrt(kappa0)``, ``Q0 = 1 + kappa0``, and the non-zero eigenvalues fill
+    ``[(1 - sqrt(kappa0))^2, (1 + sqrt(kappa0))^2] / sqrt(kappa0)``. Limit:
+
+    - ``kappa0 <= 1`` (low rank): an atom ``1 - kappa0`` at 0 and mass ``kappa0`` on a
+      Marchenko-Pastur law of ratio ``kappa0`` scaled by ``1 / sqrt(kappa0)``;
+    - ``kappa0 > 1`` (full rank): no atom; ``S0`` is ``sqrt(kappa0)`` times a
+      Marchenko-Pastur law of ratio ``1 / kappa0`` (the law of ``W0 W0^T / p0``), whose
+      smallest eigenvalue ``(sqrt(kappa0) - 1)^2 / sqrt(kappa0)`` is positive.
+
+    One closed-form Stieltjes transform covers both (:meth:`stieltjes`).
     """
 
     kappa0: float = 0.5
 
+    KAPPA0_MAX = 1e4  # beyond it the spectrum is a semicircle of radius 2 around sqrt(kappa0)
+
     def __post_init__(self):
-        _checks.in_interval("kappa0", self.kappa0, 0.0, 1.0)
+        _checks.in_interval("kappa0", self.kappa0, 0.0, self.KAPPA0_MAX)
+
+    @property
+    def rank_fraction(self) -> float:
+        """``min(kappa0, 1)``: the fraction of non-zero eigenvalues in the limit."""
+        return min(float(self.kappa0), 1.0)
 
     def width(self, d: int) -> int:
         """``p0 = max(1, round(kappa0 d))``."""
@@ -150,12 +172,13 @@ class Wishart(Target):
         S = W0 @ W0.T / jnp.sqrt(p0 * d)
         return (S + S.T) / 2
 
-    def _mp_quantile(self, u):
-        # Marchenko-Pastur law of ratio c = kappa0 (unit variance): invert its CDF numerically.
-        c = self.kappa0
+    @staticmethod
+    def _mp_quantile(ratio, u):
+        # Marchenko-Pastur law of ratio ``ratio <= 1`` (unit variance): invert its CDF
+        # numerically. x = lo + (hi - lo)(1 - cos t)/2 turns the square-root edges (and the
+        # 1/sqrt(x) divergence at lo = 0 when ratio = 1) into a smooth integrand in t.
+        c = ratio
         lo, hi = (1 - np.sqrt(c)) ** 2, (1 + np.sqrt(c)) ** 2
-        # x = lo + (hi - lo)(1 - cos t)/2 turns the square-root edges (and the 1/sqrt(x)
-        # divergence at lo = 0 when c = 1) into a smooth integrand in t.
         t = np.linspace(0.0, np.pi, 20001)
         x = lo + (hi - lo) * (1 - np.cos(t)) / 2
         num = (hi - lo) ** 2 * np.sin(t) ** 2
@@ -167,17 +190,20 @@ class Wishart(Target):
         return np.interp(u, cdf, x)
 
     def measure(self, n_atoms: int = 4000):
-        c = self.kappa0
-        n_bulk = n_atoms if c == 1.0 else max(1, int(round(c * n_atoms)))
-        bulk = quantile_atoms(self._mp_quantile, n_bulk) / np.sqrt(c)
-        if c == 1.0:
-            return SpectralMeasure(bulk, np.full(n_bulk, 1.0 / n_bulk))
+        c = float(self.kappa0)
+        if c >= 1.0:  # full rank: sqrt(c) times Marchenko-Pastur of ratio 1/c
+            bulk = quantile_atoms(lambda u: self._mp_quantile(1.0 / c, u), n_atoms) * np.sqrt(c)
+            return SpectralMeasure(bulk, np.full(n_atoms, 1.0 / n_atoms))
+        n_bulk = max(1, int(round(c * n_atoms)))
+        bulk = quantile_atoms(lambda u: self._mp_quantile(c, u), n_bulk) / np.sqrt(c)
         atoms = np.concatenate([[0.0], bulk])
         weights = np.concatenate([[1 - c], np.full(n_bulk, c / n_bulk)])
         return SpectralMeasure(atoms, weights)
 
     def stieltjes(self, z):
-        """Closed form: ``(1 - kappa0)/z + kappa0^{3/2} G_MP(sqrt(kappa0) z)``."""
+        """Closed form, every ``kappa0``: ``(1 - kappa0)/z + kappa0^{3/2} G_MP(sqrt(kappa0) z)``,
+        ``G_MP`` the law of ``W0^T W0 / d`` (for ``kappa0 > 1`` its atom ``1 - 1/kappa0`` at 0
+        cancels the pole ``(1 - kappa0)/z``)."""
         c = self.kappa0
         z = np.asarray(z, dtype=complex)
         w = np.sqrt(c) * z

@@ -37,6 +37,7 @@ __all__ = [
     "NOISE_PLACEMENTS",
     "Custom",
     "Dataset",
+    "Hardmax",
     "Linear",
     "Seq2Lab",
     "Seq2Seq",
@@ -180,6 +181,7 @@ class Task:
     noise_on: str = "logits"
 
     name = "task"
+    piecewise_constant = False  # True: the loss jumps (Hardmax); the SE uses Stein forms
 
     def __post_init__(self):
         _checks.integer("T", self.T, self._min_T)
@@ -290,6 +292,42 @@ class Seq2Lab(Task):
 
     def output(self, h):
         return self.readout(jax.nn.softmax(self.beta * h, axis=-1))
+
+
+@dataclasses.dataclass(frozen=True)
+class Hardmax(Task):
+    r"""Hardmax attention (``beta -> infinity``): row ``a`` of ``Y`` is the one-hot vector
+    of ``argmax_b h_ab``, a ``T x T`` 0/1 attention matrix.
+
+    Ties (probability zero for Gaussian pre-activations) go to the smallest column
+    index, as in :func:`jax.numpy.argmax`; the proximal map of
+    :mod:`attnlib.channels.hardmax` instead lets a tied row take whichever of its
+    maximal entries costs least (the lower semicontinuous envelope of the loss, whose
+    infimum it attains). The square loss ``||Y - A(h)||^2`` is piecewise constant in
+    ``h``: ``2`` per wrongly attended row for one-hot labels. It is invariant under
+    ``h -> c h``, ``c > 0``, so the labels carry no information on the scale of ``S0``
+    and no sequence gives an equation on ``S``: ``m_eff = 0`` (no finite perfect-recovery
+    or interpolation threshold from exactly fitted equations; see
+    :attr:`Task.m_eff`). Each sequence gives ``T (T - 1)`` linear *inequalities* on the
+    pairs instead (``T - 1`` per row). The state evolution and GAMP of this task are in
+    :mod:`attnlib.hardmax` (the scale of ``S_hat`` contracts to zero; the direction
+    converges).
+    """
+
+    T: int = 2
+    noise: float = 0.0
+    noise_on: str = "logits"
+
+    name = "hardmax"
+    _min_T = 2
+    piecewise_constant = True
+
+    @property
+    def m_eff(self) -> int:
+        return 0
+
+    def output(self, h):
+        return jax.nn.one_hot(jnp.argmax(h, axis=-1), h.shape[-1], dtype=h.dtype)
 
 
 @dataclasses.dataclass(frozen=True)

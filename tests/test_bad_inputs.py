@@ -33,6 +33,7 @@ from attnlib import (
     bayes,
     channels,
     fixed_point,
+    hardmax,
     plotting,
     rmt,
     scaling,
@@ -67,6 +68,7 @@ MODULES = (
     "sweep",
     "bayes",
     "fixed_point",
+    "hardmax",
 )
 D = 4  # matrix size of the baseline calls
 
@@ -221,6 +223,11 @@ def _specs():
     for cls in (tasks.Seq2Seq, tasks.Seq2Lab):
         add(cls, dict(T=2), dict(T="int", noise="nonneg", beta="pos", noise_on="penalty"))
     add(tasks.Linear, dict(T=1), dict(T="int", noise="nonneg", noise_on="penalty"))
+    add(
+        tasks.Hardmax,
+        dict(T=2),
+        dict(T="int", noise="nonneg", noise_on="penalty"),
+    )
     add(tasks.Custom, dict(T=2, g=lambda h: h), dict(T="int", g="callable", noise="nonneg"))
     # targets
     add(targets.haar_orthogonal, dict(key=key, d=D), dict(key="key", d="int"))
@@ -746,6 +753,32 @@ def _later_specs(add, c):
         dict(F=contraction, x0=np.ones(2)),
         dict(F="callable", x0="vector", config="task"),
         n=8,
+    )
+    hm = tasks.Hardmax(T=2)
+    hdata = tasks.make_dataset(c["key"], hm, c["S0"], 12)
+    add(
+        hardmax.solve,
+        dict(task=hm, target=tg, alpha=0.5, n_qmc=1024, max_iter=4),
+        dict(
+            task="task",
+            target="target",
+            alpha="pos",
+            lam="pos",
+            max_iter="int",
+            damping="unit",
+            n_qmc="int",
+        ),  # fmt: skip
+        n=10,
+    )
+    add(
+        hardmax.output_side,
+        dict(task=hm, alpha=0.5, Q0=1.5, m=0.5, q=1.0, v=0.3, n_qmc=256),
+        dict(task="task", alpha="pos", Q0="pos", m="real", q="pos", v="pos", n_qmc="int"),
+    )
+    add(
+        hardmax.gamp,
+        dict(task=hm, data=hdata, Q0=1.5, max_iter=3),
+        dict(task="task", data="task", Q0="pos", damping="unit", max_iter="int", v_init="pos"),
     )
     add(widgets.BoundedCache, dict(), dict(maxsize="int"))
     for cls in (widgets.ERMExplorer, widgets.SpectrumExplorer, widgets.ScalingExplorer):

@@ -63,6 +63,8 @@ KS_CASES = {
     "wishart-0.5-1": (T.Wishart(0.5), 1.0),
     "wishart-1-0.1": (T.Wishart(1.0), 0.1),
     "wishart-1-1": (T.Wishart(1.0), 1.0),
+    "wishart-2-0.1": (T.Wishart(2.0), 0.1),  # full rank (kappa0 > 1): no atom, a soft edge
+    "wishart-2-1": (T.Wishart(2.0), 1.0),
     "powerlaw": (T.PowerLaw(gamma=0.25, kappa0=0.5), 0.1),
     "explicit": (T.Explicit((-1.0, 0.5, 2.0)), 0.05),
 }
@@ -152,7 +154,7 @@ def test_bad_arguments_raise():
 # ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kappa0", [0.2, 0.5, 1.0])
+@pytest.mark.parametrize("kappa0", [0.2, 0.5, 1.0, 2.0, 4.0])
 @pytest.mark.parametrize("Delta", [1.0, 0.05, 1e-4])
 def test_wishart_cubic_and_quartic(kappa0, Delta):
     """G_R solves Delta G^3 - (z + Delta s) G^2 + (z s - c + 1) G - s = 0 (s = sqrt(c)),
@@ -238,7 +240,7 @@ def _check_moments(spec, m_mu, atol):
     assert abs(spec.mass - 1) < atol
 
 
-@pytest.mark.parametrize("kappa0", [0.2, 0.5, 1.0])
+@pytest.mark.parametrize("kappa0", [0.2, 0.5, 1.0, 2.0])
 @pytest.mark.parametrize("Delta", [1.0, 0.1, 0.01, 1e-5, 1e-6])
 def test_quadrature_moments_wishart(kappa0, Delta):
     # Wishart free cumulants: R(g) = c / (sqrt(c) - g), kappa_{n+1} = c^{(1 - n)/2}

@@ -140,7 +140,7 @@ def test_perfect_recovery_values():
     assert bayes == pytest.approx((0.5 - 0.125) / 2) and bayes < pr
 
 
-@pytest.mark.parametrize("k", [0.2, 0.5, 1.0])
+@pytest.mark.parametrize("k", [0.2, 0.5, 1.0, 2.0])
 def test_perfect_recovery_se_matches_closed_form(k):
     # Free-probability route (rmt.deformed_spectrum, extrapolation Delta -> 0)
     # against the closed formula: agreement to 3 decimals required; measured

@@ -12,7 +12,7 @@ import attnlib  # noqa: F401
 from attnlib import targets
 
 
-@pytest.mark.parametrize("kappa0", [0.2, 0.5, 1.0])
+@pytest.mark.parametrize("kappa0", [0.2, 0.5, 1.0, 2.0, 4.0])
 def test_closed_form_matches_atom_sum_on_and_off_axis(kappa0):
     target = targets.Wishart(kappa0)
     edge = (1 + np.sqrt(kappa0)) ** 2 / np.sqrt(kappa0)

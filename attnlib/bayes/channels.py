@@ -32,8 +32,12 @@ over ``(omega, h, xi)``, inner self-normalised importance sampling of the poster
 estimators of ``E[g^2]`` (``E[g^2]`` and, by the Nishimori identity,
 ``E[g (h - omega)] / V``) have opposite finite-``n_inner`` biases; their mean is
 returned and the reported ``error`` is half their gap plus the outer standard error.
+Hardmax without noise or with noise on the logits (:mod:`attnlib.bayes.hardmax`):
+``Y`` tells which polyhedral region the (noisy) logits fell in, ``Z_out`` is a Gaussian
+probability of that region, computed by rejection on fixed inner Sobol points.
 Noise-free seq2lab (or seq2lab with noise on the logits) is a delta channel on a
-``(K-1)``-dimensional level set and is not implemented.
+``(K-1)``-dimensional level set (:mod:`attnlib.bayes.level_set`): the limit of a narrow
+Gaussian likelihood around it, with its ``O(eps^2)`` bias estimated and reported.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ import scipy.stats
 
 from attnlib import _checks
 from attnlib import tasks as _tasks
+from attnlib.bayes.hardmax import hardmax_information
+from attnlib.bayes.level_set import level_set_information
 
 __all__ = [
     "Information",
@@ -189,6 +195,12 @@ def information(
         n = _checks.integer(name, n, 2)
         if n & (n - 1):
             raise ValueError(f"{name} must be a power of 2 >= 2, got {n}")
+    if isinstance(task, _tasks.Hardmax) and (task.noise == 0.0 or task.noise_on == "logits"):
+        return Information(*hardmax_information(task, mmse, Q0, n_outer, n_inner, int(seed))[:3])
+    if isinstance(task, _tasks.Seq2Lab) and (task.noise == 0.0 or task.noise_on == "logits"):
+        if not mmse > 0.0:
+            raise ValueError(f"mmse must be > 0 for the seq2lab delta channel, got {mmse}")
+        return Information(*level_set_information(task, mmse, Q0, n_outer, n_inner, int(seed)))
     return _qmc_information(task, mmse, Q0, n_outer, n_inner, int(seed))
 
 

@@ -160,8 +160,7 @@ def solve(task, target, alpha: float, config: BayesConfig | None = None) -> Baye
         return _solve(task, target, alpha, cfg)
     except ValueError as err:  # raised by rmt for a Delta_eff it cannot resolve
         raise ValueError(
-            f"alpha = {alpha:g} is outside the range this target's state evolution "
-            f"resolves ({err})"
+            f"alpha = {alpha:g} is outside the range this target's state evolution resolves ({err})"
         ) from err
 
 
@@ -249,10 +248,10 @@ def _result(alpha, Q0, te, *, mse, Delta_eff, converged=True, **fields) -> Bayes
 
 
 def _kappa0(target) -> float:
-    k = getattr(target, "kappa0", None)
-    if k is None:
+    """Rank fraction of the target in ``(0, 1]`` (1 for ``Wishart(kappa0 >= 1)``)."""
+    if not hasattr(target, "measure") or not hasattr(target, "rank_fraction"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    return _checks.in_interval("target.kappa0", k, 0.0, 1.0)
+    return _checks.in_interval("target.rank_fraction", target.rank_fraction, 0.0, 1.0)
 
 
 def perfect_recovery(task, target) -> float:
@@ -260,20 +259,23 @@ def perfect_recovery(task, target) -> float:
 
     Noise-free labels: below it ``mse > 0``, above it ``mse = 0``. ``kappa0 d^2 -
     kappa0^2 d^2 / 2`` is the dimension of the rank-``kappa0 d`` symmetric matrices, and
-    each sequence gives ``m_eff`` (:attr:`attnlib.tasks.Task.m_eff`) equations.
+    each sequence gives ``m_eff`` (:attr:`attnlib.tasks.Task.m_eff`) equations. Here
+    ``kappa0`` is the rank fraction :attr:`attnlib.targets.Target.rank_fraction`: a
+    full-rank target (``Wishart(kappa0 >= 1)``) gives ``1 / (2 m_eff)``.
+    ``m_eff = 0`` (hardmax: the labels give inequalities, no equation): ``inf``.
     """
     _check(task, target)
     k = _kappa0(target)
-    return (k - k * k / 2) / task.m_eff
+    return (k - k * k / 2) / task.m_eff if task.m_eff > 0 else math.inf
 
 
 def perfect_recovery_se(task, target, Delta: float = 1e-8) -> float:
     r"""The same threshold from the state evolution: ``lim_{Delta -> 0} mmse_den(Delta) /
     (2 m_eff Delta)`` (the ``alpha`` at which the noise-free fixed point reaches
-    ``Delta_eff = 0``), evaluated at a small ``Delta > 0``."""
+    ``Delta_eff = 0``), evaluated at a small ``Delta > 0``; ``inf`` when ``m_eff = 0``."""
     _check(task, target)
     Delta = _checks.in_interval("Delta", Delta, 0.0, 1e-3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # quadrature at the rounding level
         ratio = denoiser.mmse_den(target, Delta) / Delta
-    return ratio / (2 * task.m_eff)
+    return ratio / (2 * task.m_eff) if task.m_eff > 0 else math.inf

@@ -17,9 +17,13 @@ One idea per file:
   closed form of the linear task, the label-consistent start of Seq2Seq;
 - :mod:`attnlib.channels.newton`: the safeguarded Newton step (non-convex softmax);
 - :mod:`attnlib.channels.prox`: :func:`prox`, the jitted multi-start proximal solve
-  used by the state evolution and by GAMP, and :func:`output_step`.
+  used by the state evolution and by GAMP, and :func:`output_step`;
+- :mod:`attnlib.channels.hardmax`: the exact prox of the piecewise-constant hardmax
+  loss (enumeration of regions and faces); :func:`prox`, :func:`finish` and
+  :func:`output_step` dispatch to it for :class:`attnlib.tasks.Hardmax`.
 """
 
+from attnlib.channels import hardmax
 from attnlib.channels.losses import (
     OutputStep,
     label_start,
@@ -35,6 +39,7 @@ from attnlib.channels.prox import Prox, finish, output_step, prox
 __all__ = [
     "OutputStep",
     "Prox",
+    "hardmax",
     "pair_loss",
     "prox_objective",
     "output_step",

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import tasks as _tasks
+from attnlib.channels import hardmax as _hardmax
 from attnlib.channels.losses import (
     OutputStep,
     _obj,
@@ -66,6 +67,9 @@ def prox(task: _tasks.Task, Y, omega, V, starts, *, tol=1e-12, max_iter: int = 1
     for name, x in (("Y", Y), ("omega", omega), ("V", V)):
         if np.ndim(x) < (1 if name == "Y" else 2) or np.shape(x)[0] != n:
             raise ValueError(f"{name} must have n = len(starts) = {n} rows, got {np.shape(x)}")
+    if isinstance(task, _tasks.Hardmax):  # exact enumeration: the starts are not needed
+        h, obj = _hardmax.prox(task, Y, omega, V)
+        return Prox(h, obj, jnp.asarray(0))
     return _prox_jit(task, Y, omega, V, starts, tol=tol, max_iter=max_iter)
 
 
@@ -155,6 +159,9 @@ def finish(task: _tasks.Task, Y, omega, V, h):
             )
     if np.ndim(Y) < 1 or np.shape(Y)[0] != n:
         raise ValueError(f"Y must have n = len(omega) = {n} rows, got shape {np.shape(Y)}")
+    if isinstance(task, _tasks.Hardmax):  # ``h`` is recomputed by the exact prox
+        out = _hardmax.finish(task, Y, omega, V)
+        return out, jnp.ones(out.loss.shape, dtype=bool)
     return _finish_jit(task, Y, omega, V, h)
 
 
@@ -230,7 +237,9 @@ def output_step(
     Returns:
       :class:`OutputStep` with ``h, g, dg`` of shape ``(n, K)`` and ``loss`` of shape ``(n,)``.
 
-    The :class:`~attnlib.tasks.Linear` task uses its closed form.
+    The :class:`~attnlib.tasks.Linear` task uses its closed form;
+    :class:`~attnlib.tasks.Hardmax` the exact enumeration of :mod:`attnlib.channels.hardmax`
+    (``dg`` is then the almost-everywhere derivative, without the jump part).
     """
     check_args(task, Y=(Y, "labels"), omega=(omega, "pairs"), V=(V, "variances"))
     omega = jnp.asarray(omega, dtype=jnp.float64)
@@ -240,6 +249,8 @@ def output_step(
     V = jnp.broadcast_to(V, omega.shape)
     if isinstance(task, _tasks.Linear):
         return _linear_jit(task, Y, omega, V)
+    if isinstance(task, _tasks.Hardmax):
+        return _hardmax.finish(task, Y, omega, V)
     st = _all_starts(task, Y, omega, V, starts)
     p = _prox_jit(task, Y, omega, V, st, tol=float(tol), max_iter=int(max_iter))
     return _finish_jit(task, Y, omega, V, p.h)[0]

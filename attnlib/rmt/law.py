@@ -60,8 +60,8 @@ def _atoms_law(atoms, weights) -> _Law:
 def _wishart_law(c: float) -> _Law:
     sc = math.sqrt(c)
     a, b = (1 - sc) ** 2 / sc, (1 + sc) ** 2 / sc
-    if c >= 1.0:
-        return _Law("wishart", np.array([0.0]), np.array([4.0]), np.array([1.0]), c=1.0)
+    if c >= 1.0:  # full rank: one piece [a, b] (a = 0 at c = 1, a hard edge), no atom
+        return _Law("wishart", np.array([a]), np.array([b]), np.array([1.0]), c=float(c))
     return _Law("wishart", np.array([0.0, a]), np.array([0.0, b]), np.array([1 - c, c]), c=float(c))
 
 
@@ -127,7 +127,8 @@ def _G(law: _Law, z, nder: int = 0) -> list[np.ndarray]:
         a, b = (1 - sc) ** 2 / sc, (1 + sc) ** 2 / sc
         with np.errstate(all="ignore"):
             # G = N / (2 z), N = sqrt(c) z + 1 - c - sqrt(c) s, s = sqrt(z - a) sqrt(z - b):
-            # the branch cut of s is [a, b], and G ~ 1/z at infinity, G ~ (1 - c)/z at 0.
+            # the branch cut of s is [a, b], and G ~ 1/z at infinity, G ~ (1 - c)/z at 0
+            # for c < 1 (for c >= 1 the numerator vanishes at 0: no atom).
             # Derivatives from 2 z G = N (no cancellation near the edges, where s -> 0).
             s = np.sqrt(z - a) * np.sqrt(z - b)
             G = ((sc * z + 1 - c) - sc * s) / (2 * z)

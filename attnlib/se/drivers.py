@@ -78,6 +78,11 @@ def _start(init, pb: point.Problem):
 
 def _check_solve_args(task, target, alpha, lam, penalty, kw):
     check_task(task)
+    if task.piecewise_constant:  # no fixed point at finite scale: the scale contracts to 0
+        raise ValueError(
+            f"task {task!r}: a piecewise-constant, scale-invariant loss has no state-evolution "
+            "fixed point at finite scale; use attnlib.hardmax.solve (its fixed ray)"
+        )
     _checks.in_interval("alpha", alpha, ALPHA_MIN, _checks.MAX_ABS, low_open=False)
     _checks.nonnegative("lam", lam)
     _checks.choice("penalty", penalty, PENALTIES)

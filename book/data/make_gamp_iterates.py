@@ -9,8 +9,21 @@ and records, at every iteration t, the overlaps ``m_t = Tr(S_t S0)/d`` and
 ``(m, q, v) = (0, 0, V_INIT)`` with the same (zero) damping: output side
 (:func:`attnlib.se.output_side`) then input side (:func:`attnlib.se.input_side`).
 
+Two variants of GAMP (:func:`gamp_trajectory`): with *per-sequence variances* (the
+default) the output variance of pair ``ab`` of sequence ``mu`` is
+``V_{mu,ab} = sigma_ab^2 v r_{mu,ab}`` and the input precision
+``a_hat = alpha sum_ab sigma_ab^2 mean_mu(r_{mu,ab} (-dg_{mu,ab}))``, with
+``r_{mu,ab} = ||Z_{mu,ab}||_F^2 d / (sigma_ab^2 D)`` (mean 1, ``D = d(d+1)/2``): GAMP
+as Rangan wrote it, whose variances weight each measurement by the squared entries of
+its sensing vector. With *uniform variances* (``r = 1``, as :func:`attnlib.amp.gamp`)
+the variance, and with it the Onsager term, of a sequence ignores the fluctuation of
+``||Z_{mu,ab}||^2``: ``2 sqrt(2/d)`` relative for a diagonal pair
+(``Z_aa = (x_a x_a^T - I)/sqrt d``), against ``O(1/d)`` for i.i.d. Gaussian sensing
+vectors. Both variants have the same fixed points and the same state evolution
+(``r -> 1`` as ``d -> infinity``).
+
 Run from book/ as ``python -m data.make_gamp_iterates`` (writes
-``gamp_iterates.npz``, a few CPU-minutes); the chapter calls
+``gamp_iterates.npz``, several CPU-minutes); the chapter calls
 ``run(quick=True)`` in class mode (small d, two seeds, seconds).
 """
 
@@ -38,23 +51,40 @@ SETTINGS = {
     "linear": dict(task=tasks.Linear(T=1, noise=0.1), alpha=0.3),
     "seq2seq": dict(task=tasks.Seq2Seq(T=2), alpha=0.15),
 }
-# per setting: sizes d, seeds, iterations; QMC points of the SE output side (non-linear tasks)
+# per setting: sizes d, seeds, iterations; QMC points of the SE output side (non-linear
+# tasks); "uniform": sizes at which GAMP with uniform variances also runs (the contrast)
 FULL = {
-    "seq2seq": dict(d=(200,), seeds=(0, 1, 2), n_iter=15, n_qmc=8192),
-    "linear": dict(d=(100, 200), seeds=(0, 1), n_iter=20, n_qmc=8192),
+    "seq2seq": dict(d=(200,), seeds=(0, 1, 2), n_iter=15, n_qmc=8192, uniform=()),
+    "linear": dict(d=(100, 200), seeds=(0, 1, 2, 3), n_iter=20, n_qmc=8192, uniform=(200,)),
 }
 QUICK = {
-    "seq2seq": dict(d=(40,), seeds=(0, 1), n_iter=10, n_qmc=1024),
-    "linear": dict(d=(40,), seeds=(0, 1), n_iter=10, n_qmc=1024),
+    "seq2seq": dict(d=(40,), seeds=(0, 1), n_iter=10, n_qmc=1024, uniform=()),
+    "linear": dict(d=(40,), seeds=(0, 1), n_iter=10, n_qmc=1024, uniform=(40,)),
 }
 KEY = jax.random.PRNGKey(20261203)
 
 
-def gamp_trajectory(task, data, S0, lam, n_iter):
-    """Undamped GAMP from S_hat = 0; per-iteration (m, q, v, loss), each of shape (n_iter,)."""
+def sequence_weights(X) -> jax.Array:
+    """``r_{mu,ab} = ||Z_{mu,ab}||_F^2 d / (sigma_ab^2 D)``, shape ``(n, K)`` (mean about 1).
+
+    ``Z_ab = (x_a x_b^T + x_b x_a^T)/(2 sqrt d) - delta_ab I / sqrt d``, so
+    ``d ||Z_ab||_F^2 = (|x_a|^2 |x_b|^2 + (x_a . x_b)^2)/2 - delta_ab (2 |x_a|^2 - d)``."""
+    d = X.shape[2]
+    ia, ib = tasks.pair_indices(X.shape[1])
+    na, nb = jnp.sum(X[:, ia] ** 2, -1), jnp.sum(X[:, ib] ** 2, -1)
+    dot = jnp.sum(X[:, ia] * X[:, ib], -1)
+    fro = (0.5 * (na * nb + dot**2) - jnp.where(jnp.asarray(ia == ib), 2 * na - d, 0.0)) / d
+    return fro * 2 / (jnp.asarray(tasks.pair_variances(X.shape[1])) * (d + 1))
+
+
+def gamp_trajectory(task, data, S0, lam, n_iter, per_sequence=True):
+    """Undamped GAMP from S_hat = 0; per-iteration (m, q, v, loss), each of shape (n_iter,).
+
+    ``per_sequence``: variances weighted by :func:`sequence_weights` (else uniform)."""
     X, Y = jnp.asarray(data.X), jnp.asarray(data.Y)
     n, T, d = X.shape
     s2 = jnp.asarray(tasks.pair_variances(T))
+    r = sequence_weights(X) if per_sequence else jnp.ones((n, task.n_pairs))
     alpha = n / d**2
     S, v = jnp.zeros((d, d)), V_INIT
     g = jnp.zeros((n, task.n_pairs))
@@ -62,10 +92,10 @@ def gamp_trajectory(task, data, S0, lam, n_iter):
     rec = {k: [] for k in ("m", "q", "v", "loss")}
     for _ in range(n_iter):
         h = tasks.to_pairs(tasks.preactivations(X, S))
-        V = s2 * v
+        V = s2 * v * r
         omega = h - V * g
         out = channels.output_step(task, Y, omega, V, starts=h)
-        a_hat = alpha * float(jnp.sum(s2 * jnp.mean(-out.dg, axis=0)))
+        a_hat = alpha * float(jnp.sum(s2 * jnp.mean(-out.dg * r, axis=0)))
         if not (math.isfinite(a_hat) and a_hat > 0):
             raise FloatingPointError(f"GAMP broke down: a_hat = {a_hat}")
         rec["m"].append(float(jnp.sum(S * S0)) / d)
@@ -78,7 +108,7 @@ def gamp_trajectory(task, data, S0, lam, n_iter):
     return {k: np.array(x) for k, x in rec.items()}
 
 
-def run_point(name: str, d: int, seed: int, n_iter: int) -> dict:
+def run_point(name: str, d: int, seed: int, n_iter: int, per_sequence: bool = True) -> dict:
     """One GAMP trajectory at size d for setting ``name``; also the sampled Q0."""
     cfg = SETTINGS[name]
     k = jax.random.fold_in(jax.random.fold_in(KEY, list(SETTINGS).index(name)), seed)
@@ -86,7 +116,7 @@ def run_point(name: str, d: int, seed: int, n_iter: int) -> dict:
     data = tasks.make_dataset(
         jax.random.fold_in(k, 1), cfg["task"], S0, tasks.n_samples(cfg["alpha"], d)
     )
-    out = gamp_trajectory(cfg["task"], data, S0, LAM, n_iter)
+    out = gamp_trajectory(cfg["task"], data, S0, LAM, n_iter, per_sequence)
     out["Q0"] = float(jnp.sum(S0 * S0)) / d
     return out
 
@@ -109,19 +139,22 @@ def run(quick: bool = False) -> dict:
     """Every setting and size: GAMP trajectories (seeds, n_iter) and the SE iterates (n_iter,).
 
     Keys: ``{name}_d{d}_gamp_{m,q,v,loss}``, ``{name}_d{d}_Q0`` (sampled targets),
-    ``{name}_se_{m,q,v,loss}``, ``{name}_sizes``.
+    ``{name}_se_{m,q,v,loss}``, ``{name}_sizes``; GAMP with uniform variances under
+    ``{name}_uniform_d{d}_...`` and ``{name}_uniform_sizes``.
     """
     res = {}
     for name, P in (QUICK if quick else FULL).items():
         t0 = time.time()
-        for d in P["d"]:
-            runs = [run_point(name, d, s, P["n_iter"]) for s in P["seeds"]]
-            for k in ("m", "q", "v", "loss"):
-                res[f"{name}_d{d}_gamp_{k}"] = np.stack([r[k] for r in runs])
-            res[f"{name}_d{d}_Q0"] = np.array([r["Q0"] for r in runs])
+        variants = ((name, P["d"], True), (f"{name}_uniform", P["uniform"], False))
+        for label, sizes, per_seq in variants:
+            for d in sizes:
+                runs = [run_point(name, d, s, P["n_iter"], per_seq) for s in P["seeds"]]
+                for k in ("m", "q", "v", "loss"):
+                    res[f"{label}_d{d}_gamp_{k}"] = np.stack([r[k] for r in runs])
+                res[f"{label}_d{d}_Q0"] = np.array([r["Q0"] for r in runs])
+            res[f"{label}_sizes"] = np.array(sizes, dtype=int)
         for k, x in se_iterates(name, P["n_iter"], P["n_qmc"]).items():
             res[f"{name}_se_{k}"] = x
-        res[f"{name}_sizes"] = np.array(P["d"])
         print(f"[gamp_iterates] {name}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     return res
 

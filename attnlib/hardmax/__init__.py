@@ -1,0 +1,16 @@
+r"""Hardmax attention (``beta -> infinity``): its state evolution and GAMP on data.
+
+The task is :class:`attnlib.tasks.Hardmax`; its output channel (exact proximal map of
+the piecewise-constant loss, and its zero-scale limit, the projection on the region of
+the labels) is :mod:`attnlib.channels.hardmax`.
+
+- :mod:`attnlib.hardmax.state_evolution`: the fixed *ray* of the state evolution
+  (the scale of ``S_hat`` contracts to zero, the direction converges), :func:`solve`;
+- :mod:`attnlib.hardmax.gamp`: GAMP on a finite data set with the same channel,
+  renormalised after each iteration, :func:`gamp`.
+"""
+
+from attnlib.hardmax.gamp import HardmaxGAMP, gamp
+from attnlib.hardmax.state_evolution import HardmaxSE, output_side, solve
+
+__all__ = ["HardmaxSE", "HardmaxGAMP", "gamp", "output_side", "solve"]

@@ -1,0 +1,245 @@
+r"""State evolution of hardmax attention: a fixed ray, not a fixed point.
+
+The hardmax loss is invariant under ``h -> c h`` (``c > 0``) while the penalty is
+not, so the ERM has no minimiser at ``lam > 0`` (its infimum is approached as
+``S -> 0`` along the directions that fit the most labels) and the state evolution of
+:mod:`attnlib.se`, run with the exact proximal map of
+:func:`attnlib.channels.hardmax.prox`, has no fixed point: the scale of ``(m, q, v)``
+contracts by a constant factor per map while the direction converges. In that limit
+the output channel becomes the projection on the closed region of the labels
+(:func:`attnlib.channels.hardmax.projection`) and the map is exactly homogeneous of
+degree one, ``(m, q, v) -> (eps m, eps^2 q, eps v)``: ``g``, ``m_hat``, ``q_hat`` are
+unchanged, ``a_hat -> a_hat / eps``, hence ``c, tau -> eps c, eps tau`` and the
+spectral map ``f -> eps f``. The state evolution is therefore solved for the
+scale-free quantities, the cosine ``gamma = m / sqrt(q Q0)`` and ``rho = v / sqrt(q)``,
+with ``q = Q0`` fixed after each map; ``kappa_scale`` is the factor by which one map
+shrinks the scale. The threshold of the spectral map in units of its slope is
+``tau / c = lam / m_hat``; with ``m_hat`` proportional to ``1 / rho`` the product
+``lam rho`` is what enters, so the direction (``gamma``, rank fraction, test error,
+``Delta_eff = q_hat / m_hat^2``) does not depend on ``lam > 0``; only ``rho`` does
+(``rho`` proportional to ``1 / lam``). The test error depends on ``S`` only through its
+direction (``hardmax(c h) = hardmax(h)``).
+
+Output side, ``K`` pairs with ``sigma_k^2 = 1 + delta_ab`` (as in :mod:`attnlib.se`)::
+
+    a_hat = alpha sum_k sigma_k^2 E[-dg_k/domega_k]    (exact: the projection is Lipschitz)
+    q_hat = (alpha / 2) sum_k sigma_k^2 E[g_k^2]
+    m_hat = alpha sum_k E[g_k (h0_k - (m/q) omega_k)] / (Q0 - m^2/q)     (Stein form)
+
+(``Y`` jumps with ``h0``, so ``m_hat`` must be in its Stein form.) The Stein form of
+``a_hat`` (:func:`attnlib.channels.hardmax.stein_a_hat`) is returned as a check.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib import _checks, channels
+from attnlib import tasks as _tasks
+from attnlib.se import input_side, qmc_normals, test_error_from_overlaps
+from attnlib.se.output import labels, noise_dim
+
+__all__ = ["HardmaxSE", "output_side", "solve"]
+
+_BIG = 1e100  # accepted range of the scalar inputs: [1e-100, 1e100] (no overflow inside)
+
+
+class HardmaxSE(NamedTuple):
+    """The fixed ray of the hardmax state evolution (normalised to ``q = Q0``).
+
+    Attributes:
+      alpha, Q0: inputs; ``gamma = m / sqrt(q Q0)`` the cosine between ``S_hat`` and ``S0``;
+      rho: ``v / sqrt(q)`` (proportional to ``1 / lam``);
+      m_hat, q_hat, a_hat: conjugates at ``q = Q0``, ``v = rho sqrt(Q0)``;
+      a_hat_stein: the Stein form of ``a_hat`` (same quantity, independent estimator);
+      Delta_eff: ``q_hat / m_hat^2``; threshold: ``tau / c = lam / m_hat`` (no ``lam``
+        dependence);
+      rank_fraction: fraction of non-zero eigenvalues of ``S_hat``;
+      test_error: ``E||hardmax(h0) - hardmax(h)||^2`` per sequence (noise-free labels);
+      train_loss: ``E c(j*)`` (0 without output noise: every label is fitted, ties allowed);
+      kappa_scale: ``sqrt(q_new / q)`` per map (``< 1``: the scale contracts to 0);
+      converged, residual, n_iter: fixed-point diagnostics;
+      integration_error: largest relative QMC standard error of ``a_hat, q_hat, m_hat``.
+    """
+
+    alpha: float
+    Q0: float
+    gamma: float
+    rho: float
+    m_hat: float
+    q_hat: float
+    a_hat: float
+    a_hat_stein: float
+    Delta_eff: float
+    threshold: float
+    rank_fraction: float
+    test_error: float
+    train_loss: float
+    kappa_scale: float
+    converged: bool
+    residual: float
+    n_iter: int
+    integration_error: float
+
+
+@functools.partial(jax.jit, static_argnames=("task",))
+def _output_jit(task, z, alpha, Q0, x):
+    m, q, v = x[0], x[1], x[2]
+    R, N, _ = z.shape
+    K = task.n_pairs
+    zf = z.reshape(R * N, -1)
+    s2 = jnp.asarray(_tasks.pair_variances(task.T), dtype=jnp.float64)
+    s = jnp.sqrt(s2)
+    u1, u2, u3 = zf[:, :K], zf[:, K : 2 * K], zf[:, 2 * K :]
+    csd = jnp.sqrt(jnp.maximum(Q0 - m * m / q, 1e-300))
+    omega = s * jnp.sqrt(q) * u2
+    h0 = (m / q) * omega + s * csd * u1
+    Y, _ = labels(task, h0, u3)
+    V = jnp.broadcast_to(s2 * v, omega.shape)
+    out = channels.hardmax._projection(task, Y, omega, V)
+    per = jnp.stack(
+        [
+            alpha * jnp.sum(s2 * (-out.dg), axis=-1),
+            0.5 * alpha * jnp.sum(s2 * out.g**2, axis=-1),
+            alpha * jnp.sum(s * out.g * u1, axis=-1) / csd,
+            out.loss,
+            alpha * channels.hardmax.stein_a_hat(out.g, omega, h0, m, q, Q0),
+        ],
+        axis=-1,
+    )
+    return jnp.mean(per.reshape(R, N, 5), axis=1)
+
+
+def _check_qmc(n_qmc, n_rep, seed) -> tuple:
+    n_qmc = _checks.integer("n_qmc", n_qmc, 2)
+    n_rep = _checks.integer("n_rep", n_rep, 1)
+    per = n_qmc // n_rep
+    if per * n_rep != n_qmc or per < 2 or per & (per - 1):
+        raise ValueError(
+            f"n_qmc / n_rep must be a power of 2 >= 2, got n_qmc={n_qmc}, n_rep={n_rep}"
+        )
+    return n_qmc, n_rep, _checks.integer("seed", seed, 0)
+
+
+def _check_task(task):
+    if not isinstance(task, _tasks.Hardmax):
+        raise ValueError(f"task must be an attnlib.tasks.Hardmax, got {task!r}")
+    channels.hardmax.regions(task.T)  # ValueError naming T beyond the exact solver
+    return task
+
+
+def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4, seed: int = 0):
+    """Per-replicate ``(a_hat, q_hat, m_hat, train_loss, a_hat_stein)``, shape ``(n_rep, 5)``,
+    of the zero-scale (projection) channel at ``(m, q, v)``; ``m^2 < q Q0``, ``q, v > 0``."""
+    task = _check_task(task)
+    alpha = _checks.in_interval("alpha", alpha, 0.0, _BIG)
+    Q0 = _checks.in_interval("Q0", Q0, 0.0, _BIG)
+    q = _checks.in_interval("q", q, 1.0 / _BIG, _BIG, low_open=False)
+    v = _checks.in_interval("v", v, 1.0 / _BIG, _BIG, low_open=False)
+    m = _checks.real("m", m)
+    if not (math.isfinite(m) and m * m < q * Q0):
+        raise ValueError(f"m must satisfy m^2 < q Q0, got m={m}, q={q}, Q0={Q0}")
+    n_qmc, n_rep, seed = _check_qmc(n_qmc, n_rep, seed)
+    z = jnp.asarray(qmc_normals(2 * task.n_pairs + noise_dim(task), n_qmc, n_rep, seed))
+    f = jnp.float64
+    x = jnp.asarray([m, q, v], dtype=jnp.float64)
+    return np.asarray(_output_jit(task, z, f(alpha), f(Q0), x))
+
+
+def _map(task, target, alpha, y, qmc, lam=1.0):
+    """One normalised map ``(gamma, log rho) -> (gamma', log rho')`` and its by-products."""
+    Q0 = float(target.Q0)
+    gamma, rho = float(np.tanh(y[0])), float(np.exp(y[1]))
+    m, q, v = gamma * Q0, Q0, rho * math.sqrt(Q0)
+    means = output_side(task, alpha, Q0, m, q, v, n_qmc=qmc[0], n_rep=qmc[1], seed=qmc[2])
+    a_hat, q_hat, m_hat = (float(t) for t in means.mean(axis=0)[:3])
+    if not (a_hat > 0 and m_hat > 0 and q_hat > 0):
+        raise RuntimeError(f"hardmax SE left its domain: a_hat={a_hat}, m_hat={m_hat}")
+    i = input_side(target, m_hat, q_hat, a_hat, lam, "nuclear", Q0=Q0)
+    if not i.q > 0:
+        raise RuntimeError("hardmax SE: the spectral map thresholded the whole spectrum")
+    g_new = i.m / math.sqrt(i.q * Q0)
+    y_new = np.array([np.arctanh(min(g_new, 1 - 1e-15)), math.log(i.v / math.sqrt(i.q))])
+    return y_new, (means, i, math.sqrt(i.q / q))
+
+
+def solve(
+    task, target, alpha: float, *, lam: float = 1.0, init=None, tol: float = 1e-3,
+    max_iter: int = 200, damping: float = 0.5, n_qmc: int = 65536, n_rep: int = 8,
+    seed: int = 0,
+) -> HardmaxSE:  # fmt: skip
+    """Fixed ray of the hardmax state evolution at sample ratio ``alpha`` (nuclear + PSD).
+
+    Args:
+      task: :class:`attnlib.tasks.Hardmax` (``T <= 3``, any noise).
+      target: an :class:`attnlib.targets.Target` (``Q0 = Tr S0^2 / d``).
+      alpha: ``n / d^2`` in ``[1e-100, 1e100]`` (a ``ValueError`` naming ``alpha`` and
+        ``lam`` if the input side cannot resolve the point).
+      lam: penalty strength in ``[1e-100, 1e100]``; the direction is the same for every
+        ``lam`` (only ``rho``, proportional to ``1 / lam``, changes: a test checks it).
+      init: starting ``(gamma, rho)`` with ``0 < gamma < 1``, ``rho > 0`` (default
+        ``(0.5, 0.3 / lam)``).
+      tol: stop when ``(artanh gamma, log rho)`` moves less than ``tol`` in one map (the
+        QMC average is piecewise smooth in its parameters: the iteration ends in a small
+        cycle, of a few ``1e-4`` at ``n_qmc = 16384``; the default ``1e-3`` sits below the
+        QMC error of the conjugates, ``integration_error``, about ``1e-2``).
+      max_iter, damping: damped iteration (weight of the old iterate, in ``[0, 1)``).
+      n_qmc, n_rep, seed: QMC points of the output side (``n_qmc / n_rep`` a power of 2).
+
+    Returns:
+      :class:`HardmaxSE`; ``converged=False`` with a ``RuntimeWarning`` if ``max_iter``
+      maps did not reach ``tol`` (the last iterate is returned with its residual).
+    """
+    task = _check_task(task)
+    alpha = _checks.in_interval("alpha", alpha, 1.0 / _BIG, _BIG, low_open=False)
+    lam = _checks.in_interval("lam", lam, 1.0 / _BIG, _BIG, low_open=False)
+    tol = _checks.positive("tol", tol)
+    max_iter = _checks.integer("max_iter", max_iter, 1)
+    damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
+    g0, r0 = (0.5, 0.3 / lam) if init is None else (float(t) for t in init)
+    if not (0.0 < g0 < 1.0 and r0 > 0.0):
+        raise ValueError(f"init must be (gamma, rho) with 0 < gamma < 1 and rho > 0, got {init}")
+    qmc = _check_qmc(n_qmc, n_rep, seed)
+    if not (hasattr(target, "measure") and hasattr(target, "Q0")):
+        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    y = np.array([np.arctanh(g0), math.log(r0)])
+    res, it = math.inf, 0
+    while it < max_iter:
+        it += 1
+        try:
+            y_new, aux = _map(task, target, alpha, y, qmc, lam)
+        except (ValueError, RuntimeError) as err:  # the input side cannot resolve the point
+            raise ValueError(f"hardmax SE at alpha = {alpha!r}, lam = {lam!r}: {err}") from err
+        res = float(np.max(np.abs(y_new - y)))
+        y = damping * y + (1 - damping) * y_new
+        if res < tol:
+            break
+    if res >= tol:
+        warnings.warn(f"hardmax SE: residual {res:.3g} >= tol after {it} maps", RuntimeWarning,
+                      stacklevel=2)  # fmt: skip
+    return _result(task, target, (alpha, lam), y, aux, (res < tol, res, it))
+
+
+def _result(task, target, point, y, aux, diag) -> HardmaxSE:
+    means, i, kappa = aux
+    alpha, lam = point
+    Q0 = float(target.Q0)
+    mean = means.mean(axis=0)
+    err = means.std(axis=0, ddof=1) / math.sqrt(len(means)) if len(means) > 1 else 0 * mean
+    gamma = float(np.tanh(y[0]))
+    te = test_error_from_overlaps(task, Q0, gamma * Q0, Q0, n_qmc=1 << 15)
+    return HardmaxSE(
+        alpha=alpha, Q0=Q0, gamma=gamma, rho=float(np.exp(y[1])), m_hat=float(mean[2]),
+        q_hat=float(mean[1]), a_hat=float(mean[0]), a_hat_stein=float(mean[4]),
+        Delta_eff=i.Delta_eff, threshold=lam / float(mean[2]), rank_fraction=i.rank_fraction,
+        test_error=te, train_loss=float(mean[3]), kappa_scale=kappa, converged=bool(diag[0]),
+        residual=diag[1], n_iter=diag[2],
+        integration_error=float(np.max(err[:3] / np.abs(mean[:3]))),
+    )  # fmt: skip

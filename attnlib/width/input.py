@@ -1,0 +1,125 @@
+r"""Input side of the rank-constrained state evolution: the proximal map of trace + PSD +
+rank ``<= kappa d``.
+
+For a symmetric ``B`` with eigenvalues ``b_1 >= b_2 >= ...`` the problem
+``min_S (a_hat / 2) ||S - B||_F^2 + d lam Tr S`` over PSD ``S`` of rank ``<= p`` is
+solved by ``S = sum_{i <= p} (b_i - d lam / a_hat)_+ u_i u_i^T``: the objective of a
+spectral ``S`` with the eigenvectors of ``B`` is a sum of independent terms, each
+eigenvalue kept gains ``(b_i - t)_+^2 / 2`` with ``t = d lam / a_hat``, and von Neumann's
+trace inequality shows that other eigenvectors do no better; the ``p`` largest gains
+belong to the ``p`` largest ``b_i``. In the state evolution ``B = c R`` with
+``R = S0 + sqrt(Delta_eff) W_goe``, ``c = m_hat / a_hat``, ``tau = lam / a_hat``, so the
+scalar map is the soft threshold of :mod:`attnlib.se.input` cut at the top-``kappa``
+quantile ``x_kappa`` of ``rho_R``::
+
+    f(x) = (c x - tau)_+ 1[x > x_kappa],   int_{x_kappa}^inf rho_R = kappa,
+    q = int rho_R f^2,  m = int rho_R f (x - 2 Delta_eff h_R),  v = (1/m_hat) int rho_R f h_R.
+
+The overlaps ``m, q`` only use the conditional overlap ``E[v^T S0 v | x]`` of
+:mod:`attnlib.rmt`, valid for any ``f``. For ``v`` the divergence of the spectral map is
+``sum_i f'(x_i) + sum_{i != j} (f(x_i) - f(x_j)) / (x_i - x_j)``; the first sum is
+``O(d)`` (also with the jump of ``f`` at ``x_kappa``: one eigenvalue per spacing
+``1/d`` there), the second is ``d^2 int rho_R f h_R`` at leading order (the jump
+makes its integrand ``~ 1/(x - y)`` across ``x_kappa``, which is integrable in two
+dimensions). So the formula of the convex state evolution holds unchanged at leading
+order; tests compare it with sampled matrices.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attnlib import _checks, rmt
+from attnlib.se.input import InputSide
+from attnlib.spectral_map import SpectralMap
+
+__all__ = ["rank_cutoff", "constrained_input_side", "spectral_integrals"]
+
+_N_GRID = 4097
+
+
+def _cdf_grid(target, Delta):
+    """``(x, F(x))`` on ``_N_GRID`` points of the support of ``rho_R`` (non-decreasing)."""
+    pieces = rmt.support(target, Delta)
+    xs = np.linspace(pieces[0][0], pieces[-1][1], _N_GRID)
+    return xs, np.maximum.accumulate(np.asarray(rmt.cdf(target, Delta, xs), dtype=float))
+
+
+def _invert(xs, F, level) -> float:
+    k = int(np.clip(np.searchsorted(F, level), 1, xs.size - 1))
+    a, b, Fa, Fb = xs[k - 1], xs[k], F[k - 1], F[k]
+    return float(a + (b - a) * (level - Fa) / (Fb - Fa)) if Fb > Fa else float(a)
+
+
+def rank_cutoff(target, Delta: float, kappa: float) -> float:
+    r"""``x_kappa``: the top-``kappa`` quantile of ``rho_R`` (``int_{x_kappa} rho_R = kappa``).
+
+    ``R = S0 + sqrt(Delta) W_goe`` (:mod:`attnlib.rmt`); ``kappa`` in ``(0, 1]``;
+    ``kappa = 1`` returns ``-inf`` (no cut). :func:`attnlib.rmt.cdf` on a grid of
+    ``4097`` points of the support, inverted by linear interpolation (accuracy about
+    ``1e-6`` in mass, that of the cdf).
+    """
+    Delta = _checks.positive("Delta", Delta)
+    kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
+    if kappa == 1.0:
+        return -math.inf
+    xs, F = _cdf_grid(target, Delta)
+    return _invert(xs, F, 1.0 - kappa)
+
+
+def spectral_integrals(target, Delta, c, tau, cut):
+    """``(m, q, int rho_R f h_R, rank_fraction)`` of ``f(x) = (c x - tau)_+ 1[x > cut]``."""
+    cuts = (tau / c, cut) if math.isfinite(cut) else (tau / c,)
+    spec = rmt.deformed_spectrum(target, Delta, breakpoints=cuts)
+    x, w, h = np.asarray(spec.x), np.asarray(spec.w), np.asarray(spec.hilbert)
+    f = SpectralMap(c, tau, "nuclear").f(x) * (x > cut)
+    q = float(np.sum(w * f * f))
+    m = float(np.sum(w * f * (x - 2.0 * Delta * h)))
+    return m, q, float(np.sum(w * f * h)), float(np.sum(w[f > 0]))
+
+
+def _cut(target, Delta, c, tau, kappa) -> float:
+    """The cut ``x_kappa`` where the rank constraint binds, else ``-inf``."""
+    if kappa >= 1.0:
+        return -math.inf
+    xs, F = _cdf_grid(target, Delta)
+    if 1.0 - float(np.interp(tau / c, xs, F)) <= kappa:
+        return -math.inf
+    return _invert(xs, F, 1.0 - kappa)
+
+
+def constrained_input_side(target, m_hat, q_hat, a_hat, lam, kappa) -> InputSide:
+    """Input side of the nuclear + PSD + rank ``<= kappa d`` estimator (module docstring).
+
+    Args:
+      target: :class:`attnlib.targets.Target`; m_hat, q_hat, a_hat: the conjugates
+        (``m_hat > 0``, ``q_hat >= 0``, ``a_hat > 0``); lam: penalty ``>= 0``;
+      kappa: width ``p / d`` of the student, in ``(0, 1]``.
+
+    Returns:
+      :class:`attnlib.se.InputSide` ``(m, q, v, rank_fraction, Delta_eff, c, tau)``;
+      ``rank_fraction = min(kappa, mass of rho_R above tau / c)``.
+    """
+    m_hat = _checks.positive("m_hat", m_hat)
+    q_hat = _checks.positive("q_hat", q_hat)
+    a_hat = _checks.positive("a_hat", a_hat)
+    lam = _checks.nonnegative("lam", lam)
+    kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
+    Delta, c, tau = q_hat / m_hat**2, m_hat / a_hat, lam / a_hat
+    cut = _cut(target, Delta, c, tau, kappa)
+    m, q, fh, rank = spectral_integrals(target, Delta, c, tau, cut)
+    return InputSide(m, q, fh / m_hat, rank, Delta, c, tau)
+
+
+def host_input(target, conj, lam, kappa) -> np.ndarray:
+    """``(m, q, v, rank_fraction)`` for the jitted map (NaN where undefined)."""
+    m_hat, q_hat, a_hat = (float(t) for t in np.asarray(conj))
+    if not (m_hat > 0 and a_hat > 0 and q_hat > 0 and np.isfinite(q_hat)):
+        return np.full(4, np.nan)
+    try:
+        i = constrained_input_side(target, m_hat, q_hat, a_hat, float(lam), float(kappa))
+    except (ValueError, FloatingPointError, ArithmeticError):
+        return np.full(4, np.nan)
+    return np.asarray([i.m, i.q, i.v, i.rank_fraction], dtype=np.float64)

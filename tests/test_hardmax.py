@@ -1,0 +1,328 @@
+"""Hardmax attention: the task, its exact proximal map, derivatives, state evolution.
+
+Independent references: a generic QP solver (SLSQP) region by region for the prox,
+dense random sampling of the true (argmax) objective as a lower-bound check, finite
+differences for ``dg``, Gaussian integration by parts (Stein) for the average
+derivative, and the finite-scale prox of the state-evolution engine for the zero-scale
+channel.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.optimize
+import scipy.stats
+
+import attnlib  # noqa: F401  (float64)
+from attnlib import amp, bayes, channels, hardmax, se, targets, tasks, thresholds
+from attnlib.channels import hardmax as hm
+from attnlib.hardmax import state_evolution as hse
+
+
+def _problem(T, n, seed, noise_out=0.0):
+    rng = np.random.default_rng(seed)
+    K = tasks.n_pairs(T)
+    s2 = tasks.pair_variances(T)
+    h0 = rng.normal(size=(n, K)) * np.sqrt(s2)
+    Y = np.asarray(tasks.Hardmax(T=T).output(tasks.to_matrix(jnp.asarray(h0), T)))
+    Y = Y + noise_out * rng.normal(size=Y.shape)
+    omega = 1.5 * rng.normal(size=(n, K))
+    V = rng.uniform(0.3, 2.0, size=(n, K))
+    return Y, omega, V
+
+
+def test_output_one_hot_rows_and_ties():
+    h = jnp.array([[0.3, 1.2], [1.2, -0.5]])
+    A = tasks.Hardmax(T=2).output(h)
+    np.testing.assert_array_equal(np.asarray(A), [[0.0, 1.0], [1.0, 0.0]])
+    tie = tasks.Hardmax(T=2).output(jnp.zeros((2, 2)))  # documented: smallest index
+    np.testing.assert_array_equal(np.asarray(tie), [[1.0, 0.0], [1.0, 0.0]])
+    assert tasks.Hardmax(T=3).m_eff == 0
+
+
+@pytest.mark.parametrize("T, count", [(2, 4), (3, 25)])
+def test_regions_are_the_argmax_patterns_of_symmetric_matrices(T, count):
+    """The realisable assignments are exactly those seen on random symmetric matrices
+    (T = 3: the two 3-cycles are missing, 27 - 2 = 25)."""
+    J, _ = hm.regions(T)
+    assert len(J) == count
+    h = np.random.default_rng(0).normal(size=(200_000, T, T))
+    seen = np.unique(np.argmax(h + np.swapaxes(h, 1, 2), axis=-1), axis=0)
+    assert {tuple(j) for j in seen} == {tuple(j) for j in J}
+
+
+def _qp_reference(T, Y, om, V):
+    """min over realisable regions of c(j) + min_{A_j h >= 0} sum (h - om)^2 / (2V) (SLSQP)."""
+    J, A = hm.regions(T)
+    best = np.inf
+    for j, Aj in zip(J, A, strict=True):
+        c = np.sum((Y - np.eye(T)[j]) ** 2)
+        res = scipy.optimize.minimize(
+            lambda x: 0.5 * np.sum((x - om) ** 2 / V),
+            np.zeros(len(om)),
+            jac=lambda x: (x - om) / V,
+            constraints=[{"type": "ineq", "fun": lambda x, A=Aj: A @ x, "jac": lambda x, A=Aj: A}],
+            method="SLSQP",
+            options={"ftol": 1e-14, "maxiter": 500},
+        )
+        best = min(best, c + res.fun)
+    return best
+
+
+@pytest.mark.parametrize("T, noise_out", [(2, 0.0), (3, 0.0), (2, 0.3)])
+def test_prox_against_a_qp_solver_region_by_region(T, noise_out):
+    """Exact enumeration = the best region's convex QP (SLSQP, converged to ~1e-12)."""
+    task = tasks.Hardmax(T=T)
+    Y, om, V = _problem(T, 15, 1 + T, noise_out)
+    h, obj = hm.prox(task, Y, om, V)
+    ref = np.array([_qp_reference(T, Y[i], om[i], V[i]) for i in range(len(om))])
+    np.testing.assert_allclose(np.asarray(obj), ref, atol=1e-9)
+    # the minimiser's objective, with the loss at its (possibly tied) point taken in
+    # the envelope convention, is the minimum
+    quad = 0.5 * np.sum((np.asarray(h) - om) ** 2 / V, axis=-1)
+    out = hm.finish(task, Y, om, V)
+    np.testing.assert_allclose(np.asarray(out.loss) + quad, np.asarray(obj), atol=1e-12)
+
+
+def test_prox_is_a_lower_bound_of_the_sampled_objective():
+    """Dense sampling of the true objective (argmax loss) around omega never goes below the
+    exact minimum, and comes within the sampling resolution of it."""
+    T, task = 2, tasks.Hardmax(T=2)
+    Y, om, V = _problem(T, 6, 7)
+    _, obj = hm.prox(task, Y, om, V)
+    rng = np.random.default_rng(3)
+    for i in range(len(om)):
+        pts = om[i] + rng.uniform(-4, 4, size=(400_000, 3)) * np.sqrt(V[i])
+        A = task.output(tasks.to_matrix(jnp.asarray(pts), T))
+        f = np.sum((Y[i] - np.asarray(A)) ** 2, axis=(1, 2)) + 0.5 * np.sum(
+            (pts - om[i]) ** 2 / V[i], axis=-1
+        )
+        assert f.min() >= float(obj[i]) - 1e-12
+        # resolution: 400k points in a box of side 8 sqrt(V): spacing ~0.11 sqrt(V), the
+        # objective's slope ~ 4 / sqrt(V) at most within the box: 0.5 is generous
+        assert f.min() <= float(obj[i]) + 0.5
+
+
+def _fd_dg(fn, Y, om, V, eps=1e-6):
+    n, K = om.shape
+    fd = np.zeros((n, K))
+    jump = np.zeros((n, K), dtype=bool)
+    for k in range(K):
+        e = np.zeros(K)
+        e[k] = eps
+        gp, gm = np.asarray(fn(Y, om + e, V).g)[:, k], np.asarray(fn(Y, om - e, V).g)[:, k]
+        fd[:, k] = (gp - gm) / (2 * eps)
+        jump[:, k] = np.abs(gp - gm) > 1e-3  # a jump of g (size O(1/sqrt V)) in the interval
+    return fd, jump
+
+
+@pytest.mark.parametrize("T", [2, 3])
+def test_dg_against_finite_differences_away_from_jumps(T):
+    task = tasks.Hardmax(T=T)
+    Y, om, V = _problem(T, 300, 11)
+    for fn in (hm.finish, hm.projection):
+        out = fn(task, Y, om, V)
+        fd, jump = _fd_dg(lambda y, o, v, fn=fn: fn(task, y, o, v), Y, om, V)
+        assert jump.mean() < 0.01
+        np.testing.assert_allclose(np.asarray(out.dg)[~jump], fd[~jump], atol=1e-6)
+        assert np.all(np.asarray(out.dg) <= 1e-12)
+
+
+def test_channels_dispatch_to_the_exact_prox():
+    task = tasks.Hardmax(T=2)
+    Y, om, V = _problem(2, 20, 5)
+    a = channels.output_step(task, Y, om, V)
+    b = hm.finish(task, Y, om, V)
+    p = channels.prox(task, Y, om, V, jnp.zeros((20, 1, 3)))
+    for x, y in ((a.h, b.h), (a.dg, b.dg), (p.h, b.h)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_zero_scale_limit_is_the_projection():
+    """prox(eps omega, eps V) / eps = projection(omega, V) once eps * dist^2 / V < loss gaps."""
+    task = tasks.Hardmax(T=3)
+    Y, om, V = _problem(3, 200, 2)
+    pr = hm.projection(task, Y, om, V)
+    eps = 1e-6
+    h, _ = hm.prox(task, Y, eps * om, eps * V)
+    np.testing.assert_allclose(np.asarray(h) / eps, np.asarray(pr.h), atol=1e-8)
+    # the finite-scale output side of the SE engine (Stein a_hat) lands on the zero-scale one
+    tg = targets.Wishart(kappa0=0.5)
+    t2 = tasks.Hardmax(T=2)
+    m, q, v = 0.75 * tg.Q0, tg.Q0, 0.3
+    o = se.output_side(t2, 0.5, tg.Q0, eps * m, eps**2 * q, eps * v, n_qmc=4096)
+    z = hardmax.output_side(t2, 0.5, tg.Q0, m, q, v, n_qmc=4096).mean(axis=0)
+    np.testing.assert_allclose([o.q_hat, o.m_hat, eps * o.a_hat], [z[1], z[2], z[4]], rtol=1e-8)
+
+
+def test_stein_and_pointwise_a_hat_agree_for_the_projection():
+    """The projection is Lipschitz: E[dg] pointwise = Stein form, within QMC error bars."""
+    task, tg = tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)
+    r = hardmax.output_side(task, 0.5, tg.Q0, 0.75 * tg.Q0, tg.Q0, 0.35, n_qmc=65536, n_rep=8)
+    mean, err = r.mean(axis=0), r.std(axis=0, ddof=1) / np.sqrt(len(r))
+    # 4 sigma of the two (correlated, hence conservatively added) standard errors
+    assert abs(mean[0] - mean[4]) < 4 * (err[0] + err[4])
+
+
+def test_smoothed_divergence_counts_the_jumps():
+    """Averaged over omega ~ N(mu, s^2) (labels fixed), the smoothed derivative of the
+    finite-scale channel matches Stein's E[g (omega - mu)] / s^2, which counts the jumps,
+    and differs from the almost-everywhere derivative (the jump part is not small)."""
+    T, task = 2, tasks.Hardmax(T=2)
+    rng = np.random.default_rng(4)
+    n, K = 40_000, 3
+    Y, mu, _ = _problem(T, n, 9)
+    V = np.full(K, 0.5)
+    s = 0.8
+    om = mu + s * rng.normal(size=(n, K))
+    out = hm.finish(task, Y, om, V)
+    g = np.asarray(out.g)
+    stein = g * (om - mu) / s**2
+    sm = np.asarray(hm.smoothed_divergence(task, Y, om, V, width=0.05))
+    # relative bias of the smoothing: width^2 V / s^2 = 0.2 %; error bars from the samples
+    err = np.sqrt(np.var(stein, axis=0) / n + np.var(sm, axis=0) / n)
+    gap = np.abs(stein.mean(axis=0) - sm.mean(axis=0))
+    assert np.all(gap < 4 * err + 0.01 * np.abs(stein.mean(axis=0)))
+    jump_part = np.abs(stein.mean(axis=0) - np.asarray(out.dg).mean(axis=0))
+    assert np.all(jump_part > 10 * err)
+
+
+def test_bad_arguments_name_them():
+    with pytest.raises(ValueError, match="T"):
+        tasks.Hardmax(T=1)
+    with pytest.raises(ValueError, match="width"):
+        hm.smoothed_divergence(tasks.Hardmax(T=2), *_problem(2, 3, 0), width=0.0)
+    Y, om, V = _problem(2, 3, 0)
+    with pytest.raises(ValueError, match="T"):
+        hm.prox(tasks.Hardmax(T=4), np.zeros((3, 4, 4)), np.zeros((3, 10)), 1.0)
+    with pytest.raises(ValueError, match="task"):
+        hm.prox(tasks.Seq2Seq(T=2), Y, om, V)
+    with pytest.raises(ValueError, match="V"):
+        hm.prox(tasks.Hardmax(T=2), Y, om, -V)
+    with pytest.raises(ValueError, match="alpha"):
+        hardmax.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), -1.0)
+    with pytest.raises(ValueError, match="task"):  # no finite fixed point: the ray solver
+        se.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), 0.5, 0.1)
+    data = tasks.make_dataset(jax.random.PRNGKey(0), tasks.Hardmax(T=2), np.eye(4), 8)
+    with pytest.raises(ValueError, match="task"):
+        amp.gamp(tasks.Hardmax(T=2), data, 0.1)
+    with pytest.raises(ValueError, match="task"):
+        thresholds.perfect_recovery(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5))
+    assert bayes.perfect_recovery(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)) == np.inf
+    with pytest.raises(ValueError, match="init"):
+        hardmax.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), 0.5, init=(1.5, 1.0))
+
+
+def test_state_evolution_direction_does_not_depend_on_lam():
+    """Homogeneity: lam only rescales rho = v / sqrt(q), map by map (same QMC points), so
+    the direction is the same to rounding; the scale contracts (no finite fixed point)."""
+    task, tg = tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)
+    kw = dict(n_qmc=16384, max_iter=25, tol=1e-12)
+    with pytest.warns(RuntimeWarning, match="residual"):
+        a = hardmax.solve(task, tg, 0.5, lam=1.0, **kw)
+    with pytest.warns(RuntimeWarning, match="residual"):
+        b = hardmax.solve(task, tg, 0.5, lam=0.1, **kw)
+    assert abs(a.gamma - b.gamma) < 1e-8
+    assert abs(b.rho / a.rho - 10.0) < 1e-7
+    assert a.residual < 1e-3  # the ray is reached (up to the QMC cycle)
+    assert a.kappa_scale < 1.0
+    assert abs(a.a_hat - a.a_hat_stein) < 0.05 * a.a_hat  # QMC error about 1 %
+
+
+def _bvn_reference_dof(mmse, Q0, n, seed):
+    """``J mmse`` of noise-free hardmax at T = 2 from the exact region probability
+    ``Z = Phi_2(a, b; r)`` (two differences of pairs) and its analytic gradient; plain MC."""
+    rng = np.random.default_rng(seed)
+    s2 = np.array([2.0, 1.0, 2.0])
+    om = rng.normal(size=(n, 3)) * np.sqrt(s2 * (Q0 - mmse))
+    h = om + rng.normal(size=(n, 3)) * np.sqrt(s2 * mmse)
+    V = s2 * mmse
+    s0, s1 = np.sign(h[:, 1] - h[:, 0]), np.sign(h[:, 2] - h[:, 1])
+    su, sw = np.sqrt(V[1] + V[0]), np.sqrt(V[2] + V[1])
+    a = s0 * (om[:, 1] - om[:, 0]) / su
+    b = s1 * (om[:, 2] - om[:, 1]) / sw
+    r = s0 * s1 * (-V[1] / (su * sw))
+    Z = np.empty(n)
+    for rv in np.unique(r):
+        sel = r == rv
+        mvn = scipy.stats.multivariate_normal([0.0, 0.0], [[1.0, rv], [rv, 1.0]])
+        Z[sel] = mvn.cdf(np.stack([a[sel], b[sel]], axis=1))
+    c = np.sqrt(1 - r**2)
+    dZa = scipy.stats.norm.pdf(a) * scipy.stats.norm.cdf((b - r * a) / c)
+    dZb = scipy.stats.norm.pdf(b) * scipy.stats.norm.cdf((a - r * b) / c)
+    g = (
+        np.stack([-s0 / su * dZa, s0 / su * dZa - s1 / sw * dZb, s1 / sw * dZb], axis=1)
+        / Z[:, None]
+    )
+    per = np.sum(s2 * g**2, axis=1) * mmse
+    return per.mean(), per.std() / np.sqrt(n)
+
+
+@pytest.mark.parametrize("mmse", [1.0, 0.3])
+def test_bayes_hardmax_information_against_the_exact_region_probability(mmse):
+    tg = targets.Wishart(kappa0=0.5)
+    info = bayes.information(tasks.Hardmax(T=2), mmse, tg.Q0)
+    ref, err = _bvn_reference_dof(mmse, tg.Q0, 40_000, 0)
+    # the nested estimate's own error (inner rejection + outer QMC) plus 4 sigma of the MC
+    assert abs(info.dof - ref) < info.error * mmse + 4 * err
+
+
+@pytest.mark.slow
+def test_gamp_on_data_follows_the_state_evolution_iteration_by_iteration():
+    """Undamped renormalised GAMP at d = 200 (3 seeds) from the identity against the SE from
+    the same start, iterations 1-6 (the SE overshoots to 0.802 at t = 2, then settles at
+    0.773). Measured at d = 200 (4 seeds): gaps between -0.005 and +0.001, standard errors
+    0.001-0.003; the plateau gap shrinks like 1/d (-0.007 at d = 100). Tolerance: 4
+    standard errors over seeds plus 1/d (the finite-size offset, slope about -1)."""
+    task, tg = tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)
+    Q0, n_it, d = tg.Q0, 6, 200
+    y = np.array([np.arctanh(np.sqrt(0.5 / Q0)), np.log(0.3 / np.sqrt(Q0))])  # GAMP's start
+    se_traj = []
+    for _ in range(n_it):
+        y, _ = hse._map(task, tg, 0.5, y, (16384, 8, 0))
+        se_traj.append(np.tanh(y[0]))
+    runs = []
+    for seed in range(3):
+        k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
+        S0 = np.asarray(tg.sample(k1, d))
+        data = tasks.make_dataset(k2, task, S0, tasks.n_samples(0.5, d))
+
+        def cosine(S, S0=S0):
+            return np.sum(S * S0) / np.sqrt(np.sum(S**2) * np.sum(S0**2))
+
+        with pytest.warns(RuntimeWarning, match="residual"):
+            r = hardmax.gamp(task, data, Q0, max_iter=n_it, tol=1e-300, damping=0.0,
+                             v_init=0.3, observe=cosine)  # fmt: skip
+        runs.append(r.trace)
+    runs = np.array(runs)
+    gap = runs.mean(axis=0) - se_traj
+    sem = runs.std(axis=0, ddof=1) / np.sqrt(len(runs))
+    assert np.all(np.abs(gap) < 4 * sem + 1.0 / d), (gap, sem)
+
+
+@pytest.mark.slow
+def test_bayes_optimal_test_error_below_the_gamp_ray():
+    """No estimator beats Bayes: at alpha = 1 the Bayes-optimal test error (0.204 measured)
+    and the test error of the Bayes posterior mean's direction (0.294) are below that of
+    the GAMP ray (0.544); margins far beyond the QMC errors (a few %)."""
+    task, tg = tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)
+    ray = hardmax.solve(task, tg, 1.0, n_qmc=16384)
+    bo = bayes.solve(task, tg, 1.0)
+    assert bo.test_error < bo.test_error_plugin < ray.test_error
+    assert bo.mse < tg.Q0 * (1 - ray.gamma**2)  # the ray's error at its best scale
+
+
+@pytest.mark.parametrize("noise, mmse", [(0.0, 1.0), (0.1, 0.3)])
+def test_seq2lab_delta_channel_is_one_linear_measurement_at_small_beta(noise, mmse):
+    """At small beta the mean self-attention is linear in the pairs, r = 1/2 + (beta/8)
+    a.u with a = (1, -2, 1), so the delta channel is one linear measurement of u = h +
+    sqrt(Delta) xi: J mmse = a'Va / a'(V + Delta)a (1 without noise). Nonlinearity: O(beta^2)."""
+    task = tasks.Seq2Lab(T=2, beta=0.1, noise=noise)
+    info = bayes.information(task, mmse, 1.5, n_outer=1024, n_inner=8192)
+    V = np.array([2.0, 1.0, 2.0]) * mmse
+    a = np.array([1.0, -2.0, 1.0])
+    exact = a @ (V * a) / (a @ ((V + noise) * a))
+    assert abs(info.dof - exact) < 4 * info.error * mmse + 0.01
