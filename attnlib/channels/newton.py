@@ -21,7 +21,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from attnlib.channels.losses import _obj, grad_hess
+from attnlib.channels import small
+from attnlib.channels.losses import _obj, grad_hess_batch
 
 # step lengths along the (shifted) Newton direction, and along +- the most negative
 # curvature direction (in units of sqrt(max V)); the best candidate is taken.
@@ -50,8 +51,7 @@ def _cheap_candidates(task, b: Batch, P, F, G, H):
     N, K = P.shape
     dt = P.dtype
     nn, nc = len(_T_NEWTON), len(_T_CURV)
-    L = jnp.linalg.cholesky(H)
-    d = -jax.scipy.linalg.cho_solve((L, True), G[..., None])[..., 0]
+    d = -small.cho_solve(small.cholesky(H), G)
     obj = jax.vmap(functools.partial(_obj, task))
     c1 = P + d
     f1 = obj(Y, omega, V, c1)
@@ -133,10 +133,10 @@ def newton_step(task, b: Batch, P, F, tol):
     K = P.shape[1]
     invV = 1.0 / V
     eps_shift = 0.1 * jnp.min(invV, axis=-1)
-    G, H = jax.vmap(functools.partial(grad_hess, task))(Y, P)
+    G, H = grad_hess_batch(task, Y, P)
     G = G + (P - omega) * invV
     H = H + jax.vmap(jnp.diag)(invV)
-    Ls = jnp.linalg.cholesky(H - eps_shift[:, None, None] * jnp.eye(K, dtype=P.dtype))
+    Ls = small.cholesky(H - eps_shift[:, None, None] * jnp.eye(K, dtype=P.dtype))
     safe = jnp.all(jnp.isfinite(Ls), axis=(-1, -2))
     cands, fc = jax.lax.cond(
         jnp.all(safe),
