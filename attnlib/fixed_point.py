@@ -33,10 +33,9 @@ import jax.numpy as jnp
 
 from attnlib import _checks
 
-__all__ = [
-    "AndersonConfig", "FixedPoint", "anderson", "start", "advance", "result",
-    "CONVERGED", "MAX_ITER", "STALLED",
-]  # fmt: skip
+# start / advance / result (one evaluation at a time, for host-driven maps) are helpers
+# of attnlib.se, not exported: their arguments are the solver's own state
+__all__ = ["AndersonConfig", "FixedPoint", "anderson", "CONVERGED", "MAX_ITER", "STALLED"]
 
 CONVERGED, MAX_ITER, STALLED = 0, 1, 2
 

@@ -55,21 +55,22 @@ def _cheap_candidates(task, b: Batch, P, F, G, H):
     obj = jax.vmap(functools.partial(_obj, task))
     c1 = P + d
     f1 = obj(Y, omega, V, c1)
+    f_half = obj(Y, omega, V, P + 0.5 * d)
     pad_c = jnp.broadcast_to(P[:, None, :], (N, nn - 1 + 2 * nc, K))
     pad_f = jnp.full((N, nn - 1 + 2 * nc), jnp.inf, dtype=dt)
 
     def newton_ok(_):  # full Newton step, same basin: take it
         return jnp.concatenate([c1[:, None], pad_c], 1), jnp.concatenate([f1[:, None], pad_f], 1)
 
-    def line_search(_):
+    def line_search(_):  # the steps 1 and 1/2 are already evaluated: f1, f_half
         t_newton = jnp.asarray(_T_NEWTON, dtype=dt)
         cands = P[:, None, :] + t_newton[None, :, None] * d[:, None, :]
-        fc = _objv(task)(Y, omega, V, cands)
+        rest = _objv(task)(Y, omega, V, cands[:, 2:])
+        fc = jnp.concatenate([f1[:, None], f_half[:, None], rest], 1)
         return jnp.concatenate([cands, pad_c[:, nn - 1 :]], 1), jnp.concatenate(
             [fc, pad_f[:, nn - 1 :]], 1
         )
 
-    f_half = obj(Y, omega, V, P + 0.5 * d)
     slope = jnp.sum(G * d, axis=-1)
     full_ok = (f1 <= F + _ARMIJO * slope) & (f1 <= f_half) & (f_half < F)
     return jax.lax.cond(jnp.all(full_ok), newton_ok, line_search, None)
