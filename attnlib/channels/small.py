@@ -16,8 +16,9 @@ import jax.numpy as jnp
 
 __all__ = ["UNROLL_MAX_K", "cholesky", "cho_solve", "inv_diag"]
 
-UNROLL_MAX_K = 10
-"""Largest ``K`` written out entry by entry (``T <= 4``); larger ``K`` use LAPACK."""
+UNROLL_MAX_K = 3
+"""Largest ``K`` written out entry by entry (``T <= 2``); larger ``K`` use LAPACK (the
+unrolled programs of ``K = 6`` took 2-3 times longer to compile than they saved)."""
 
 
 def _factor(A):
