@@ -19,6 +19,9 @@ history, and gives up (status ``STALLED``) when the step length falls below
 ``min_step``. It stops when ``max |F(x) - x| < tol`` (status ``CONVERGED``) or after
 ``max_iter`` evaluations of ``F`` (status ``MAX_ITER``). It never raises: the caller
 reads the status and the residual.
+
+:func:`start`, :func:`advance` and :func:`result` are the same iteration one evaluation
+at a time, for a map that must be evaluated outside ``jax.jit`` (on the host).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import jax.numpy as jnp
 
 from attnlib import _checks
 
+# start / advance / result (one evaluation at a time, for host-driven maps) are helpers
+# of attnlib.se, not exported: their arguments are the solver's own state
 __all__ = ["AndersonConfig", "FixedPoint", "anderson", "CONVERGED", "MAX_ITER", "STALLED"]
 
 CONVERGED, MAX_ITER, STALLED = 0, 1, 2
@@ -149,6 +154,38 @@ def _check_args(F, x0, cfg):
         raise ValueError(f"x0 must be a non-empty vector (n,), got shape {shape}")
 
 
+def start(x0, aux0=None, config: AndersonConfig | None = None):
+    """The iteration's state before the first evaluation of ``F`` at ``x0`` (for a loop
+    driven from the host: ``state.x`` is the next point to evaluate; see :func:`advance`)."""
+    cfg = AndersonConfig() if config is None else config
+    x0 = jnp.asarray(x0, dtype=jnp.float64)
+    h0 = jnp.zeros((cfg.memory + 1, x0.shape[0]), dtype=x0.dtype)
+    return _State(
+        x0, aux0, h0, h0, jnp.asarray(0), jnp.asarray(1.0 - cfg.damping, x0.dtype),
+        jnp.asarray(False), x0, jnp.full_like(x0, jnp.nan), jnp.asarray(jnp.inf, x0.dtype),
+        jnp.asarray(0), jnp.asarray(-1),
+    )  # fmt: skip
+
+
+def advance(st, fx, aux, ok, config: AndersonConfig):
+    """The state after ``F(st.x) = (fx, aux, ok)``; ``st.status >= 0`` once finished
+    (traceable; ``config`` concrete). :func:`anderson` is ``start``, then ``advance``
+    in a ``lax.while_loop`` while ``status < 0``."""
+    cfg = config
+    ok = ok & jnp.all(jnp.isfinite(fx))
+    st = st._replace(it=st.it + 1)
+    st = jax.lax.cond(
+        ok, lambda s: _on_good(s, s.x, fx, aux, cfg), lambda s: _on_bad(s, s.x, aux, cfg), st
+    )
+    out_of_budget = (st.status < 0) & (st.it >= cfg.max_iter)
+    return st._replace(status=jnp.where(out_of_budget, MAX_ITER, st.status))
+
+
+def result(st) -> FixedPoint:
+    """:class:`FixedPoint` of a finished state."""
+    return FixedPoint(st.best_x, st.best_fx, st.aux, st.best_res, st.it, st.status)
+
+
 def anderson(F, x0, aux0=None, config: AndersonConfig | None = None) -> FixedPoint:
     """Damped Anderson iteration of ``F(x, aux) -> (F(x), aux', ok)`` from ``x0``.
 
@@ -157,24 +194,11 @@ def anderson(F, x0, aux0=None, config: AndersonConfig | None = None) -> FixedPoi
     """
     cfg = AndersonConfig() if config is None else config
     _check_args(F, x0, cfg)
-    x0 = jnp.asarray(x0, dtype=jnp.float64)
-    n = x0.shape[0]
-    h0 = jnp.zeros((cfg.memory + 1, n), dtype=x0.dtype)
-    st = _State(
-        x0, aux0, h0, h0, jnp.asarray(0), jnp.asarray(1.0 - cfg.damping, x0.dtype),
-        jnp.asarray(False), x0, jnp.full_like(x0, jnp.nan), jnp.asarray(jnp.inf, x0.dtype),
-        jnp.asarray(0), jnp.asarray(-1),
-    )  # fmt: skip
+    st = start(x0, aux0, cfg)
 
     def body(st):
         fx, aux, ok = F(st.x, st.aux)
-        ok = ok & jnp.all(jnp.isfinite(fx))
-        st = st._replace(it=st.it + 1)
-        st = jax.lax.cond(
-            ok, lambda s: _on_good(s, s.x, fx, aux, cfg), lambda s: _on_bad(s, s.x, aux, cfg), st
-        )
-        out_of_budget = (st.status < 0) & (st.it >= cfg.max_iter)
-        return st._replace(status=jnp.where(out_of_budget, MAX_ITER, st.status))
+        return advance(st, fx, aux, ok, cfg)
 
     st = jax.lax.while_loop(lambda s: s.status < 0, body, st)
-    return FixedPoint(st.best_x, st.best_fx, st.aux, st.best_res, st.it, st.status)
+    return result(st)

@@ -97,7 +97,7 @@ def main():
     r = times[0][1]
     print(
         f"SE warm point (alpha={ALPHA} from {0.32}): {point:.3f} s [{r.n_iter} maps] = "
-        f"{point / convex:.3f} convex runs (target <= 0.02)"
+        f"{point / convex:.3f} convex runs (target <= 0.02: ratio {point / convex / 0.02:.2f})"
     )
     alphas = np.linspace(0.05, 2.0, 40)
     curve, lc = _timed(se.learning_curve, task, target, alphas, LAM)

@@ -12,6 +12,7 @@ cache. The load average is printed (the machine may be shared).
 import os
 import time
 
+import jax
 import matplotlib
 
 matplotlib.use("Agg")
@@ -31,6 +32,8 @@ def timed(draw, settings):
 
 def main():
     print(f"load average at start: {os.getloadavg()}")
+    cache = jax.config.jax_compilation_cache_dir
+    print(f"JAX persistent compilation cache: {cache or 'off (set JAX_COMPILATION_CACHE_DIR)'}")
     cases = [
         ("erm (seq2seq T=2)", widgets.ERMExplorer, widgets.ERMSettings(), "alpha", 0.35),
         ("erm (linear T=1)", widgets.ERMExplorer, widgets.ERMSettings(task="linear", T=1),

@@ -191,3 +191,45 @@ def softmax_grad_hess(task, y, p):
     G = beta * jnp.einsum("ac,ack->k", gz, E)
     H = beta**2 * jnp.einsum("acd,ack,adl->kl", Hz, E, E)
     return G, 0.5 * (H + H.T)
+
+
+@functools.cache
+def _hessian_map(T: int) -> np.ndarray:
+    """``(T^3, K^2)`` 0/1 matrix ``M`` with ``M[(a, c, d), (k, l)] = E_ack E_adl``."""
+    E = _embedding(T).reshape(T, T, -1)
+    M = np.einsum("ack,adl->acdkl", E, E).reshape(T**3, -1)
+    M.setflags(write=False)
+    return M
+
+
+def _softmax_grad_hess_batch(task, Y, P):
+    """:func:`softmax_grad_hess` on a batch ``Y`` ``(N, T, T)``, ``P`` ``(N, K)`` written
+    with broadcasting and two matrix products (``J^T J = J^2``, ``J`` symmetric)."""
+    T, beta = task.T, task.beta
+    N, K = P.shape
+    E = jnp.asarray(_embedding(T), dtype=P.dtype)  # (T*T, K)
+    s = jax.nn.softmax(beta * (P @ E.T).reshape(N, T, T), axis=-1)
+    u = (Y - s) * s
+    ub = jnp.sum(u, axis=-1)
+    ss = s[..., :, None] * s[..., None, :]
+    eye = jnp.eye(T, dtype=P.dtype)
+    s2 = s * s
+    JJ = eye * s2[..., None, :] - s2[..., :, None] * s[..., None, :]
+    JJ = JJ - s[..., :, None] * s2[..., None, :] + jnp.sum(s2, -1)[..., None, None] * ss
+    us = u[..., :, None] * s[..., None, :]
+    M = eye * u[..., None, :] - us - us.swapaxes(-1, -2)
+    M = M + ub[..., None, None] * (2.0 * ss - eye * s[..., None, :])
+    Hz = 2.0 * JJ - 2.0 * M
+    gz = -2.0 * (u - ub[..., None] * s)
+    G = beta * (gz.reshape(N, T * T) @ E)
+    H = (beta**2) * (Hz.reshape(N, T**3) @ jnp.asarray(_hessian_map(T), P.dtype))
+    H = H.reshape(N, K, K)
+    return G, 0.5 * (H + H.swapaxes(-1, -2))
+
+
+def grad_hess_batch(task, Y, P):
+    """:func:`grad_hess` on a batch: ``Y`` ``(N, *out_shape)``, ``P`` ``(N, K)`` ->
+    ``(G (N, K), H (N, K, K))``; Seq2Seq without a per-sequence ``vmap``."""
+    if type(task) is _tasks.Seq2Seq:
+        return _softmax_grad_hess_batch(task, Y, P)
+    return jax.vmap(functools.partial(grad_hess, task))(Y, P)

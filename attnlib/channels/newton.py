@@ -21,7 +21,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from attnlib.channels.losses import _obj, grad_hess
+from attnlib.channels import small
+from attnlib.channels.losses import _obj, grad_hess_batch
 
 # step lengths along the (shifted) Newton direction, and along +- the most negative
 # curvature direction (in units of sqrt(max V)); the best candidate is taken.
@@ -50,26 +51,26 @@ def _cheap_candidates(task, b: Batch, P, F, G, H):
     N, K = P.shape
     dt = P.dtype
     nn, nc = len(_T_NEWTON), len(_T_CURV)
-    L = jnp.linalg.cholesky(H)
-    d = -jax.scipy.linalg.cho_solve((L, True), G[..., None])[..., 0]
+    d = -small.cho_solve(small.cholesky(H), G)
     obj = jax.vmap(functools.partial(_obj, task))
     c1 = P + d
     f1 = obj(Y, omega, V, c1)
+    f_half = obj(Y, omega, V, P + 0.5 * d)
     pad_c = jnp.broadcast_to(P[:, None, :], (N, nn - 1 + 2 * nc, K))
     pad_f = jnp.full((N, nn - 1 + 2 * nc), jnp.inf, dtype=dt)
 
     def newton_ok(_):  # full Newton step, same basin: take it
         return jnp.concatenate([c1[:, None], pad_c], 1), jnp.concatenate([f1[:, None], pad_f], 1)
 
-    def line_search(_):
+    def line_search(_):  # the steps 1 and 1/2 are already evaluated: f1, f_half
         t_newton = jnp.asarray(_T_NEWTON, dtype=dt)
         cands = P[:, None, :] + t_newton[None, :, None] * d[:, None, :]
-        fc = _objv(task)(Y, omega, V, cands)
+        rest = _objv(task)(Y, omega, V, cands[:, 2:])
+        fc = jnp.concatenate([f1[:, None], f_half[:, None], rest], 1)
         return jnp.concatenate([cands, pad_c[:, nn - 1 :]], 1), jnp.concatenate(
             [fc, pad_f[:, nn - 1 :]], 1
         )
 
-    f_half = obj(Y, omega, V, P + 0.5 * d)
     slope = jnp.sum(G * d, axis=-1)
     full_ok = (f1 <= F + _ARMIJO * slope) & (f1 <= f_half) & (f_half < F)
     return jax.lax.cond(jnp.all(full_ok), newton_ok, line_search, None)
@@ -133,10 +134,10 @@ def newton_step(task, b: Batch, P, F, tol):
     K = P.shape[1]
     invV = 1.0 / V
     eps_shift = 0.1 * jnp.min(invV, axis=-1)
-    G, H = jax.vmap(functools.partial(grad_hess, task))(Y, P)
+    G, H = grad_hess_batch(task, Y, P)
     G = G + (P - omega) * invV
     H = H + jax.vmap(jnp.diag)(invV)
-    Ls = jnp.linalg.cholesky(H - eps_shift[:, None, None] * jnp.eye(K, dtype=P.dtype))
+    Ls = small.cholesky(H - eps_shift[:, None, None] * jnp.eye(K, dtype=P.dtype))
     safe = jnp.all(jnp.isfinite(Ls), axis=(-1, -2))
     cands, fc = jax.lax.cond(
         jnp.all(safe),

@@ -25,11 +25,12 @@ import numpy as np
 
 from attnlib import tasks as _tasks
 from attnlib.channels import hardmax as _hardmax
+from attnlib.channels import small
 from attnlib.channels.losses import (
     OutputStep,
     _obj,
     check_args,
-    grad_hess,
+    grad_hess_batch,
     label_start,
     linear_step,
     loss_task,
@@ -130,17 +131,17 @@ def _newton_stages(task, b: Batch, st, tol, max_iter):
     return st, it
 
 
-def _finish_one(task, y, om, v, p):
-    G, H = grad_hess(task, y, p)
-    A = H + jnp.diag(1.0 / v)
-    Ainv = jnp.linalg.inv(A)
-    dg = (jnp.diagonal(Ainv) / v - 1.0) / v
+def _finish_batch(task, Y, omega, V, h):
+    G, H = grad_hess_batch(task, Y, h)
+    A = H + jax.vmap(jnp.diag)(1.0 / V)
+    inv_diag, pd = small.inv_diag(A)
+    dg = (inv_diag / V - 1.0) / V
     # strict local minimum with a small gradient (single entries of dg may be > 0)
-    grad = G + (p - om) / v
-    scale = 1.0 + jnp.max(jnp.abs(p - om) / v)
-    pd = jnp.all(jnp.isfinite(jnp.linalg.cholesky(A)))
-    ok = pd & (jnp.max(jnp.abs(grad)) <= 1e-7 * scale)
-    return (p, (p - om) / v, dg, pair_loss(task, y, p)), ok
+    grad = G + (h - omega) / V
+    scale = 1.0 + jnp.max(jnp.abs(h - omega) / V, axis=-1)
+    ok = pd & (jnp.max(jnp.abs(grad), axis=-1) <= 1e-7 * scale)
+    loss = pair_loss(task, Y, h)
+    return (h, (h - omega) / V, dg, loss), ok
 
 
 def finish(task: _tasks.Task, Y, omega, V, h):
@@ -168,7 +169,7 @@ def finish(task: _tasks.Task, Y, omega, V, h):
 @functools.partial(jax.jit, static_argnames=("task",))
 def _finish_jit(task, Y, omega, V, h):
     task = loss_task(task)
-    (h, g, dg, loss), ok = jax.vmap(functools.partial(_finish_one, task))(Y, omega, V, h)
+    (h, g, dg, loss), ok = _finish_batch(task, Y, omega, V, h)
     return OutputStep(h=h, g=g, dg=dg, loss=loss), ok
 
 

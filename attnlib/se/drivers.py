@@ -162,21 +162,65 @@ def _stack(results, penalty) -> LearningCurve:
     return LearningCurve(**fields)
 
 
+def _predict(prev, alpha, Q0):
+    """Warm start at ``alpha`` extrapolated linearly (secant) from the last two converged
+    points ``prev = [(alpha, WarmStart), ...]``: ``(m/Q0, log q, log v)`` and the prox
+    points; the last warm start where that is not possible or leaves the domain."""
+    if not prev:
+        return None
+    a1, w1 = prev[-1]
+    if len(prev) < 2:
+        return w1
+    a2, w2 = prev[-2]
+    t = (alpha - a1) / (a1 - a2) if a1 != a2 else 0.0
+    if not 0.0 < t <= _MAX_SECANT or w2.key != w1.key:
+        return w1
+    y1, y2 = (np.array([w.x[0] / Q0, math.log(w.x[1]), math.log(w.x[2])]) for w in (w1, w2))
+    y = y1 + t * (y1 - y2)
+    x = (y[0] * Q0, math.exp(y[1]), math.exp(y[2]))
+    if not (np.all(np.isfinite(x)) and x[0] ** 2 < 0.999 * x[1] * Q0):
+        return w1
+    prox = None
+    if w1.prox is not None and w2.prox is not None:
+        prox = w1.prox + t * (w1.prox - w2.prox)
+    return WarmStart(x, prox if prox is not None else w1.prox, w1.key)
+
+
+def _solve_quiet(task, target, point, init, kw):
+    """:func:`solve` that neither warns nor raises on non-convergence (the caller retries)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SEConvergenceWarning)
+        return solve(task, target, *point, init=init, **{**kw, "on_fail": "warn"})
+
+
+# secant predictions only for steps at most this many times the last one
+_MAX_SECANT = 3.0
+
+
 def learning_curve(
     task, target, alphas, lam: float, penalty: str = "nuclear", **kw
 ) -> LearningCurve:
     """:func:`solve` along ``alphas`` (in the given order), warm-starting each point from
-    the last converged one. ``init`` (optional) warm-starts the first point."""
+    the last converged ones (a secant prediction from the last two: order parameters and
+    prox points). ``init`` (optional) warm-starts the first point."""
     alphas = np.asarray(_checks.numeric_array("alphas", alphas, "biuf"), dtype=float).reshape(-1)
     ok = np.all(alphas >= ALPHA_MIN) and np.all(alphas <= _checks.MAX_ABS)  # False for NaN
     if alphas.size == 0 or not ok:
         raise ValueError(f"alphas must be a non-empty list of values in [1e-100, 1e100]: {alphas}")
+    _checks.choice("on_fail", kw.get("on_fail", "warn"), ("warn", "raise"))
     init = kw.pop("init", None)
-    results = []
+    results, prev = [], []
+    Q0 = float(target.Q0) if hasattr(target, "Q0") else 1.0
     for a in alphas:
-        r = solve(task, target, float(a), lam, penalty, init=init, **kw)
+        start = _predict(prev, float(a), Q0) if prev else init
+        r = _solve_quiet(task, target, (float(a), lam, penalty), start, kw)
+        if not r.converged and prev and start is not prev[-1][1]:  # without the secant
+            r = _solve_quiet(task, target, (float(a), lam, penalty), prev[-1][1], kw)
+        if not r.converged:
+            _report_failure(float(a), lam, penalty, r, kw.get("on_fail", "warn"))
         results.append(r)
-        init = r.warm if r.warm is not None else init
+        if r.warm is not None:
+            prev = [*prev[-1:], (float(a), r.warm)]
     return _stack(results, penalty)
 
 

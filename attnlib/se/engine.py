@@ -1,5 +1,11 @@
 """The state-evolution map and its fixed point, jitted (one compilation per task and penalty).
 
+Frobenius penalty: the whole iteration is one compiled ``lax.while_loop``. Nuclear
+penalty: the input side is numpy (:func:`attnlib.se.input.host_nuclear`), so the same
+iteration is driven from the host, one compiled output side and one compiled Anderson
+update per map (:func:`attnlib.fixed_point.advance`): no host callback in a compiled
+program, so that JAX's persistent compilation cache keeps them all.
+
 The unknowns are ``y = (m / Q0, log(q / Q0), log v)`` (comparable scales; ``q, v`` stay
 positive); the map is ``y -> output side -> input side -> y`` with the prox points of
 the output side carried along as warm starts. The fixed point is found by the generic
@@ -15,9 +21,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from attnlib import fixed_point
-from attnlib.se.input import input_arrays
+from attnlib.se.input import host_nuclear, input_arrays
 from attnlib.se.output import output_arrays
 
 __all__ = ["Data", "Settings", "to_y", "to_x", "se_map", "solve_fixed_point"]
@@ -56,11 +63,20 @@ def _conjugates(means):
     return jnp.stack([mean[2], mean[1], mean[0]])
 
 
-def se_map(task, penalty, data: Data, y, aux):
-    """One SE map ``y -> F(y)``: returns ``(F(y), aux', ok)``; ``aux = (prox, saw_zero,
-    means, image)`` with the output side's per-replicate means at ``y`` and the input
-    side's ``(m, q, v, rank_fraction)`` there (the metrics of a converged point)."""
-    prox, saw_zero = aux[0], aux[1]
+class _Half(NamedTuple):
+    """The output half of one map at ``y``: ``x``, its checks, the conjugates (``conj``,
+    replaced by a harmless value where the output side failed), prox points, means."""
+
+    x: jax.Array
+    in_domain: jax.Array
+    out_ok: jax.Array
+    conj: jax.Array
+    prox: jax.Array
+    means: jax.Array
+
+
+def _output_half(task, data: Data, y, aux) -> _Half:
+    prox = aux[0]
     Q0 = data.Q0
     x = to_x(y, Q0)
     bound = 0.999 * jnp.sqrt(x[1] * Q0)
@@ -70,33 +86,93 @@ def se_map(task, penalty, data: Data, y, aux):
     conj = _conjugates(out.means)
     out_ok = (conj[0] > 0) & (conj[2] > 0) & (conj[1] >= 0) & jnp.all(jnp.isfinite(conj))
     safe = jnp.where(out_ok, conj, jnp.array([1.0, 0.0, 1.0]))
-    inp = input_arrays(data.token, penalty, safe, data.lam, Q0)
-    zero = out_ok & (inp[3] == 0.0) & (inp[1] == 0.0)
+    new_prox = jnp.where(jnp.all(jnp.isfinite(out.prox)), out.prox, prox)
+    return _Half(x, in_domain, out_ok, safe, new_prox, out.means)
+
+
+def _input_half(half: _Half, inp, aux, Q0):
+    """``(F(y), aux', ok)`` from the output half and the input side's ``inp``."""
+    zero = half.out_ok & (inp[3] == 0.0) & (inp[1] == 0.0)
     fx = inp[:3]
     fx_ok = jnp.all(jnp.isfinite(fx)) & (fx[1] > 0) & (fx[2] > 0) & (fx[0] ** 2 < fx[1] * Q0)
-    ok = in_domain & out_ok & fx_ok
-    fy = to_y(jnp.where(fx_ok, fx, x), Q0)
-    new_prox = jnp.where(jnp.all(jnp.isfinite(out.prox)), out.prox, prox)
-    return fy, (new_prox, saw_zero | zero, out.means, inp), ok
+    ok = half.in_domain & half.out_ok & fx_ok
+    fy = to_y(jnp.where(fx_ok, fx, half.x), Q0)
+    return fy, (half.prox, aux[1] | zero, half.means, inp), ok
+
+
+def se_map(task, penalty, data: Data, y, aux):
+    """One SE map ``y -> F(y)``: returns ``(F(y), aux', ok)``; ``aux = (prox, saw_zero,
+    means, image)`` with the output side's per-replicate means at ``y`` and the input
+    side's ``(m, q, v, rank_fraction)`` there (the metrics of a converged point)."""
+    half = _output_half(task, data, y, aux)
+    inp = input_arrays(data.token, penalty, half.conj, data.lam, data.Q0)
+    return _input_half(half, inp, aux, data.Q0)
+
+
+def _config(settings: Settings, memory):
+    return fixed_point.AndersonConfig(
+        tol=settings.tol, max_iter=settings.max_iter, damping=settings.damping, memory=memory
+    )
+
+
+def _aux0(data: Data, prox0):
+    return (prox0, jnp.asarray(False), jnp.zeros((data.z.shape[0], 4)), jnp.zeros(4))
+
+
+def _finish(fp):
+    prox, saw_zero, means, image = fp.aux
+    return fp._replace(aux=(prox, means, image)), saw_zero
 
 
 @functools.partial(jax.jit, static_argnames=("task", "penalty", "memory"))
-def solve_fixed_point(task, penalty, memory, data: Data, settings: Settings, start):
-    """Anderson fixed point of :func:`se_map` from ``start = (y0, prox0)``.
-
-    Returns ``(FixedPoint, saw_zero)`` (see :func:`attnlib.fixed_point.anderson`); the
-    ``aux`` of the result is ``(prox, means, image)`` of the last evaluation.
-    """
-    cfg = fixed_point.AndersonConfig(
-        tol=settings.tol, max_iter=settings.max_iter, damping=settings.damping, memory=memory
-    )
+def _device_loop(task, penalty, memory, data: Data, settings: Settings, start):
+    """The whole iteration in one ``lax.while_loop`` (input side traceable)."""
     y0, prox0 = start
 
     def F(y, aux):
         return se_map(task, penalty, data, y, aux)
 
-    R = data.z.shape[0]
-    aux0 = (prox0, jnp.asarray(False), jnp.zeros((R, 4)), jnp.zeros(4))
-    fp = fixed_point.anderson(F, y0, aux0, cfg)
-    prox, saw_zero, means, image = fp.aux
-    return fp._replace(aux=(prox, means, image)), saw_zero
+    return _finish(fixed_point.anderson(F, y0, _aux0(data, prox0), _config(settings, memory)))
+
+
+@functools.partial(jax.jit, static_argnames=("task",))
+def _host_output(task, data: Data, st):
+    return _output_half(task, data, st.x, st.aux)
+
+
+@functools.partial(jax.jit, static_argnames=("memory",))
+def _host_advance(memory, data: Data, settings: Settings, st, half, inp):
+    fy, aux, ok = _input_half(half, inp, st.aux, data.Q0)
+    return fixed_point.advance(st, fy, aux, ok, _config(settings, memory))
+
+
+@functools.partial(jax.jit, static_argnames=("memory",))
+def _host_start(memory, data: Data, settings: Settings, start):
+    y0, prox0 = start
+    return fixed_point.start(y0, _aux0(data, prox0), _config(settings, memory))
+
+
+def _host_loop(task, memory, data: Data, settings: Settings, start):
+    """The same iteration driven from the host, two jitted calls per map around the
+    nuclear input side (numpy, :mod:`attnlib.rmt`): no host callback inside the
+    compiled programs, so that JAX's persistent compilation cache can keep them."""
+    st = _host_start(memory, data, settings, start)
+    while True:
+        half = _host_output(task, data, st)
+        inp = host_nuclear(data.token, np.asarray(half.conj), data.lam)
+        st = _host_advance(memory, data, settings, st, half, inp)
+        if int(st.status) >= 0:
+            return _finish(fixed_point.result(st))
+
+
+def solve_fixed_point(task, penalty, memory, data: Data, settings: Settings, start):
+    """Anderson fixed point of :func:`se_map` from ``start = (y0, prox0)``.
+
+    Returns ``(FixedPoint, saw_zero)`` (see :func:`attnlib.fixed_point.anderson`); the
+    ``aux`` of the result is ``(prox, means, image)`` of the last evaluation. The
+    Frobenius penalty runs in one compiled loop; the nuclear one from the host
+    (:func:`_host_loop`).
+    """
+    if penalty == "nuclear":
+        return _host_loop(task, memory, data, settings, start)
+    return _device_loop(task, penalty, memory, data, settings, start)

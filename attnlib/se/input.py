@@ -9,8 +9,10 @@ semicircle, :func:`attnlib.rmt.deformed_spectrum`) and ``h_R`` its Hilbert trans
 
 The Frobenius penalty is Gaussian and has closed forms (``int rho_R x^2 = Q0 + Delta``,
 ``int rho_R x h_R = 1/2``). The nuclear input side needs the free convolution, which is
-computed on the host (numpy); inside the jitted fixed point it is reached through
-``jax.pure_callback`` (:func:`input_arrays`).
+computed on the host (numpy, :func:`host_nuclear`): the nuclear fixed point is driven
+from the host (:mod:`attnlib.se.engine`), so that its compiled programs hold no host
+callback and JAX's persistent compilation cache keeps them; :func:`input_arrays` is a
+traceable version (through ``jax.pure_callback``) for use inside ``jax.jit``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import numpy as np
 from attnlib import _checks, rmt
 from attnlib.spectral_map import PENALTIES, SpectralMap
 
-__all__ = ["InputSide", "input_side", "input_arrays", "target_token"]
+__all__ = ["InputSide", "input_side", "input_arrays", "host_nuclear", "target_token"]
 
 
 class InputSide(NamedTuple):
@@ -91,8 +93,9 @@ def target_token(target) -> int:
     return tok
 
 
-def _host_nuclear(token, conj, lam):
-    """Host side of the callback: ``(m, q, v, rank_fraction)``; NaN where undefined."""
+def host_nuclear(token, conj, lam):
+    """Nuclear input side on the host from ``conj = (m_hat, q_hat, a_hat)``: ``(m, q, v,
+    rank_fraction)`` (float64 numpy array); NaN where undefined."""
     m_hat, q_hat, a_hat = (float(t) for t in np.asarray(conj))
     lam = float(lam)
     if not (m_hat > 0 and a_hat > 0 and q_hat >= 0 and np.isfinite(q_hat)):
@@ -114,4 +117,4 @@ def input_arrays(token, penalty, conj, lam, Q0):
         k = SpectralMap(m_hat / a_hat, lam / a_hat, "frobenius").slope
         return jnp.stack([k * Q0, k * k * (Q0 + Delta), k / (2.0 * m_hat), jnp.ones_like(k)])
     shape = jax.ShapeDtypeStruct((4,), jnp.float64)
-    return jax.pure_callback(_host_nuclear, shape, token, conj, lam)
+    return jax.pure_callback(host_nuclear, shape, token, conj, lam)

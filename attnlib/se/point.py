@@ -112,6 +112,24 @@ def origin(pb: Problem, lam):
     return o, i, bool(i.rank_fraction == 0.0 and i.q == 0.0)
 
 
+def image(pb: Problem, lam, x):
+    """``F(x)``: one map from ``x`` with cold-started prox points, as ``(m, q, v)``; None
+    where the map is undefined (a start inside the domain, wherever ``x`` was)."""
+    Q0 = float(pb.data.Q0)
+    xj = jnp.asarray(x, dtype=jnp.float64)
+    prox = jnp.zeros((pb.data.z.shape[0] * pb.data.z.shape[1], pb.task.n_pairs))
+    o = summarize(output_arrays(pb.task, pb.data.z, pb.data.alpha, Q0, xj, prox, mode="cold").means)
+    if not (o.a_hat > 0 and o.m_hat > 0 and math.isfinite(o.q_hat) and o.q_hat > 0):
+        return None
+    try:
+        i = input_side(pb.target, o.m_hat, o.q_hat, o.a_hat, lam, pb.penalty, Q0=Q0)
+    except (ValueError, FloatingPointError, ArithmeticError):
+        return None
+    fx = np.array([i.m, i.q, i.v])
+    ok = np.all(np.isfinite(fx)) and fx[1] > 0 and fx[2] > 0 and fx[0] ** 2 < fx[1] * Q0
+    return fx if ok else None
+
+
 def _rel_errors(o, te):
     vals = (o.a_hat, o.q_hat, o.m_hat, o.train_loss)
     rel = [se / max(abs(v), 1e-12) for se, v in zip(o.stderr, vals, strict=True)]

@@ -2,10 +2,12 @@
 
 In order, after a direct attempt of at most 100 maps: the zero phase (the input side
 thresholded everything: is ``S_hat = 0`` the fixed point?), a restart from the image of
-the origin, smaller starts where the map is undefined, the default start (when a warm
-start was given), continuation in ``lam`` (solve at ``lam 10^(k/2)`` for the smallest
-``k`` that converges, then walk back down to ``lam`` warm-starting each step), and
-heavier damping (0.8, then 0.95). Every accepted point passed the fixed-point test of
+the origin, a restart from the image of the start (one map: a point inside the domain
+``m^2 < q Q0``, which the iteration in ``(m/Q0, log q, log v)`` can leave on its way),
+smaller starts where the map is undefined, the default start (when a warm start was
+given), continuation in ``lam`` (solve at ``lam 10^(k/2)`` for the smallest ``k`` that
+converges, then walk back down to ``lam`` warm-starting each step), and heavier damping
+(0.8, then 0.95). Every accepted point passed the fixed-point test of
 :func:`attnlib.se.point.attempt`; if none does, the caller reports NaN.
 """
 
@@ -87,6 +89,9 @@ def _fallback_starts(pb, lam, a, x0, settings):
         image = np.array([i.m, i.q, i.v]) if i is not None else None
         if image is not None and _valid(image, Q0):
             starts.append((image, settings))
+    fx0 = point.image(pb, lam, x0) if a.n_iter > 1 else None
+    if fx0 is not None:  # the image of the start: inside the domain, often close
+        starts.append((fx0, settings))
     if a.n_iter <= 1:  # the map is undefined at the start: smaller m and v
         shrink = np.array([0.5, 1.0, 0.5])
         starts += [(np.asarray(x0) * shrink**k, settings) for k in (1, 2, 4, 8)]
