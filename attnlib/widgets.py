@@ -182,7 +182,8 @@ def erm_figure(settings: ERMSettings | None = None, fig=None):
 
     Left: train loss and test error against ``alpha`` on a grid of
     ``n_alpha`` points up to ``alpha_max``, the perfect-recovery threshold
-    (noise-free) or the interpolation threshold (noisy), and the selected
+    (noise-free) or the interpolation threshold (noisy; for the nuclear penalty its
+    noise-dominated limit ``1/(4 m_eff)``, a lower bound at finite noise), and the selected
     ``alpha``. Right: the limiting eigenvalue density of the learned ``S`` at
     the selected ``alpha`` (atom at zero in the title).
     """
@@ -201,9 +202,13 @@ def _draw_erm(s, task, target, curve, point, fig):
     if s.noise == 0.0 and s.penalty == "nuclear":
         plotting.mark_threshold(ax1, thresholds.perfect_recovery(task, target), r"$\alpha_{PR}$")
     elif s.noise > 0.0:
+        # Frobenius: exact at every noise level. Nuclear: the noise-dominated limit, a
+        # lower bound on the noise-dependent threshold (thresholds.interpolation_se takes
+        # minutes, too slow for a slider).
         a_int = thresholds.interpolation(task, penalty=s.penalty)
+        label = r"$\alpha_{interp}$" if s.penalty == "frobenius" else r"$\alpha_{interp}(\infty)$"
         if a_int > 0:
-            plotting.mark_threshold(ax1, a_int, r"$\alpha_{interp}$", color="C3")
+            plotting.mark_threshold(ax1, a_int, label, color="C3")
     ax1.axvline(s.alpha, color="0.7", linewidth=0.8)
     ax1.set_xlabel(r"$\alpha = n/d^2$")
     ax1.set_title(f"{task.name}, T={s.T}, $\\lambda$={s.lam:g}, {s.penalty}")
