@@ -27,7 +27,14 @@ import numpy as np
 from attnlib import _checks, rmt
 from attnlib.spectral_map import PENALTIES, SpectralMap
 
-__all__ = ["InputSide", "input_side", "input_arrays", "host_nuclear", "target_token"]
+__all__ = [
+    "InputSide",
+    "input_side",
+    "input_arrays",
+    "host_nuclear",
+    "target_token",
+    "token_target",
+]
 
 
 class InputSide(NamedTuple):
@@ -93,6 +100,11 @@ def target_token(target) -> int:
     return tok
 
 
+def token_target(token) -> object:
+    """The target named by ``token`` (:func:`target_token`); the host side of callbacks."""
+    return _TOKENS[int(token)]
+
+
 def host_nuclear(token, conj, lam):
     """Nuclear input side on the host from ``conj = (m_hat, q_hat, a_hat)``: ``(m, q, v,
     rank_fraction)`` (float64 numpy array); NaN where undefined."""
@@ -100,7 +112,7 @@ def host_nuclear(token, conj, lam):
     lam = float(lam)
     if not (m_hat > 0 and a_hat > 0 and q_hat >= 0 and np.isfinite(q_hat)):
         return np.full(4, np.nan)
-    target = _TOKENS[int(token)]
+    target = token_target(token)
     Delta, c, tau = q_hat / m_hat**2, m_hat / a_hat, lam / a_hat
     try:
         return np.asarray(_nuclear(target, Delta, c, tau, m_hat), dtype=np.float64)

@@ -7,7 +7,6 @@ with the input side of :mod:`attnlib.width.input` reached through ``jax.pure_cal
 
 from __future__ import annotations
 
-import collections
 import functools
 from typing import NamedTuple
 
@@ -17,6 +16,7 @@ import numpy as np
 
 from attnlib import fixed_point
 from attnlib.se.engine import Settings, to_x, to_y
+from attnlib.se.input import target_token, token_target
 from attnlib.se.output import output_arrays
 from attnlib.width.input import host_input
 
@@ -34,26 +34,14 @@ class Data(NamedTuple):
     token: jax.Array  # names the target for the input side's callback
 
 
-_TOKENS: collections.OrderedDict = collections.OrderedDict()
-_MAX_TOKENS = 32
-
-
 def token(target) -> int:
-    """A small integer naming ``target`` for the callback (bounded table, one compilation)."""
-    for tok, t in _TOKENS.items():
-        if t == target:
-            _TOKENS.move_to_end(tok)
-            return tok
-    tok = max(_TOKENS, default=-1) + 1
-    if len(_TOKENS) >= _MAX_TOKENS:
-        tok = next(iter(_TOKENS))
-        del _TOKENS[tok]
-    _TOKENS[tok] = target
-    return tok
+    """A small integer naming ``target`` for the callback (the state evolution's bounded
+    table, :func:`attnlib.se.input.target_token`: one compilation serves every target)."""
+    return target_token(target)
 
 
 def _host(tok, conj, lam, kappa):
-    return host_input(_TOKENS[int(tok)], conj, lam, kappa)
+    return host_input(token_target(tok), conj, lam, kappa)
 
 
 def _input(data: Data, conj):
