@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import tasks as _tasks
-from attnlib.se.qmc import qmc_normals
+from attnlib.bayes import nested
 
 __all__ = ["hardmax_information"]
 
@@ -38,15 +38,10 @@ __all__ = ["hardmax_information"]
 @functools.partial(jax.jit, static_argnames=("task", "chunk"))
 def _nested(task, z_out, z_in, mmse, Q0, chunk):
     K, T = task.n_pairs, task.T
-    s = jnp.sqrt(jnp.asarray(_tasks.pair_variances(T)))
-    sd_w, sd_v = s * jnp.sqrt(jnp.maximum(Q0 - mmse, 0.0)), s * jnp.sqrt(mmse)
-    sd_u = jnp.sqrt(sd_v**2 + task.noise)
+    sd_w, sd_v, sd_u = nested.scales(task, mmse, Q0)
 
     def one(z):
-        omega = sd_w * z[:K]
-        h = omega + sd_v * z[K : 2 * K]
-        u = h + jnp.sqrt(task.noise) * z[2 * K :] if task.noise > 0 else h
-        Y = task.output(_tasks.to_matrix(u, T))
+        omega, Y = nested.outer_sample(task, z, sd_w, sd_v)
         us = omega[None, :] + sd_u[None, :] * z_in
         hit = jnp.all(task.output(_tasks.to_matrix(us, T)) == Y[None], axis=(1, 2))
         n_hit = jnp.sum(hit)
@@ -67,10 +62,7 @@ def hardmax_information(task, mmse: float, Q0: float, n_outer: int, n_inner: int
         raise ValueError(f"task must be an attnlib.tasks.Hardmax, got {task!r}")
     if not mmse > 0.0:
         raise ValueError(f"mmse must be > 0 for the hardmax channel, got {mmse}")
-    K = task.n_pairs
-    dim = 3 * K if task.noise > 0 else 2 * K
-    z_out = jnp.asarray(qmc_normals(dim, n_outer, 1, seed)[0])
-    z_in = jnp.asarray(qmc_normals(K, n_inner, 1, seed + 1)[0])
+    z_out, z_in = nested.qmc_sets(task, n_outer, n_inner, seed)
     a, b, n_hit = _nested(task, z_out, z_in, jnp.float64(mmse), jnp.float64(Q0), 64)
     a, b, n_hit = np.asarray(a), np.asarray(b), np.asarray(n_hit)
     ok = n_hit > 0

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import tasks as _tasks
-from attnlib.se.qmc import qmc_normals
+from attnlib.bayes import nested
 
 __all__ = ["level_set_information"]
 
@@ -38,15 +38,10 @@ __all__ = ["level_set_information"]
 def _nested(task, z_out, z_in, scalars, chunk):
     mmse, Q0, eps = scalars[0], scalars[1], scalars[2]
     K, T = task.n_pairs, task.T
-    s = jnp.sqrt(jnp.asarray(_tasks.pair_variances(T)))
-    sd_w, sd_v = s * jnp.sqrt(jnp.maximum(Q0 - mmse, 0.0)), s * jnp.sqrt(mmse)
-    sd_u = jnp.sqrt(sd_v**2 + task.noise)
+    sd_w, sd_v, sd_u = nested.scales(task, mmse, Q0)
 
     def one(z):
-        omega = sd_w * z[:K]
-        h = omega + sd_v * z[K : 2 * K]
-        u = h + jnp.sqrt(task.noise) * z[2 * K :] if task.noise > 0 else h
-        y = task.output(_tasks.to_matrix(u, T))
+        omega, y = nested.outer_sample(task, z, sd_w, sd_v)
         us = omega[None, :] + sd_u[None, :] * z_in
         r = task.output(_tasks.to_matrix(us, T))
         w = jax.nn.softmax(-((y - r) ** 2) / (2 * eps**2))
@@ -78,10 +73,7 @@ def level_set_information(task, mmse, Q0, n_outer, n_inner, seed, *, eps_rel=0.0
         raise ValueError(f"task must be a Seq2Lab without noise or with logit noise: {task!r}")
     if not mmse > 0.0:
         raise ValueError(f"mmse must be > 0 for the seq2lab delta channel, got {mmse}")
-    K = task.n_pairs
-    dim = 3 * K if task.noise > 0 else 2 * K
-    z_out = jnp.asarray(qmc_normals(dim, n_outer, 1, seed)[0])
-    z_in = jnp.asarray(qmc_normals(K, n_inner, 1, seed + 1)[0])
+    z_out, z_in = nested.qmc_sets(task, n_outer, n_inner, seed)
     eps = eps_rel * float(_conditional_sd(task, z_out[:256], z_in, mmse, Q0))
     dofs, errs = [], []
     for e in (eps, 2 * eps):

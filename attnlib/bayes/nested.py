@@ -1,0 +1,45 @@
+r"""Pieces shared by the nested quasi-Monte Carlo channels (:mod:`attnlib.bayes.hardmax`,
+:mod:`attnlib.bayes.level_set`).
+
+Conventions of :mod:`attnlib.bayes.channels`: ``K`` pairs, ``sigma_ab^2 = 1 +
+delta_ab``; ``omega_ab ~ N(0, sigma_ab^2 (Q0 - mmse))``, given ``omega`` the target's
+pairs ``h_ab ~ N(omega_ab, V_ab)`` with ``V_ab = sigma_ab^2 mmse``, and the label is the
+task's output at ``u = h + sqrt(Delta) xi`` (logit noise ``Delta``; ``u = h`` without
+noise). Outer points ``z = (z_omega, z_h, z_xi)`` (``3 K`` normals with noise, ``2 K``
+without); inner points ``K`` normals for ``u ~ N(omega, V + Delta)`` given ``omega``.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from attnlib import tasks as _tasks
+from attnlib.se.qmc import qmc_normals
+
+__all__ = ["scales", "outer_sample", "qmc_sets"]
+
+
+def scales(task, mmse, Q0):
+    """Per-pair standard deviations ``(sd_omega, sd_h, sd_u)``, each ``(K,)``: of
+    ``omega``, of ``h`` given ``omega``, and of ``u`` given ``omega``."""
+    s = jnp.sqrt(jnp.asarray(_tasks.pair_variances(task.T)))
+    sd_w, sd_v = s * jnp.sqrt(jnp.maximum(Q0 - mmse, 0.0)), s * jnp.sqrt(mmse)
+    return sd_w, sd_v, jnp.sqrt(sd_v**2 + task.noise)
+
+
+def outer_sample(task, z, sd_w, sd_v):
+    """``(omega, label)`` of one outer point ``z`` (``(K,)`` and the task's output)."""
+    K = task.n_pairs
+    omega = sd_w * z[:K]
+    h = omega + sd_v * z[K : 2 * K]
+    u = h + jnp.sqrt(task.noise) * z[2 * K :] if task.noise > 0 else h
+    return omega, task.output(_tasks.to_matrix(u, task.T))
+
+
+def qmc_sets(task, n_outer: int, n_inner: int, seed: int):
+    """Outer ``(n_outer, 2K or 3K)`` and inner ``(n_inner, K)`` scrambled Sobol normals."""
+    K = task.n_pairs
+    dim = 3 * K if task.noise > 0 else 2 * K
+    z_out = jnp.asarray(qmc_normals(dim, n_outer, 1, seed)[0])
+    z_in = jnp.asarray(qmc_normals(K, n_inner, 1, seed + 1)[0])
+    return z_out, z_in
