@@ -44,7 +44,7 @@ import numpy as np
 from attnlib import _checks, channels
 from attnlib import tasks as _tasks
 from attnlib.se import input_side, qmc_normals, test_error_from_overlaps
-from attnlib.se.output import labels, noise_dim
+from attnlib.se.output import noise_dim, pairs
 
 __all__ = ["HardmaxSE", "output_side", "solve"]
 
@@ -91,18 +91,14 @@ class HardmaxSE(NamedTuple):
 
 @functools.partial(jax.jit, static_argnames=("task",))
 def _output_jit(task, z, alpha, Q0, x):
-    m, q, v = x[0], x[1], x[2]
+    m, q = x[0], x[1]
     R, N, _ = z.shape
     K = task.n_pairs
     zf = z.reshape(R * N, -1)
     s2 = jnp.asarray(_tasks.pair_variances(task.T), dtype=jnp.float64)
     s = jnp.sqrt(s2)
-    u1, u2, u3 = zf[:, :K], zf[:, K : 2 * K], zf[:, 2 * K :]
-    csd = jnp.sqrt(jnp.maximum(Q0 - m * m / q, 1e-300))
-    omega = s * jnp.sqrt(q) * u2
-    h0 = (m / q) * omega + s * csd * u1
-    Y, _ = labels(task, h0, u3)
-    V = jnp.broadcast_to(s2 * v, omega.shape)
+    u1 = zf[:, :K]
+    Y, omega, _, V, csd, h0 = pairs(task, zf, Q0, x)
     out = channels.hardmax._projection(task, Y, omega, V)
     per = jnp.stack(
         [

@@ -105,7 +105,22 @@ def _linear_means(task, alpha, Q0, x, n_rep):
     return jnp.broadcast_to(jnp.stack([a_hat, q_hat, a_hat, train]), (n_rep, 4))
 
 
-def _pairs(task, z, Q0, x):
+class Pairs(NamedTuple):
+    """The output side's Gaussian pairs on QMC points ``z`` ``(n, 2K + noise_dim)``:
+    labels ``Y``, ``omega`` ``(n, K)``, the prox starts ``lab`` (noisy logits or ``h0``),
+    variances ``V = sigma^2 v``, the conditional sd ``csd = sqrt(Q0 - m^2/q)`` and the
+    target pairs ``h0``."""
+
+    Y: jax.Array
+    omega: jax.Array
+    lab: jax.Array
+    V: jax.Array
+    csd: jax.Array
+    h0: jax.Array
+
+
+def pairs(task, z, Q0, x) -> Pairs:
+    """:class:`Pairs` at ``x = (m, q, v)`` (traceable; see the module docstring)."""
     K = task.n_pairs
     s2, s = _sigmas(task)
     m, q, v = x[0], x[1], x[2]
@@ -115,7 +130,7 @@ def _pairs(task, z, Q0, x):
     h0 = (m / q) * omega + s * csd * u1
     Y, lab = labels(task, h0, u3)
     V = jnp.broadcast_to(s2 * v, omega.shape)
-    return Y, omega, lab, V, csd
+    return Pairs(Y, omega, lab, V, csd, h0)
 
 
 def _solve_prox(task, Y, omega, V, starts, prox, *, mode):
@@ -150,7 +165,7 @@ def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
         return OutputArrays(means, prox, jnp.zeros(prox.shape[0]), jnp.asarray(0))
     K = task.n_pairs
     zf = z.reshape(R * N, -1)
-    Y, omega, lab, V, csd = _pairs(task, zf, Q0, x)
+    Y, omega, lab, V, csd, _ = pairs(task, zf, Q0, x)
     starts = jnp.stack([omega, lab], axis=1)
     h, obj, n_better = _solve_prox(task, Y, omega, V, starts, prox, mode=mode)
     out, _ = channels.finish(task, Y, omega, V, h)
