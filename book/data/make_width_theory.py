@@ -18,9 +18,12 @@ Parts and files (``book/data/``):
   Wishart ``kappa0 = 1/2``, ``alpha = 0.3``, ``lam = 0.1``): the rank-constrained state
   evolution on a grid of widths. -> ``width_theory.npz``
 - ``interp``  interpolation against the width (linear task ``T = 1``, ``Delta = 0.25``):
-  Adam on ``W`` at ``lam -> 0`` on ``n = ratio * dim`` sequences around the counting
-  bound ``dim = p d - p (p - 1) / 2`` (no rank-``p`` student fits more noisy
-  equations); the rank-constrained state evolution does not describe this regime
+  Adam on ``W`` at ``lam -> 0`` on ``n = rel * n_pred`` sequences around the smaller
+  of two upper bounds on what a width-``kappa`` student can fit,
+  ``n_pred = min(dim, alpha_interp d^2)``: the counting bound ``dim = p d - p (p - 1)
+  / 2`` (no rank-``p`` student fits more noisy equations) and the convex threshold
+  ``alpha_interp`` of the unconstrained PSD problem (``interp_thresholds.json``);
+  the rank-constrained state evolution does not describe this regime
   (:mod:`attnlib.width`). -> ``width_interp.npz``
 - ``adam``    Adam on ``W`` at widths below ``kappa_star`` and the convex solver, at
   several ``d`` and seeds (the finite-size check of ``theory``). -> ``width_adam.npz``
@@ -39,6 +42,7 @@ if __package__ in (None, ""):  # run as a file: make `data` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import functools
+import json
 import math
 import warnings
 
@@ -54,13 +58,12 @@ KAPPA0 = 0.5
 NOISE = 0.25
 ALPHA, LAM = 0.3, 0.1  # the chapter's minimal-width point
 RANK_CUTOFF = 1e-3  # an eigenvalue of Adam's S counts if > RANK_CUTOFF * the largest one
-CONVEX_INTERP = 0.323975  # convex alpha_interp, linear T=1, Delta 0.25 (interp_thresholds.json)
 
 FULL = {
     "kappas": [0.04, 0.06, 0.08, 0.1, 0.125, 0.15, 0.175, 0.2, 0.225, 0.25]
     + [0.275, 0.3, 0.325, 0.35, 0.375, 0.39, 0.4],
-    "interp_kappas": [0.1, 0.2, 0.3, 0.5],
-    "interp_ratios": [0.7, 0.85, 0.95, 1.05, 1.15, 1.3],
+    "interp_kappas": [0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0],
+    "interp_rels": [0.8, 0.9, 0.95, 1.05, 1.1, 1.2],
     "interp_d": 40,
     "interp_seeds": 3,
     "interp_steps": 20000,
@@ -73,13 +76,13 @@ FULL = {
 QUICK = {
     **FULL,
     "kappas": [0.1, 0.3],
-    "interp_kappas": [0.2],
-    "interp_ratios": [0.85, 1.15],
+    "interp_kappas": [0.2, 0.7],
+    "interp_rels": [0.85, 1.15],
     "interp_d": 16,
     "interp_seeds": 1,
-    "interp_steps": 2000,
+    "interp_steps": 8000,
     "adam_kappas": [0.2],
-    "adam_ds": [20],
+    "adam_ds": [16, 24],
     "seeds": 2,
     "adam_steps": 1000,
     "n_test": 2000,
@@ -160,12 +163,26 @@ def rank_manifold_dim(d: int, p: int) -> int:
     return p * d - p * (p - 1) // 2
 
 
-def interp_point(*, kappa: float, ratio: float, d: int, steps: int, seed: int) -> dict:
-    """Adam on ``W`` (``p = round(kappa d)``, ``lam_W = 1e-5``) on ``n = ratio * dim``
-    noisy linear sequences (``dim``: :func:`rank_manifold_dim`); the train loss per
-    sequence (0 where the data are interpolated)."""
+def convex_interp() -> float:
+    """The convex ``alpha_interp`` of the linear task at ``Delta = 0.25`` (computed by
+    ``data/make_interp_thresholds.py`` with :func:`attnlib.thresholds.interpolation_se`)."""
+    points = json.loads((Path(__file__).parent / "interp_thresholds.json").read_text())
+    (p,) = [q for q in points["points"] if q["task"] == "linear" and q["noise"] == NOISE]
+    return float(p["alpha"])
+
+
+def predicted_n(d: int, p: int) -> float:
+    """``min(dim, alpha_interp d^2)``: the smaller upper bound on the number of noisy
+    sequences a rank-``p`` student fits (``dim``: :func:`rank_manifold_dim`)."""
+    return min(rank_manifold_dim(d, p), convex_interp() * d * d)
+
+
+def interp_point(*, kappa: float, rel: float, d: int, steps: int, seed: int) -> dict:
+    """Adam on ``W`` (``p = round(kappa d)``, ``lam_W = 1e-5``) on ``n = rel * n_pred``
+    noisy linear sequences (:func:`predicted_n`); the train loss per sequence (0 where
+    the data are interpolated)."""
     p = max(1, round(kappa * d))
-    n = max(1, round(ratio * rank_manifold_dim(d, p)))
+    n = max(1, round(rel * predicted_n(d, p)))
     k_s, k_x, k_i = jax.random.split(C.key_for(SEED, 7, d, seed), 3)
     task = linear_task()
     S0 = targets.Wishart(KAPPA0).sample(k_s, d)
@@ -176,7 +193,7 @@ def interp_point(*, kappa: float, ratio: float, d: int, steps: int, seed: int) -
 
 def grid_interp(cfg) -> sweep.Grid:
     pts = sweep.product(
-        kappa=cfg["interp_kappas"], ratio=cfg["interp_ratios"], d=cfg["interp_d"],
+        kappa=cfg["interp_kappas"], rel=cfg["interp_rels"], d=cfg["interp_d"],
         steps=cfg["interp_steps"],
     )  # fmt: skip
     return sweep.Grid(interp_point, pts, seeds=cfg["interp_seeds"])
@@ -256,17 +273,19 @@ def arrays_theory(cfg, run) -> dict:
 
 def arrays_interp(cfg, run) -> dict:
     t = run(grid_interp(cfg))
-    kappas, ratios = cfg["interp_kappas"], cfg["interp_ratios"]
-    axes = {"kappa": kappas, "ratio": ratios, "seed": range(cfg["interp_seeds"])}
+    kappas, rels = cfg["interp_kappas"], cfg["interp_rels"]
+    axes = {"kappa": kappas, "rel": rels, "seed": range(cfg["interp_seeds"])}
     d = cfg["interp_d"]
+    ps = [max(1, round(k * d)) for k in kappas]
     return {
         "kappa": np.array(kappas),
-        "ratio": np.array(ratios),
+        "rel": np.array(rels),
         "d": d,
-        "train_loss": sweep.pivot(t, "train_loss", axes),  # (kappa, ratio, seed)
-        "alpha": sweep.pivot(t, "alpha", axes)[..., 0],  # (kappa, ratio)
-        "counting": np.array([k - k * k / 2 for k in kappas]),
-        "convex_interp": CONVEX_INTERP,
+        "train_loss": sweep.pivot(t, "train_loss", axes),  # (kappa, rel, seed)
+        "alpha": sweep.pivot(t, "alpha", axes)[..., 0],  # (kappa, rel)
+        "counting": np.array([width.counting_bound(linear_task(), k) for k in kappas]),
+        "counting_d": np.array([rank_manifold_dim(d, p) / d**2 for p in ps]),
+        "convex_interp": convex_interp(),
     }
 
 
