@@ -72,11 +72,11 @@ FULL = {
     "bayes_outer": [2048, 8192],  # two QMC sizes: their difference shows the integration error
     "gamp_alphas": [0.25, 0.5, 1.0, 2.0],
     "gamp_ds": [100, 150, 200],
-    "seeds": 4,
+    "seeds": 8,
     "n_test": 20000,
 }
 QUICK = {
-    "alphas": [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0],
+    "alphas": [0.1, 0.25, 0.5, 1.0, 2.0, 8.0],
     "ray_qmc": 8192,
     "ray_tol": 1e-2,
     "ray_seeds": 1,
