@@ -81,8 +81,9 @@ QUICK = {
     "ray_tol": 1e-2,
     "ray_seeds": 1,
     "bayes_alphas": [0.25, 1.0, 4.0],
-    "bayes_outer": [512],
-    "gamp_alphas": [0.5, 2.0],
+    "bayes_outer": [256],
+    "bayes_inner": 512,  # (the full grid: BayesConfig's default 2048)
+    "gamp_alphas": [0.5],
     "gamp_ds": [40],
     "seeds": 2,
     "n_test": 4000,
@@ -133,13 +134,13 @@ def se_iterates(*, alpha: float, n_qmc: int, n_iter: int, seed: int) -> dict:
     return row
 
 
-def bayes_point(*, alpha: float, n_outer: int) -> dict:
-    """The Bayes-optimal fixed point at ``alpha`` with ``n_outer`` outer QMC points of the
-    channel integral (inner points and test-error points: the defaults of
+def bayes_point(*, alpha: float, n_outer: int, n_inner: int = 2048) -> dict:
+    """The Bayes-optimal fixed point at ``alpha`` with ``n_outer`` outer and ``n_inner``
+    inner QMC points of the channel integral (test-error points: the default of
     :class:`attnlib.bayes.BayesConfig`); test errors with noise-free labels. ``residual``:
     relative fixed-point residual (the QMC channel is piecewise constant in ``mmse``, so
     Brent stops at a jump: a few ``1e-3``)."""
-    cfg = bayes.BayesConfig(n_outer=n_outer, check_unique=False)
+    cfg = bayes.BayesConfig(n_outer=n_outer, n_inner=n_inner, check_unique=False)
     r, _ = C.quiet(bayes.solve, task(), target(), alpha, cfg)
     return {
         "residual": r.residual,
@@ -156,7 +157,11 @@ def grids_theory(cfg) -> tuple[sweep.Grid, sweep.Grid, sweep.Grid]:
         seeds=cfg["ray_seeds"],
         chain="alpha",
     )  # fmt: skip
-    bo = sweep.Grid(bayes_point, {"n_outer": cfg["bayes_outer"], "alpha": cfg["bayes_alphas"]})
+    bo_axes = {"n_outer": cfg["bayes_outer"], "alpha": cfg["bayes_alphas"]}
+    bo = sweep.Grid(
+        bayes_point,
+        {**bo_axes, **({"n_inner": cfg["bayes_inner"]} if "bayes_inner" in cfg else {})},
+    )
     it = sweep.Grid(
         se_iterates, {"alpha": ITER_ALPHA, "n_qmc": cfg["ray_qmc"], "n_iter": N_ITER},
         seeds=cfg["ray_seeds"],
