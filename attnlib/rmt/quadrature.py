@@ -15,7 +15,7 @@ import numpy as np
 
 from attnlib import _checks
 from attnlib.rmt.curve import _curve, _solve_y, _u_at_x
-from attnlib.rmt.law import _TINY, _Law
+from attnlib.rmt.law import _TINY
 from attnlib.rmt.support import _Components, _components, _prepare
 
 
