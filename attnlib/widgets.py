@@ -78,6 +78,12 @@ class BoundedCache:
         return len(self._data)
 
 
+def _layout(fig):
+    """Fixed margins for the explorers' two-panel figures (10 x 3.6 inches): unlike
+    ``tight_layout`` they need no text measurement, which took about a third of an update."""
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.14, top=0.9, wspace=0.25)
+
+
 def _quiet(fun, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", se.SEConvergenceWarning)
@@ -221,7 +227,7 @@ def _draw_erm(s, task, target, curve, point, fig):
         ax2.plot(law.y, law.density, color="C2")
         ax2.fill_between(law.y, law.density, alpha=0.3, color="C2")
         ax2.set_title(f"$\\alpha$={s.alpha:g}: atom at 0 = {law.atom_at_zero:.2f}")
-    fig.tight_layout()
+    _layout(fig)
     return fig
 
 
@@ -285,6 +291,7 @@ def _draw_spectrum(s, task, target, point, fig):
         if o.learned:
             ax1.axvline(o.position, color="C1", label=f"outlier, overlap$^2$={o.overlap2:.2f}")
     ax1.set_xlabel("eigenvalue of learned $S$")
+    ax1.set_ylabel("density")
     ax1.set_title(
         f"$\\alpha$={s.alpha:g}, $\\lambda$={s.lam:g}: atom at 0 = {law.atom_at_zero:.2f}"
     )
@@ -292,7 +299,8 @@ def _draw_spectrum(s, task, target, point, fig):
     names = ["over", "under", "approx", "mismatch"]
     ax2.bar(names, parts.parts(), color=["C3", "C4", "C2", "C5"])
     ax2.set_title(f"test error {parts.e_test:.3f}")
-    fig.tight_layout()
+    ax2.set_ylabel("part of the test error")
+    _layout(fig)
     return fig
 
 
@@ -362,7 +370,7 @@ def _draw_scaling(s, curve, fig):
     ax2.set_xscale("log")
     ax2.set_xlabel(r"$\alpha$")
     ax2.set_ylabel("recovered modes")
-    fig.tight_layout()
+    _layout(fig)
     return fig
 
 
