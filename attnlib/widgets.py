@@ -21,6 +21,7 @@ without it the figures work and building a widget raises ``ImportError``.
 from __future__ import annotations
 
 import collections
+import math
 import warnings
 from typing import NamedTuple
 
@@ -73,6 +74,10 @@ class BoundedCache:
         while len(self._data) > self.maxsize:
             self._data.popitem(last=False)
         return value
+
+    def items(self):
+        """``(key, value)`` pairs, least recently used first (the order is not changed)."""
+        return list(self._data.items())
 
     def __len__(self):
         return len(self._data)
@@ -322,7 +327,12 @@ class ScalingSettings(NamedTuple):
 
 
 class ScalingExplorer:
-    """Chapter 5's explorer: excess risk and recovered modes of a power-law target."""
+    """Chapter 5's explorer: excess risk and recovered modes of a power-law target.
+
+    Its cache keeps each curve with its state-evolution points; a curve at a new ``lam``
+    (same target, noise and ``alpha`` grid as a cached one) starts every ``alpha`` from
+    the cached point at the nearest ``lam`` (:func:`_lam_starts`).
+    """
 
     def __init__(self, settings: ScalingSettings | None = None, cache_size: int = 16):
         self.settings = _settings(ScalingSettings, settings)
@@ -334,13 +344,29 @@ class ScalingExplorer:
         found = self.curves.get(key)
         if found is None:
             target = scaling.PowerLawModes(gamma=s.gamma, n_modes=s.n_modes)
+            points = []
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", se.SEConvergenceWarning)
-                found = scaling.excess_risk_curve(
-                    _tasks.Linear(T=1, noise=s.noise), target, np.asarray(alphas), s.lam
-                )
-            self.curves.put(key, found)
-        return found
+                curve = scaling.excess_risk_curve(
+                    _tasks.Linear(T=1, noise=s.noise), target, np.asarray(alphas), s.lam,
+                    progress=lambda i, a, r: points.append(r), starts=self._starts(key),
+                )  # fmt: skip
+            found = self.curves.put(key, (curve, points))
+        return found[0]
+
+    def _starts(self, key):
+        """Warm starts from the cached curve of the same target, noise and grid at the
+        ``lam`` nearest to ``key``'s (``None`` if there is none)."""
+        lam = key[2]
+        near = [
+            (abs(math.log(k[2] / lam)), k[2], points)
+            for k, (_, points) in self.curves.items()
+            if k[:2] == key[:2] and k[3:] == key[3:] and k[2] > 0 and lam > 0
+        ]
+        if not near:
+            return None
+        _, lam_near, points = min(near, key=lambda t: t[0])
+        return _lam_starts(points, lam_near, lam)
 
     def figure(self, settings: ScalingSettings | None = None, fig=None):
         """:func:`scaling_figure` with this explorer's cache."""
@@ -372,6 +398,25 @@ def _draw_scaling(s, curve, fig):
     ax2.set_ylabel("recovered modes")
     _layout(fig)
     return fig
+
+
+def _lam_starts(points, lam_from, lam_to):
+    """Warm starts at ``lam_to`` from SE points at ``lam_from`` (one per alpha, or None).
+
+    Only where the learned matrix is not full rank (``rank_fraction < 0.999``): there
+    ``v`` scales like ``1 / lam`` (``v = int rho_R f h_R / m_hat``, ``f = (c x - tau)_+``,
+    ``tau = lam / a_hat``; measured ratio 0.49-0.51 when ``lam`` doubles) and the start
+    ``(m, q, v lam_from / lam_to)`` saves a third of the maps. Full-rank points are
+    continued along ``alpha`` instead: from a start at another ``lam`` the SE's stopping
+    test (on ``m, log q, log v``) accepted points whose ``Delta_eff`` was off by 13 %
+    (alpha 2, lam 0.01 -> 0.02) up to a factor 23 (alpha 1.3, lam 0.01 -> 0.001), where
+    the excess risk is below 1e-4 ``Q0``. ``None`` also where a point did not converge.
+    """
+    starts = []
+    for r in points:
+        good = r.converged and r.q > 0 and r.v > 0 and r.rank_fraction < 0.999
+        starts.append((r.m, r.q, r.v * lam_from / lam_to) if good else None)
+    return starts
 
 
 # ----------------------------------------------------------------------------
