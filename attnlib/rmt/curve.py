@@ -10,6 +10,28 @@ import numpy as np
 from attnlib.rmt.law import _F0, _G, _TINY, _F_Fy, _G_real, _Law
 from attnlib.rmt.roots import _bracketed_newton
 
+# |1/F - Delta| at this multiple of eps Delta is rounding: y is then the root to float64
+_ROUND = 4.0 * np.finfo(float).eps
+
+
+def _lower_y(law: _Law, u, Delta):
+    """Cold start of the ``y = v(u)^2`` iteration below the root, where Newton's method on
+    the concave increasing ``1/F - Delta`` increases monotonically to it (no overshoot
+    into the bisection). For an atomic ``mu`` the largest of three lower bounds: one
+    Newton step from ``y = 0``, ``Delta - int mu(dt) (u - t)^2`` (Jensen) and
+    ``max_t (mu_t Delta - (u - t)^2)`` (one atom); ``Delta / 2`` where none is positive
+    and for the Wishart law."""
+    y = np.full(u.shape, 0.5 * Delta)
+    if law.kind != "atoms" or u.size * law.atoms.size > (1 << 21):
+        return y
+    d2 = np.subtract.outer(u, law.atoms) ** 2
+    r2 = 1.0 / d2  # inf on an atom: then the one-atom bound decides
+    F0 = r2 @ law.weights
+    step = (Delta * F0 - 1.0) * F0 / ((r2 * r2) @ law.weights)
+    low = np.maximum(Delta - d2 @ law.weights, np.max(law.weights * Delta - d2, axis=1))
+    low = np.maximum(low, np.where(np.isfinite(step), step, 0.0))
+    return np.where(low > 0, np.minimum(low, Delta), y)
+
 
 def _solve_y(law: _Law, u, Delta, y0=None, rtol=1e-14, maxiter=100):
     """``y = v(u)^2``: the root of ``1/F(u, y) = Delta`` (0 where ``F(u, 0) <= 1/Delta``).
@@ -25,7 +47,7 @@ def _solve_y(law: _Law, u, Delta, y0=None, rtol=1e-14, maxiter=100):
         if idx.size == 0:
             return y
         ua, lo, hi = u.ravel()[idx], np.zeros(idx.size), np.full(idx.size, float(Delta))
-        ya = np.full(idx.size, 0.5 * Delta)
+        ya = _lower_y(law, ua, Delta) if y0 is None else np.full(idx.size, 0.5 * Delta)
         if y0 is not None:
             g = np.asarray(y0, dtype=float).ravel()[idx]
             ok = np.isfinite(g) & (g > 0)
@@ -42,7 +64,7 @@ def _solve_y(law: _Law, u, Delta, y0=None, rtol=1e-14, maxiter=100):
             bad = ~((yn > lo) & (yn < hi))
             if bad.any():
                 yn = np.where(bad, np.sqrt(np.maximum(lo, 1e-12 * hi) * hi), yn)
-            zero = chi == 0
+            zero = np.abs(chi) <= _ROUND * Delta  # the root is as exact as float64 allows
             done = (np.abs(yn - ya) <= rtol * ya) | zero | (hi - lo <= rtol * hi)
             ya = np.where(zero, ya, yn)
             if done.all():
