@@ -14,8 +14,9 @@ the state-evolution results it has computed, and has two faces:
   nearest cached point (order parameters and prox points), while changing the task or
   target computes a new learning curve (kept in the cache, least recently used out).
 
-There is no module-level state. ``ipywidgets`` is optional (the ``book`` extra):
-without it the figures work and building a widget raises ``ImportError``.
+There is no module-level state. The sliders are built by :mod:`attnlib.sliders`;
+``ipywidgets`` is optional (the ``book`` extra): without it the figures work and
+building a widget raises ``ImportError``.
 """
 
 from __future__ import annotations
@@ -28,16 +29,10 @@ from typing import NamedTuple
 import matplotlib.pyplot as plt
 import numpy as np
 
-try:  # optional: the figures work without it, the sliders need it (the "book" extra)
-    import ipywidgets
-    from IPython.display import display as _display
-except ImportError:  # pragma: no cover
-    ipywidgets = _display = None
-
-from attnlib import _checks, plotting, scaling, se, spectrum, targets, thresholds
+from attnlib import _checks, plotting, scaling, se, sliders, spectrum, targets, thresholds
 from attnlib import tasks as _tasks
 
-TASK_KINDS = ("seq2seq", "seq2lab", "linear")
+TASK_KINDS = sliders.TASK_KINDS
 
 
 def make_task(kind: str, T: int, beta: float, noise: float) -> _tasks.Task:
@@ -185,7 +180,7 @@ class ERMExplorer:
 
     def widget(self):
         """Sliders for alpha, lam, kappa0, T, beta, noise, penalty and task."""
-        return _erm_widget(self.settings, self.figure)
+        return sliders.erm_sliders(self.settings, self.figure)
 
 
 def erm_figure(settings: ERMSettings | None = None, fig=None):
@@ -272,7 +267,7 @@ class SpectrumExplorer:
 
     def widget(self):
         """Sliders for alpha, lam, kappa0, spike, noise, beta and penalty."""
-        return _spectrum_widget(self.settings, self.figure)
+        return sliders.spectrum_sliders(self.settings, self.figure)
 
 
 def spectrum_figure(settings: SpectrumSettings | None = None, fig=None):
@@ -375,7 +370,7 @@ class ScalingExplorer:
 
     def widget(self):
         """Sliders for gamma, number of modes, lam and noise."""
-        return _scaling_widget(self.settings, self.figure)
+        return sliders.scaling_sliders(self.settings, self.figure)
 
 
 def scaling_figure(settings: ScalingSettings | None = None, fig=None):
@@ -420,54 +415,8 @@ def _lam_starts(points, lam_from, lam_to):
 
 
 # ----------------------------------------------------------------------------
-# Widgets
+# Widgets (the sliders are built by attnlib.sliders)
 # ----------------------------------------------------------------------------
-
-
-def _ipywidgets():
-    if ipywidgets is None:
-        raise ImportError("the explorers' sliders need ipywidgets (pip install ipywidgets)")
-    return ipywidgets, _display
-
-
-def _slider(kind, value, low, high, step, description, **kw):
-    w, _ = _ipywidgets()
-
-    cls = {"float": w.FloatSlider, "int": w.IntSlider, "log": w.FloatLogSlider}[kind]
-    if kind == "log":
-        return cls(
-            value=value,
-            base=10,
-            min=low,
-            max=high,
-            step=step,
-            description=description,
-            continuous_update=False,
-            **kw,
-        )
-    return cls(
-        value=value,
-        min=low,
-        max=high,
-        step=step,
-        description=description,
-        continuous_update=False,
-        **kw,
-    )
-
-
-def _explorer(settings, controls, draw):
-    """Wire ``controls`` (field name -> widget) to ``draw(settings, fig)``; returns a VBox."""
-    w, display = _ipywidgets()
-
-    def update(**values):
-        fig = draw(settings._replace(**values), None)
-        display(fig)
-        plt.close(fig)
-
-    shown = w.interactive_output(update, controls)
-    widgets = list(controls.values())
-    return w.VBox([w.HBox(widgets[:4]), w.HBox(widgets[4:]), shown])
 
 
 def erm_explorer(settings: ERMSettings | None = None):
@@ -475,56 +424,11 @@ def erm_explorer(settings: ERMSettings | None = None):
     return ERMExplorer(settings).widget()
 
 
-def _erm_widget(s, draw):
-    w, _ = _ipywidgets()
-
-    controls = {
-        "alpha": _slider("float", s.alpha, 0.02, s.alpha_max, 0.01, "alpha"),
-        "lam": _slider("log", s.lam, -3, 0, 0.1, "lambda"),
-        "kappa0": _slider("float", s.kappa0, 0.05, 1.0, 0.05, "kappa0"),
-        "noise": _slider("float", s.noise, 0.0, 1.0, 0.05, "noise"),
-        "T": _slider("int", s.T, 2, 4, 1, "T"),
-        "beta": _slider("float", s.beta, 0.25, 4.0, 0.25, "beta"),
-        "penalty": w.Dropdown(
-            options=["nuclear", "frobenius"], value=s.penalty, description="penalty"
-        ),
-        "task": w.Dropdown(options=list(TASK_KINDS), value=s.task, description="task"),
-    }
-    return _explorer(s, controls, draw)
-
-
 def spectrum_explorer(settings: SpectrumSettings | None = None):
     """Sliders for alpha, lam, kappa0, spike and noise (a :class:`SpectrumExplorer`)."""
     return SpectrumExplorer(settings).widget()
 
 
-def _spectrum_widget(s, draw):
-    w, _ = _ipywidgets()
-
-    controls = {
-        "alpha": _slider("float", s.alpha, 0.02, 1.5, 0.01, "alpha"),
-        "lam": _slider("log", s.lam, -3, 0, 0.1, "lambda"),
-        "kappa0": _slider("float", s.kappa0, 0.05, 1.0, 0.05, "kappa0"),
-        "theta": _slider("float", s.theta, 0.5, 10.0, 0.25, "spike"),
-        "noise": _slider("float", s.noise, 0.0, 1.0, 0.05, "noise"),
-        "beta": _slider("float", s.beta, 0.25, 4.0, 0.25, "beta"),
-        "penalty": w.Dropdown(
-            options=["nuclear", "frobenius"], value=s.penalty, description="penalty"
-        ),
-    }
-    return _explorer(s, controls, draw)
-
-
 def scaling_explorer(settings: ScalingSettings | None = None):
     """Sliders for gamma, number of modes, lam and noise (a :class:`ScalingExplorer`)."""
     return ScalingExplorer(settings).widget()
-
-
-def _scaling_widget(s, draw):
-    controls = {
-        "gamma": _slider("float", s.gamma, 0.5, 3.0, 0.1, "gamma"),
-        "n_modes": _slider("int", s.n_modes, 2, 16, 1, "modes"),
-        "lam": _slider("log", s.lam, -4, 0, 0.1, "lambda"),
-        "noise": _slider("float", s.noise, 0.0, 1.0, 0.05, "noise"),
-    }
-    return _explorer(s, controls, draw)

@@ -142,7 +142,7 @@ class _Panels(NamedTuple):
     b: np.ndarray
 
 
-def _theta_cuts(law, Delta, comp, group, n_init, bps, v_features):
+def _theta_cuts(law, Delta, comp, group, n_init, bps, *, v_features):
     """Initial panel ends in ``theta`` for the group of components ``group = (g0, g1)``
     (``v_features``: the curve height ``v(u)`` at ``comp.features``)."""
     g0, g1 = group
@@ -174,7 +174,7 @@ def _initial_panels(law, Delta, comp, n_nodes, bps, max_components):
         eps = 30 * np.finfo(float).eps * max(abs(ua), abs(ub)) / max(half, _TINY)
         g[:, j] = (0.5 * (ua + ub), half, mass, eps)
         n_init = max(1, int(math.ceil(n_nodes * mass / 15)))
-        th_cuts = _theta_cuts(law, Delta, comp, (g0, g1), n_init, bps, v_features)
+        th_cuts = _theta_cuts(law, Delta, comp, (g0, g1), n_init, bps, v_features=v_features)
         p_grp += [j] * (th_cuts.size - 1)
         p_a += list(th_cuts[:-1])
         p_b += list(th_cuts[1:])
