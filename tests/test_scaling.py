@@ -337,6 +337,9 @@ def test_excess_risk_curve_errors():
         scaling.excess_risk_curve(task, tg, [0.2, 0.5], -1.0)
     with pytest.raises(ValueError, match="nuclear"):
         scaling.excess_risk_curve(task, tg, [0.2, 0.5], 0.5, penalty="frobenius")
+    for bad in ([None], "ab", 3):  # one warm start per alpha, or None
+        with pytest.raises(ValueError, match="starts"):
+            scaling.excess_risk_curve(task, tg, [0.2, 0.5], 0.5, starts=bad)
     with pytest.raises(ValueError, match="se_result"):
         scaling.recovered_modes(tg, object())
     with pytest.raises(ValueError, match="level"):

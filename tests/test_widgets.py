@@ -85,3 +85,22 @@ def test_explorer_cache_is_bounded_and_owned():
 def test_make_task_rejects_unknown_kind():
     with pytest.raises(ValueError, match="kind"):
         widgets.make_task("regression", 2, 1.0, 0.0)
+
+
+def test_scaling_explorer_warm_start_from_another_lam_keeps_the_fixed_points():
+    """Moving lam starts each alpha from the cached point at the previous lam: the curve
+    must be the one a fresh explorer computes along alpha. Tolerance 1e-4 relative on
+    the excess risk: the SE stops at a change of 1e-6 per map in (m/Q0, log q, log v),
+    which moved the excess by at most 3e-5 on this grid (against tol 1e-10). The grid
+    reaches full rank, where starts from another lam were accepted 3 % (lam 0.02) and a
+    factor 10 (lam 0.001) away from the fixed point."""
+    s = widgets.ScalingSettings()
+    moved = widgets.ScalingExplorer(s)
+    moved.curve(s)
+    for lam in (0.02, 0.001):
+        warm = moved.curve(s._replace(lam=lam))
+        fresh = widgets.ScalingExplorer().curve(s._replace(lam=lam))
+        assert warm.converged.all() and fresh.converged.all()
+        np.testing.assert_allclose(warm.excess, fresh.excess, rtol=1e-4)
+        np.testing.assert_array_equal(warm.n_recovered, fresh.n_recovered)
+    assert len(moved.curves) == 3

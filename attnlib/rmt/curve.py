@@ -10,6 +10,28 @@ import numpy as np
 from attnlib.rmt.law import _F0, _G, _TINY, _F_Fy, _G_real, _Law
 from attnlib.rmt.roots import _bracketed_newton
 
+# |1/F - Delta| at this multiple of eps Delta is rounding: y is then the root to float64
+_ROUND = 4.0 * np.finfo(float).eps
+
+
+def _lower_y(law: _Law, u, Delta):
+    """Cold start of the ``y = v(u)^2`` iteration below the root, where Newton's method on
+    the concave increasing ``1/F - Delta`` increases monotonically to it (no overshoot
+    into the bisection). For an atomic ``mu`` the largest of three lower bounds: one
+    Newton step from ``y = 0``, ``Delta - int mu(dt) (u - t)^2`` (Jensen) and
+    ``max_t (mu_t Delta - (u - t)^2)`` (one atom); ``Delta / 2`` where none is positive
+    and for the Wishart law."""
+    y = np.full(u.shape, 0.5 * Delta)
+    if law.kind != "atoms" or u.size * law.atoms.size > (1 << 21):
+        return y
+    d2 = np.subtract.outer(u, law.atoms) ** 2
+    r2 = 1.0 / d2  # inf on an atom: then the one-atom bound decides
+    F0 = r2 @ law.weights
+    step = (Delta * F0 - 1.0) * F0 / ((r2 * r2) @ law.weights)
+    low = np.maximum(Delta - d2 @ law.weights, np.max(law.weights * Delta - d2, axis=1))
+    low = np.maximum(low, np.where(np.isfinite(step), step, 0.0))
+    return np.where(low > 0, np.minimum(low, Delta), y)
+
 
 def _solve_y(law: _Law, u, Delta, y0=None, rtol=1e-14, maxiter=100):
     """``y = v(u)^2``: the root of ``1/F(u, y) = Delta`` (0 where ``F(u, 0) <= 1/Delta``).
@@ -19,46 +41,48 @@ def _solve_y(law: _Law, u, Delta, y0=None, rtol=1e-14, maxiter=100):
     method on ``1/F - Delta`` is safeguarded by bisection in ``log y``.
     """
     u = np.asarray(u, dtype=float)
-    with np.errstate(all="ignore"):
-        F0 = _F0(law, u)
-    inside = ~(F0 * Delta <= 1.0)
     y = np.zeros(u.shape)
-    idx = np.flatnonzero(inside)
-    if idx.size == 0:
-        return y
-    lo = np.zeros(idx.size)
-    hi = np.full(idx.size, float(Delta))
-    yi = np.full(idx.size, 0.5 * Delta)
-    if y0 is not None:
-        g = np.asarray(y0, dtype=float)[idx]
-        ok = np.isfinite(g) & (g > 0)
-        yi[ok] = np.clip(g[ok], 1e-30 * Delta, Delta)
-    act = np.arange(idx.size)
-    for _ in range(maxiter):
-        if act.size == 0:
-            break
-        with np.errstate(all="ignore"):
-            F, Fy = _F_Fy(law, u[idx[act]], yi[act])
+    with np.errstate(all="ignore"):
+        idx = np.flatnonzero(~(_F0(law, u) * Delta <= 1.0))
+        if idx.size == 0:
+            return y
+        ua, lo, hi = u.ravel()[idx], np.zeros(idx.size), np.full(idx.size, float(Delta))
+        ya = _lower_y(law, ua, Delta) if y0 is None else np.full(idx.size, 0.5 * Delta)
+        if y0 is not None:
+            g = np.asarray(y0, dtype=float).ravel()[idx]
+            ok = np.isfinite(g) & (g > 0)
+            ya[ok] = np.clip(g[ok], 1e-30 * Delta, Delta)
+        out = np.empty(idx.size)
+        pos = np.arange(idx.size)  # positions in out of the active entries
+        for _ in range(maxiter):
+            F, Fy = _F_Fy(law, ua, ya)
             chi = 1.0 / F - Delta
-            dchi = -Fy / F**2
-            pos = chi >= 0
-            hi[act] = np.where(pos, yi[act], hi[act])
-            lo[act] = np.where(pos, lo[act], yi[act])
-            yn = yi[act] - chi / dchi
-        l_, h_ = lo[act], hi[act]
-        bad = ~((yn > l_) & (yn < h_))
-        geo = np.sqrt(np.maximum(l_, 1e-12 * h_) * h_)
-        yn = np.where(bad, geo, yn)
-        done = (np.abs(yn - yi[act]) <= rtol * yi[act]) | (chi == 0) | (h_ - l_ <= rtol * h_)
-        yi[act] = np.where(chi == 0, yi[act], yn)
-        act = act[~done]
-    if act.size:
+            up = chi >= 0
+            hi = np.where(up, ya, hi)
+            lo = np.where(up, lo, ya)
+            yn = ya + chi * F * F / Fy
+            bad = ~((yn > lo) & (yn < hi))
+            if bad.any():
+                yn = np.where(bad, np.sqrt(np.maximum(lo, 1e-12 * hi) * hi), yn)
+            zero = np.abs(chi) <= _ROUND * Delta  # the root is as exact as float64 allows
+            done = (np.abs(yn - ya) <= rtol * ya) | zero | (hi - lo <= rtol * hi)
+            ya = np.where(zero, ya, yn)
+            if done.all():
+                out[pos] = ya
+                pos = pos[:0]
+                break
+            if done.any():
+                out[pos[done]] = ya[done]
+                keep = ~done
+                pos, ua, ya, lo, hi = pos[keep], ua[keep], ya[keep], lo[keep], hi[keep]
+    if pos.size:
+        out[pos] = ya
         warnings.warn(
-            f"rmt: v(u) did not converge at {act.size} points (Delta={Delta:g})",
+            f"rmt: v(u) did not converge at {pos.size} points (Delta={Delta:g})",
             RuntimeWarning,
             stacklevel=3,
         )
-    y[idx] = yi
+    y.ravel()[idx] = out
     return y
 
 
@@ -99,3 +123,37 @@ def _u_of_x(law: _Law, Delta, comp, x, k):
         return c.x - x[idx], c.dxdu
 
     return _bracketed_newton(fun, ua, ub, -1.0, x0=u0, xtol=1e-15)
+
+
+def _u_at_x(law: _Law, Delta, comp, x, k, maxiter=40):
+    """:func:`_u_of_x` by Newton's method on ``H(omega) = x`` in the complex plane.
+
+    Any root with ``Im omega > 0`` is the subordination function ``omega(x + i0)``, so
+    ``u = Re omega``. Started from the curve point at the interpolated guess, it converges
+    quadratically inside the support; entries where it does not (near an edge, where
+    ``H'`` vanishes) or that leave the upper half-plane fall back to :func:`_u_of_x`.
+    """
+    x = np.asarray(x, dtype=float)
+    ua, ub = comp.u_lo[k], comp.u_hi[k]
+    frac = np.clip((x - comp.x_lo[k]) / np.maximum(comp.x_hi[k] - comp.x_lo[k], _TINY), 0.0, 1.0)
+    u0 = ua + (ub - ua) * frac
+    w = u0 + 1j * np.sqrt(_solve_y(law, u0, Delta))
+    done = np.zeros(x.shape, dtype=bool)
+    with np.errstate(all="ignore"):
+        for _ in range(maxiter):
+            G, G1 = _G(law, w, 1)
+            step = (w + Delta * G - x) / (1 + Delta * G1)
+            w = np.where(done, w, w - step)
+            small = np.abs(step) <= 1e-13 * np.maximum(1.0, np.abs(w))
+            if np.all(done | small):
+                G, G1 = _G(law, w, 1)  # one more step: quadratic convergence to rounding
+                w = w - (w + Delta * G - x) / (1 + Delta * G1)
+                done |= small
+                break
+            done |= small
+        good = done & np.isfinite(w) & (w.imag > 0) & (w.real >= ua) & (w.real <= ub)
+    u = w.real.copy()
+    if not np.all(good):
+        bad = np.flatnonzero(~good)
+        u[bad] = _u_of_x(law, Delta, comp, x[bad], k)
+    return u

@@ -14,8 +14,8 @@ from typing import NamedTuple
 import numpy as np
 
 from attnlib import _checks
-from attnlib.rmt.curve import _curve, _solve_y, _u_of_x
-from attnlib.rmt.law import _TINY, _Law
+from attnlib.rmt.curve import _curve, _solve_y, _u_at_x
+from attnlib.rmt.law import _TINY
 from attnlib.rmt.support import _Components, _components, _prepare
 
 
@@ -82,20 +82,20 @@ for _a in (_XGK, _WGK, _WG, _KNODES, _KWEIGHTS, _GWEIGHTS):
     _a.setflags(write=False)
 
 
-def _graded_cuts(law: _Law, Delta, features, ua, ub, *, ratio=2.0, max_levels=40):
+def _graded_cuts(features, v, ua, ub, *, ratio=2.0, max_levels=40):
     """theta cuts graded geometrically towards the features inside ``(ua, ub)``.
 
-    A feature ``u_f`` with curve height ``v(u_f)`` small compared with the interval is a
-    near-singularity of the integrand at distance about ``v(u_f)`` from the real axis;
-    panels ``theta_f +- dtheta ratio^k`` isolate it so that each panel sees it at a
-    distance comparable to its own length.
+    A feature ``u_f`` with curve height ``v_f = v(u_f)`` (``v``, same shape as
+    ``features``) small compared with the interval is a near-singularity of the integrand
+    at distance about ``v_f`` from the real axis; panels ``theta_f +- dtheta ratio^k``
+    isolate it so that each panel sees it at a distance comparable to its own length.
     """
     mid, half = 0.5 * (ua + ub), 0.5 * (ub - ua)
-    f = features[(features > ua) & (features < ub)]
+    inside = (features > ua) & (features < ub)
+    f = features[inside]
     if f.size == 0:
         return []
-    v = np.sqrt(_solve_y(law, f, Delta))
-    v = np.maximum(v, 1e-14 * half)
+    v = np.maximum(v[inside], 1e-14 * half)
     # location of the near-singularity u_f +- i v_f in the theta variable
     th_s = np.arccos(((f + 1j * v) - mid) / half + 0j)
     cuts = []
@@ -142,8 +142,9 @@ class _Panels(NamedTuple):
     b: np.ndarray
 
 
-def _theta_cuts(law, Delta, comp, group, n_init, bps):
-    """Initial panel ends in ``theta`` for the group of components ``group = (g0, g1)``."""
+def _theta_cuts(law, Delta, comp, group, n_init, bps, *, v_features):
+    """Initial panel ends in ``theta`` for the group of components ``group = (g0, g1)``
+    (``v_features``: the curve height ``v(u)`` at ``comp.features``)."""
     g0, g1 = group
     ua, ub = comp.u_lo[g0], comp.u_hi[g1]
     mid, half = 0.5 * (ua + ub), 0.5 * (ub - ua)
@@ -153,15 +154,17 @@ def _theta_cuts(law, Delta, comp, group, n_init, bps):
         k = np.searchsorted(comp.x_lo, xb, side="right") - 1
         if not (g0 <= k <= g1 and xb < comp.x_hi[k]):
             continue  # in a gap of the group: no kink inside the support
-        ubp = _u_of_x(law, Delta, comp, np.array([xb]), k)[0]
+        ubp = _u_at_x(law, Delta, comp, np.array([xb]), k)[0]
         th_cuts.append(float(np.arccos(np.clip((ubp - mid) / half, -1.0, 1.0))))
     if g0 == g1:
-        th_cuts += _graded_cuts(law, Delta, comp.features, ua, ub)
+        th_cuts += _graded_cuts(comp.features, v_features, ua, ub)
     return np.unique(np.clip(th_cuts, 0.0, math.pi))
 
 
 def _initial_panels(law, Delta, comp, n_nodes, bps, max_components):
     groups = _groups(comp, max_components)
+    # curve heights at the features, once for all groups (graded cuts of single components)
+    v_features = np.sqrt(_solve_y(law, comp.features, Delta))
     g = np.empty((4, len(groups)))
     p_grp, p_a, p_b = [], [], []
     for j, (g0, g1) in enumerate(groups):
@@ -171,7 +174,7 @@ def _initial_panels(law, Delta, comp, n_nodes, bps, max_components):
         eps = 30 * np.finfo(float).eps * max(abs(ua), abs(ub)) / max(half, _TINY)
         g[:, j] = (0.5 * (ua + ub), half, mass, eps)
         n_init = max(1, int(math.ceil(n_nodes * mass / 15)))
-        th_cuts = _theta_cuts(law, Delta, comp, (g0, g1), n_init, bps)
+        th_cuts = _theta_cuts(law, Delta, comp, (g0, g1), n_init, bps, v_features=v_features)
         p_grp += [j] * (th_cuts.size - 1)
         p_a += list(th_cuts[:-1])
         p_b += list(th_cuts[1:])

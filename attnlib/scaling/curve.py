@@ -65,6 +65,27 @@ def _errors(task, Q0, res, mse):
     return te, se.test_error_from_overlaps(task, Q0, Q0, Q0)
 
 
+def _starts(starts, n):
+    """Per-alpha warm starts: ``None`` or ``n`` entries (each ``None`` or a warm start)."""
+    if starts is None:
+        return [None] * n
+    if isinstance(starts, (str, bytes)) or not hasattr(starts, "__len__") or len(starts) != n:
+        raise ValueError(f"starts must be None or a sequence of {n} warm starts (one per alpha)")
+    return list(starts)
+
+
+def _row(task, target, res, lm, level, n_nodes):
+    """One row of :class:`ExcessRiskCurve` from the fixed point ``res`` at ``lam = lm``."""
+    summ = spectral_summary(target, res.Delta_eff, res.tau, res.c, n_nodes=n_nodes)
+    mse = max(summ.mse, 0.0)
+    te, e0 = _errors(task, float(target.Q0), res, mse)
+    return (float(lm), te, e0, te - e0, mse, res.Delta_eff, summ.threshold, summ.rank_fraction) + (
+        count_recovered(summ.fractions, level),
+        summ.fractions,
+        res.converged,
+    )
+
+
 def excess_risk_curve(
     task,
     target,
@@ -74,6 +95,7 @@ def excess_risk_curve(
     level: float = 0.5,
     n_nodes: int = 400,
     progress=None,
+    starts=None,
     **se_kwargs,
 ) -> ExcessRiskCurve:
     """:func:`attnlib.se.solve` along increasing ``alphas`` (warm starts), nuclear penalty.
@@ -86,10 +108,15 @@ def excess_risk_curve(
       level: recovery level of :func:`recovered_modes`.
       n_nodes: quadrature nodes of :func:`spectral_summary`.
       progress: optional callable ``progress(i, alpha, result)`` (e.g. a printer).
+      starts: optional per-alpha warm starts (one entry per alpha: ``None``, ``(m, q, v)``,
+        an :class:`attnlib.se.SEResult` or its ``warm``); point ``i`` starts from
+        ``starts[i]`` where it is not ``None``, otherwise from the previous converged point
+        (or ``init`` for the first one).
       **se_kwargs: passed to :func:`attnlib.se.solve`.
 
     The test error is ``test_error_from_overlaps(Q0, m, q)`` with ``m = (Q0 + q - mse)/2``
     and the accurate ``mse``; for the linear task it is ``sum_ab w_ab sigma_ab^2 mse``.
+    Warm starts change only how fast each fixed point is found, not the fixed point.
     """
     if not isinstance(target, Target):
         raise ValueError(f"target must be an attnlib.targets.Target, got {type(target)!r}")
@@ -97,20 +124,15 @@ def excess_risk_curve(
     if se_kwargs.pop("penalty", "nuclear") != "nuclear":
         raise ValueError("penalty: excess_risk_curve uses the nuclear penalty")
     level = _checks.in_interval("level", level, 0.0, 1.0, high_open=True)
-    Q0 = float(target.Q0)
+    starts = _starts(starts, alphas.size)
     init = se_kwargs.pop("init", None)
     rows = []
     for i, (a, lm) in enumerate(zip(alphas, lams, strict=True)):
-        res = se.solve(task, target, float(a), float(lm), "nuclear", init=init, **se_kwargs)
+        start = starts[i] if starts[i] is not None else init
+        res = se.solve(task, target, float(a), float(lm), "nuclear", init=start, **se_kwargs)
         if res.converged and res.q > 0 and res.v > 0:  # the zero phase is no warm start
             init = res
-        summ = spectral_summary(target, res.Delta_eff, res.tau, res.c, n_nodes=n_nodes)
-        mse = max(summ.mse, 0.0)
-        te, e0 = _errors(task, Q0, res, mse)
-        rows.append(
-            (float(lm), te, e0, te - e0, mse, res.Delta_eff, summ.threshold, summ.rank_fraction)
-            + (count_recovered(summ.fractions, level), summ.fractions, res.converged)
-        )
+        rows.append(_row(task, target, res, lm, level, n_nodes))
         if progress is not None:
             progress(i, float(a), res)
     cols = [np.array(col) for col in zip(*rows, strict=True)]
