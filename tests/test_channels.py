@@ -229,6 +229,34 @@ def test_small_linear_algebra_matches_lapack(K):
     assert not bool(jnp.all(small.inv_diag(ind)[1]))  # the indefinite batch is detected
 
 
+@pytest.mark.parametrize("K", [1, 2, 3, 6])
+def test_small_eigh_matches_numpy(K):
+    """channels.small.eigh (Jacobi rotations for K <= UNROLL_MAX_K) against numpy's LAPACK
+    on random, diagonal, degenerate and badly scaled symmetric batches, jitted (XLA
+    rewrites some float64 operations under jit): eigenvalues to rounding (1e-13 of the
+    largest), eigenvectors orthonormal and reconstructing A; NaN stays NaN."""
+    rng = np.random.default_rng(10 + K)
+    B = rng.normal(size=(300, K, K))
+    A = B + B.transpose(0, 2, 1)
+    A[:5] = np.diag(np.arange(K, dtype=float))
+    A[5:10] = np.ones((K, K))
+    A[10:15] = 3 * np.eye(K) + 1e-12 * np.ones((K, K))
+    A[15] = 1e8 * np.eye(K) + np.ones((K, K))
+    A[16] = 1e-9 * A[20]
+    lam, U = jax.jit(small.eigh)(jnp.asarray(A))
+    scale = 1.0 + np.max(np.abs(np.linalg.eigvalsh(A)), axis=-1, keepdims=True)
+    np.testing.assert_allclose(lam / scale, np.linalg.eigvalsh(A) / scale, rtol=0, atol=1e-13)
+    assert np.all(np.diff(np.asarray(lam), axis=-1) >= 0)
+    rec = np.einsum("nij,nj,nkj->nik", U, lam, U)
+    np.testing.assert_allclose(rec / scale[..., None], A / scale[..., None], atol=1e-13)
+    np.testing.assert_allclose(
+        np.einsum("nji,njk->nik", U, U), np.broadcast_to(np.eye(K), A.shape), atol=1e-13
+    )
+    A[20, 0, 0] = np.nan
+    lam_nan = small.eigh(jnp.asarray(A))[0]
+    assert np.all(np.isnan(lam_nan[20])) and np.all(np.isfinite(lam_nan[21]))
+
+
 @pytest.mark.parametrize("T", [2, 3])
 def test_batched_grad_hess_matches_per_sequence(T):
     """grad_hess_batch (broadcasting, two matrix products) against the per-sequence
