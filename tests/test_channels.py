@@ -14,7 +14,7 @@ import scipy.optimize
 
 import attnlib  # noqa: F401  (float64)
 from attnlib import channels, tasks
-from attnlib.channels import small
+from attnlib.channels import losses, small
 from attnlib.channels.losses import grad_hess_batch
 
 
@@ -227,6 +227,24 @@ def test_small_linear_algebra_matches_lapack(K):
         expect = jnp.all(jnp.isfinite(jnp.linalg.cholesky(A)), axis=(1, 2))
         assert bool(jnp.all(ok == expect))
     assert not bool(jnp.all(small.inv_diag(ind)[1]))  # the indefinite batch is detected
+
+
+@pytest.mark.parametrize("T", [2, 3])
+def test_objective_batch_matches_per_sequence(T):
+    """losses.objective_batch (Seq2Seq written out on the batch axes) against the
+    per-sequence prox_objective for one and several candidates per problem: rounding."""
+    task = tasks.Seq2Seq(T=T, beta=1.7)
+    K = task.n_pairs
+    k = jax.random.split(jax.random.PRNGKey(T), 4)
+    omega = jax.random.normal(k[0], (50, K))
+    V = 0.2 + jnp.abs(jax.random.normal(k[1], (50, K)))
+    Y = jax.nn.softmax(jax.random.normal(k[2], (50, T, T)), axis=-1)
+    P = 3.0 * jax.random.normal(k[3], (50, 4, K))
+    expect = channels.prox_objective(task, Y[:, None], P, omega[:, None], V[:, None])
+    got = losses.objective_batch(task, Y, omega, V, P)
+    np.testing.assert_allclose(got, expect, rtol=1e-13, atol=1e-14)
+    got1 = losses.objective_batch(task, Y, omega, V, P[:, 0])
+    np.testing.assert_allclose(got1, expect[:, 0], rtol=1e-13, atol=1e-14)
 
 
 @pytest.mark.parametrize("K", [1, 2, 3, 6])

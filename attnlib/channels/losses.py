@@ -106,6 +106,43 @@ def _obj(task, y, omega, V, p):
     return pair_loss(task, y, p) + jnp.sum((p - omega) ** 2 / (2 * V))
 
 
+def _softmax_objective(task, Y, omega, V, P):
+    """:func:`objective_batch` of Seq2Seq written out entry by entry on the batch axes
+    (each logit ``h_ab`` is one pair, the rows' softmax on lists of arrays: no tiny
+    trailing axes, an order of magnitude fewer passes over memory than a ``vmap``)."""
+    T, K = task.T, P.shape[-1]
+    ia, ib = _tasks.pair_indices(T)
+    pair = {}
+    for k, (a, b) in enumerate(zip(ia, ib, strict=True)):
+        pair[a, b] = pair[b, a] = k
+    p = [P[..., k] for k in range(K)]
+    lead = (slice(None),) + (None,) * (P.ndim - 2)  # Y, omega, V broadcast over candidates
+    loss = jnp.zeros_like(p[0])
+    for a in range(T):
+        z = [task.beta * p[pair[a, b]] for b in range(T)]
+        top = functools.reduce(jnp.maximum, z)
+        e = [jnp.exp(zb - top) for zb in z]
+        den = functools.reduce(jnp.add, e)
+        for b in range(T):
+            loss = loss + (Y[lead + (a, b)] - e[b] / den) ** 2
+    quad = functools.reduce(
+        jnp.add, [(p[k] - omega[lead + (k,)]) ** 2 / (2 * V[lead + (k,)]) for k in range(K)]
+    )
+    return loss + quad
+
+
+def objective_batch(task, Y, omega, V, P):
+    """Prox objectives of a batch: ``Y`` ``(N, *out_shape)``, ``omega``, ``V`` ``(N, K)``,
+    points ``P`` ``(N, K)`` or ``(N, C, K)`` (``C`` candidates per problem) -> ``(N,)`` or
+    ``(N, C)``; Seq2Seq written out on the batch axes, other tasks through ``vmap``."""
+    if type(task) is _tasks.Seq2Seq:
+        return _softmax_objective(task, Y, omega, V, P)
+    obj = jax.vmap(functools.partial(_obj, task))
+    if P.ndim == 3:
+        obj = jax.vmap(jax.vmap(functools.partial(_obj, task), (None, None, None, 0)))
+    return obj(Y, omega, V, P)
+
+
 def loss_task(task):
     """The task with its label noise removed: the loss (all the prox needs) is the same,
     and tasks differing only in noise share their compiled solvers."""

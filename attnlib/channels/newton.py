@@ -15,14 +15,13 @@ saddles there. The safeguards:
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from attnlib.channels import small
-from attnlib.channels.losses import _obj, grad_hess_batch
+from attnlib.channels.losses import grad_hess_batch, objective_batch
 
 # step lengths along the (shifted) Newton direction, and along +- the most negative
 # curvature direction (in units of sqrt(max V)); the best candidate is taken.
@@ -40,10 +39,6 @@ class Batch(NamedTuple):
     V: jax.Array
 
 
-def _objv(task):
-    return jax.vmap(jax.vmap(functools.partial(_obj, task), (None, None, None, 0)))
-
-
 def _cheap_step(task, b: Batch, P, F, G, H, tol):
     """Positive-definite batch: Cholesky direction; the full step alone when it decreases
     every objective sufficiently (and more than the half step), else the step grid.
@@ -53,10 +48,9 @@ def _cheap_step(task, b: Batch, P, F, G, H, tol):
     dt = P.dtype
     nc = len(_T_CURV)
     d = -small.cho_solve(small.cholesky(H), G)
-    obj = jax.vmap(functools.partial(_obj, task))
     c1 = P + d
-    f1 = obj(Y, omega, V, c1)
-    f_half = obj(Y, omega, V, P + 0.5 * d)
+    f1 = objective_batch(task, Y, omega, V, c1)
+    f_half = objective_batch(task, Y, omega, V, P + 0.5 * d)
 
     def newton_ok(_):
         # full Newton step, same basin: take it. This is what _finish_step returns for
@@ -68,7 +62,7 @@ def _cheap_step(task, b: Batch, P, F, G, H, tol):
     def line_search(_):  # the steps 1 and 1/2 are already evaluated: f1, f_half
         t_newton = jnp.asarray(_T_NEWTON, dtype=dt)
         cands = P[:, None, :] + t_newton[None, :, None] * d[:, None, :]
-        rest = _objv(task)(Y, omega, V, cands[:, 2:])
+        rest = objective_batch(task, Y, omega, V, cands[:, 2:])
         fc = jnp.concatenate([f1[:, None], f_half[:, None], rest], 1)
         cands = jnp.concatenate([cands, jnp.broadcast_to(P[:, None, :], (N, 2 * nc, K))], 1)
         fc = jnp.concatenate([fc, jnp.full((N, 2 * nc), jnp.inf, dtype=dt)], 1)
@@ -100,7 +94,7 @@ def _full_candidates(task, b: Batch, P, G, H, eps_shift):
         ],
         axis=1,
     )
-    fc = _objv(task)(Y, omega, V, cands)
+    fc = objective_batch(task, Y, omega, V, cands)
     # curvature steps only where the Hessian is not positive definite
     fc = fc.at[:, nn:].set(jnp.where((lam0 < 0)[:, None], fc[:, nn:], jnp.inf))
     return cands, fc
