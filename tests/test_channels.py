@@ -275,10 +275,11 @@ def test_small_eigh_matches_numpy(K):
     assert np.all(np.isnan(lam_nan[20])) and np.all(np.isfinite(lam_nan[21]))
 
 
-@pytest.mark.parametrize("T", [2, 3])
+@pytest.mark.parametrize("T", [2, 3, 4])
 def test_batched_grad_hess_matches_per_sequence(T):
-    """grad_hess_batch (broadcasting, two matrix products) against the per-sequence
-    closed form softmax_grad_hess, itself checked against autodiff above."""
+    """grad_hess_batch (written out entry by entry for T <= 3, broadcasting and two
+    matrix products above) against the per-sequence closed form softmax_grad_hess,
+    itself checked against autodiff above."""
     task = tasks.Seq2Seq(T=T, beta=1.3)
     rng = np.random.default_rng(T)
     Y = jax.nn.softmax(jnp.asarray(rng.normal(size=(100, T, T))), axis=-1)
