@@ -127,7 +127,9 @@ def solve(
       task: :class:`attnlib.tasks.Task`; target: :class:`attnlib.targets.Target`.
       alpha: sample ratio ``n / d^2 > 0``; lam: penalty strength ``>= 0``.
       penalty: ``"nuclear"`` (trace + PSD, the factorized student) or ``"frobenius"``.
-      init: warm start: ``(m, q, v)``, a previous :class:`SEResult` or its ``warm``.
+      init: warm start: ``(m, q, v)``, a previous :class:`SEResult` or its ``warm``
+        (a :class:`WarmStart`: its prox points and the fixed-point solver's last
+        iterates, a secant model that makes the first step a quasi-Newton step).
       tol: tolerance on the change of ``(m/Q0, log q, log v)`` under one SE map.
       max_iter: SE maps per attempt; damping: weight of the old iterate (``[0, 1)``);
       anderson: Anderson memory (0 = damped iteration).
@@ -211,7 +213,8 @@ def learning_curve(
 ) -> LearningCurve:
     """:func:`solve` along ``alphas`` (in the given order), warm-starting each point from
     the last converged ones (a secant prediction from the last two: order parameters and
-    prox points). ``init`` (optional) warm-starts the first point."""
+    prox points; the fixed-point solver's history of the last one). ``init`` (optional)
+    warm-starts the first point."""
     alphas = np.asarray(_checks.numeric_array("alphas", alphas, "biuf"), dtype=float).reshape(-1)
     ok = np.all(alphas >= ALPHA_MIN) and np.all(alphas <= _checks.MAX_ABS)  # False for NaN
     if alphas.size == 0 or not ok:
