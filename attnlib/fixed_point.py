@@ -155,7 +155,8 @@ def _on_bad(st, x, aux, cfg):
     x_new = jnp.where(st.good, last + 0.5 * (x - last), x)
     stalled = (step < cfg.min_step) | ~st.good
     return st._replace(
-        x=x_new, aux=aux, k=jnp.asarray(0), step=step, status=jnp.where(stalled, STALLED, -1),
+        x=x_new, aux=aux, k=jnp.zeros_like(st.k), step=step,
+        status=jnp.where(stalled, STALLED, -1),
         seeded=jnp.asarray(False),
     )  # fmt: skip
 
@@ -178,17 +179,18 @@ def _check_args(F, x0, cfg):
 
 
 def _history(x0, cfg, history):
-    """``(hx, hr, k)`` of a warm history (zero rows where ``k = 0`` or ``None``)."""
+    """``(hx, hr, k)`` of a warm history (zero rows where ``k = 0`` or ``None``); ``k`` a
+    strongly typed integer whatever was passed, so that every start shares one trace."""
     shape = (cfg.memory + 1, x0.shape[0])
     if history is None:
-        return jnp.zeros(shape, x0.dtype), jnp.zeros(shape, x0.dtype), jnp.asarray(0)
+        return jnp.zeros(shape, x0.dtype), jnp.zeros(shape, x0.dtype), jnp.zeros((), int)
     hx, hr, k = history
     if jnp.shape(hx) != shape or jnp.shape(hr) != shape or jnp.ndim(k) != 0:
         raise ValueError(
             f"history must be (hx, hr, k) with hx, hr of shape {shape} (memory + 1, n) "
             f"and k a scalar, got shapes {jnp.shape(hx)}, {jnp.shape(hr)}, {jnp.shape(k)}"
         )
-    k = jnp.asarray(k)
+    k = jnp.asarray(k, dtype=int)
     ok = jnp.all(jnp.isfinite(hx)) & jnp.all(jnp.isfinite(hr)) & (k >= 0) & (k <= shape[0])
     k = jnp.where(ok, k, 0)
     return jnp.asarray(hx, x0.dtype), jnp.asarray(hr, x0.dtype), k

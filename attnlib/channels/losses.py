@@ -109,16 +109,21 @@ def _obj(task, y, omega, V, p):
 def _softmax_objective(task, Y, omega, V, P):
     """:func:`objective_batch` of Seq2Seq written out entry by entry on the batch axes
     (each logit ``h_ab`` is one pair, the rows' softmax on lists of arrays: no tiny
-    trailing axes, an order of magnitude fewer passes over memory than a ``vmap``)."""
+    trailing axes, an order of magnitude fewer passes over memory than a ``vmap``; the
+    exponentials in one operation, which keeps the compiled programs small)."""
     T, K = task.T, P.shape[-1]
     pair = _pair_of(T)
     p = [P[..., k] for k in range(K)]
     lead = (slice(None),) + (None,) * (P.ndim - 2)  # Y, omega, V broadcast over candidates
-    loss = jnp.zeros_like(p[0])
+    shifted = []
     for a in range(T):
         z = [task.beta * p[pair[a, b]] for b in range(T)]
         top = functools.reduce(jnp.maximum, z)
-        e = [jnp.exp(zb - top) for zb in z]
+        shifted += [zb - top for zb in z]
+    ex = jnp.exp(jnp.stack(shifted))
+    loss = jnp.zeros_like(p[0])
+    for a in range(T):
+        e = [ex[a * T + b] for b in range(T)]
         den = functools.reduce(jnp.add, e)
         for b in range(T):
             loss = loss + (Y[lead + (a, b)] - e[b] / den) ** 2

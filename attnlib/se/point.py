@@ -13,7 +13,8 @@ from attnlib import fixed_point
 from attnlib import tasks as _tasks
 from attnlib.se import engine
 from attnlib.se.input import InputSide, input_side
-from attnlib.se.output import output_arrays, summarize
+from attnlib.se.output import cold_prox as _cold_prox
+from attnlib.se.output import lower_minima, output_arrays, summarize
 from attnlib.se.results import SEResult, WarmStart
 from attnlib.se.test_error import test_errors
 
@@ -59,16 +60,18 @@ def cold_prox(pb: Problem, x):
     if _linear(pb):
         return prox
     x = jnp.asarray(x, dtype=jnp.float64)
-    return output_arrays(pb.task, z, pb.data.alpha, pb.data.Q0, x, prox, mode="cold").prox
+    return _cold_prox(pb.task, z, pb.data.Q0, x)[0]
 
 
 def _check_global(pb: Problem, x, prox):
-    """Multi-start prox at ``x``: ``(prox, n_better)`` (the SE needs the global minimum)."""
-    if _linear(pb):
+    """Multi-start prox at ``x``: ``(prox, n_better)`` (the SE needs the global minimum);
+    the cold prox shares its compiled program with :func:`cold_prox`."""
+    if _linear(pb) or pb.task.piecewise_constant:  # closed form / exact prox
         return prox, 0
     xj = jnp.asarray(x, dtype=jnp.float64)
-    out = output_arrays(pb.task, pb.data.z, pb.data.alpha, pb.data.Q0, xj, prox, mode="full")
-    return out.prox, int(out.n_better)
+    cold = _cold_prox(pb.task, pb.data.z, pb.data.Q0, xj)
+    h, n_better = lower_minima(pb.task, pb.data.z, pb.data.Q0, xj, prox, cold)
+    return h, int(n_better)
 
 
 def attempt(pb: Problem, x0, prox0, settings: engine.Settings, history=None) -> Attempt:
