@@ -78,7 +78,7 @@ def _full_candidates(task, b: Batch, P, G, H, eps_shift):
     Y, omega, V = b
     dt = P.dtype
     nn = len(_T_NEWTON)
-    lam, U = small.eigh(H)
+    lam, U = jnp.linalg.eigh(H)
     lam0 = lam[:, 0]
     shift = jnp.where(lam0 > eps_shift, 0.0, -lam0 + eps_shift)
     Gu = jnp.einsum("nki,nk->ni", U, G)
