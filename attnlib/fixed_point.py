@@ -22,6 +22,13 @@ reads the status and the residual.
 
 :func:`start`, :func:`advance` and :func:`result` are the same iteration one evaluation
 at a time, for a map that must be evaluated outside ``jax.jit`` (on the host).
+
+Warm history: a solve of a neighbouring map (e.g. the same map at a nearby parameter)
+ends with the differences of its last iterates and residuals, a secant model of
+``(I - F')^{-1}``. Passed as ``history`` (the ``history`` of its :class:`FixedPoint`),
+the history is translated so that its newest row is the first evaluation, ``(x0,
+F(x0) - x0)``: the differences are kept and the first step is already a quasi-Newton
+step. The stopping test is unchanged (``max |F(x) - x| < tol`` at an evaluated point).
 """
 
 from __future__ import annotations
@@ -57,7 +64,9 @@ class FixedPoint(NamedTuple):
     ``x``: the last point where ``F`` was ok with the smallest residual seen (the fixed
     point when ``status == CONVERGED``); ``fx = F(x)``; ``aux``: the map's memory after
     the last evaluation; ``residual = max |F(x) - x|``; ``n_iter``: evaluations of ``F``;
-    ``status``: ``CONVERGED``, ``MAX_ITER`` or ``STALLED``.
+    ``status``: ``CONVERGED``, ``MAX_ITER`` or ``STALLED``; ``history = (hx, hr, k)``:
+    the last ``memory + 1`` good iterates and residuals (newest last, ``k`` valid rows),
+    the warm history of a neighbouring solve (see the module docstring).
     """
 
     x: jax.Array
@@ -66,6 +75,7 @@ class FixedPoint(NamedTuple):
     residual: jax.Array
     n_iter: jax.Array
     status: jax.Array
+    history: Any = None
 
 
 class _State(NamedTuple):
@@ -81,6 +91,7 @@ class _State(NamedTuple):
     best_res: jax.Array
     it: jax.Array
     status: jax.Array  # -1 while running
+    seeded: jax.Array  # the history comes from another solve: translate it, do not push
 
 
 def _anderson_step(st, x, r, beta, cfg):
@@ -104,13 +115,24 @@ def _push(h, row):
     return jnp.roll(h, -1, axis=0).at[-1].set(row)
 
 
+def _record(st, x, r, cfg):
+    """History with ``(x, r)`` as its newest row: pushed, or (a warm history from another
+    solve) the valid rows translated so that their newest one becomes ``(x, r)``."""
+    valid = (jnp.arange(cfg.memory + 1) >= cfg.memory + 1 - st.k)[:, None]
+    tx = jnp.where(valid, st.hx + (x - st.hx[-1]), 0.0)
+    tr = jnp.where(valid, st.hr + (r - st.hr[-1]), 0.0)
+    hx = jnp.where(st.seeded, tx, _push(st.hx, x))
+    hr = jnp.where(st.seeded, tr, _push(st.hr, r))
+    return hx, hr, jnp.where(st.seeded, st.k, jnp.minimum(st.k + 1, cfg.memory + 1))
+
+
 def _on_good(st, x, fx, aux, cfg):
     beta = 1.0 - cfg.damping
     r = fx - x
     res = jnp.max(jnp.abs(r))
     better = res < st.best_res
-    hx, hr = _push(st.hx, x), _push(st.hr, r)
-    st = st._replace(hx=hx, hr=hr, k=jnp.minimum(st.k + 1, cfg.memory + 1), aux=aux)
+    hx, hr, k = _record(st, x, r, cfg)
+    st = st._replace(hx=hx, hr=hr, k=k, aux=aux, seeded=jnp.asarray(False))
     st = st._replace(step=jnp.minimum(beta, 2.0 * st.step), good=jnp.asarray(True))
     x_new = _anderson_step(st, x, r, beta, cfg)
     dx = x_new - x
@@ -133,8 +155,10 @@ def _on_bad(st, x, aux, cfg):
     x_new = jnp.where(st.good, last + 0.5 * (x - last), x)
     stalled = (step < cfg.min_step) | ~st.good
     return st._replace(
-        x=x_new, aux=aux, k=jnp.asarray(0), step=step, status=jnp.where(stalled, STALLED, -1)
-    )
+        x=x_new, aux=aux, k=jnp.zeros_like(st.k), step=step,
+        status=jnp.where(stalled, STALLED, -1),
+        seeded=jnp.asarray(False),
+    )  # fmt: skip
 
 
 def _check_args(F, x0, cfg):
@@ -154,16 +178,35 @@ def _check_args(F, x0, cfg):
         raise ValueError(f"x0 must be a non-empty vector (n,), got shape {shape}")
 
 
-def start(x0, aux0=None, config: AndersonConfig | None = None):
+def _history(x0, cfg, history):
+    """``(hx, hr, k)`` of a warm history (zero rows where ``k = 0`` or ``None``); ``k`` a
+    strongly typed integer whatever was passed, so that every start shares one trace."""
+    shape = (cfg.memory + 1, x0.shape[0])
+    if history is None:
+        return jnp.zeros(shape, x0.dtype), jnp.zeros(shape, x0.dtype), jnp.zeros((), int)
+    hx, hr, k = history
+    if jnp.shape(hx) != shape or jnp.shape(hr) != shape or jnp.ndim(k) != 0:
+        raise ValueError(
+            f"history must be (hx, hr, k) with hx, hr of shape {shape} (memory + 1, n) "
+            f"and k a scalar, got shapes {jnp.shape(hx)}, {jnp.shape(hr)}, {jnp.shape(k)}"
+        )
+    k = jnp.asarray(k, dtype=int)
+    ok = jnp.all(jnp.isfinite(hx)) & jnp.all(jnp.isfinite(hr)) & (k >= 0) & (k <= shape[0])
+    k = jnp.where(ok, k, 0)
+    return jnp.asarray(hx, x0.dtype), jnp.asarray(hr, x0.dtype), k
+
+
+def start(x0, aux0=None, config: AndersonConfig | None = None, history=None):
     """The iteration's state before the first evaluation of ``F`` at ``x0`` (for a loop
-    driven from the host: ``state.x`` is the next point to evaluate; see :func:`advance`)."""
+    driven from the host: ``state.x`` is the next point to evaluate; see :func:`advance`);
+    ``history``: an optional warm history (:attr:`FixedPoint.history`)."""
     cfg = AndersonConfig() if config is None else config
     x0 = jnp.asarray(x0, dtype=jnp.float64)
-    h0 = jnp.zeros((cfg.memory + 1, x0.shape[0]), dtype=x0.dtype)
+    hx, hr, k = _history(x0, cfg, history)
     return _State(
-        x0, aux0, h0, h0, jnp.asarray(0), jnp.asarray(1.0 - cfg.damping, x0.dtype),
+        x0, aux0, hx, hr, k, jnp.asarray(1.0 - cfg.damping, x0.dtype),
         jnp.asarray(False), x0, jnp.full_like(x0, jnp.nan), jnp.asarray(jnp.inf, x0.dtype),
-        jnp.asarray(0), jnp.asarray(-1),
+        jnp.asarray(0), jnp.asarray(-1), k > 0,
     )  # fmt: skip
 
 
@@ -183,18 +226,21 @@ def advance(st, fx, aux, ok, config: AndersonConfig):
 
 def result(st) -> FixedPoint:
     """:class:`FixedPoint` of a finished state."""
-    return FixedPoint(st.best_x, st.best_fx, st.aux, st.best_res, st.it, st.status)
+    return FixedPoint(
+        st.best_x, st.best_fx, st.aux, st.best_res, st.it, st.status, (st.hx, st.hr, st.k)
+    )
 
 
-def anderson(F, x0, aux0=None, config: AndersonConfig | None = None) -> FixedPoint:
+def anderson(F, x0, aux0=None, config: AndersonConfig | None = None, history=None) -> FixedPoint:
     """Damped Anderson iteration of ``F(x, aux) -> (F(x), aux', ok)`` from ``x0``.
 
     Traceable (call it inside ``jax.jit``); ``config`` must be concrete. See the module
-    docstring for the iteration, its safeguards and the returned status.
+    docstring for the iteration, its safeguards, the returned status and the optional
+    warm ``history`` of a neighbouring solve.
     """
     cfg = AndersonConfig() if config is None else config
     _check_args(F, x0, cfg)
-    st = start(x0, aux0, cfg)
+    st = start(x0, aux0, cfg, history)
 
     def body(st):
         fx, aux, ok = F(st.x, st.aux)

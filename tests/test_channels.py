@@ -14,7 +14,7 @@ import scipy.optimize
 
 import attnlib  # noqa: F401  (float64)
 from attnlib import channels, tasks
-from attnlib.channels import small
+from attnlib.channels import losses, small
 from attnlib.channels.losses import grad_hess_batch
 
 
@@ -230,9 +230,56 @@ def test_small_linear_algebra_matches_lapack(K):
 
 
 @pytest.mark.parametrize("T", [2, 3])
+def test_objective_batch_matches_per_sequence(T):
+    """losses.objective_batch (Seq2Seq written out on the batch axes) against the
+    per-sequence prox_objective for one and several candidates per problem: rounding."""
+    task = tasks.Seq2Seq(T=T, beta=1.7)
+    K = task.n_pairs
+    k = jax.random.split(jax.random.PRNGKey(T), 4)
+    omega = jax.random.normal(k[0], (50, K))
+    V = 0.2 + jnp.abs(jax.random.normal(k[1], (50, K)))
+    Y = jax.nn.softmax(jax.random.normal(k[2], (50, T, T)), axis=-1)
+    P = 3.0 * jax.random.normal(k[3], (50, 4, K))
+    expect = channels.prox_objective(task, Y[:, None], P, omega[:, None], V[:, None])
+    got = losses.objective_batch(task, Y, omega, V, P)
+    np.testing.assert_allclose(got, expect, rtol=1e-13, atol=1e-14)
+    got1 = losses.objective_batch(task, Y, omega, V, P[:, 0])
+    np.testing.assert_allclose(got1, expect[:, 0], rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 6])
+def test_small_eigh_matches_numpy(K):
+    """channels.small.eigh (Jacobi rotations for K <= UNROLL_MAX_K) against numpy's LAPACK
+    on random, diagonal, degenerate and badly scaled symmetric batches, jitted (XLA
+    rewrites some float64 operations under jit): eigenvalues to rounding (1e-13 of the
+    largest), eigenvectors orthonormal and reconstructing A; NaN stays NaN."""
+    rng = np.random.default_rng(10 + K)
+    B = rng.normal(size=(300, K, K))
+    A = B + B.transpose(0, 2, 1)
+    A[:5] = np.diag(np.arange(K, dtype=float))
+    A[5:10] = np.ones((K, K))
+    A[10:15] = 3 * np.eye(K) + 1e-12 * np.ones((K, K))
+    A[15] = 1e8 * np.eye(K) + np.ones((K, K))
+    A[16] = 1e-9 * A[20]
+    lam, U = jax.jit(small.eigh)(jnp.asarray(A))
+    scale = 1.0 + np.max(np.abs(np.linalg.eigvalsh(A)), axis=-1, keepdims=True)
+    np.testing.assert_allclose(lam / scale, np.linalg.eigvalsh(A) / scale, rtol=0, atol=1e-13)
+    assert np.all(np.diff(np.asarray(lam), axis=-1) >= 0)
+    rec = np.einsum("nij,nj,nkj->nik", U, lam, U)
+    np.testing.assert_allclose(rec / scale[..., None], A / scale[..., None], atol=1e-13)
+    np.testing.assert_allclose(
+        np.einsum("nji,njk->nik", U, U), np.broadcast_to(np.eye(K), A.shape), atol=1e-13
+    )
+    A[20, 0, 0] = np.nan
+    lam_nan = small.eigh(jnp.asarray(A))[0]
+    assert np.all(np.isnan(lam_nan[20])) and np.all(np.isfinite(lam_nan[21]))
+
+
+@pytest.mark.parametrize("T", [2, 3, 4])
 def test_batched_grad_hess_matches_per_sequence(T):
-    """grad_hess_batch (broadcasting, two matrix products) against the per-sequence
-    closed form softmax_grad_hess, itself checked against autodiff above."""
+    """grad_hess_batch (written out entry by entry for T <= 3, broadcasting and two
+    matrix products above) against the per-sequence closed form softmax_grad_hess,
+    itself checked against autodiff above."""
     task = tasks.Seq2Seq(T=T, beta=1.3)
     rng = np.random.default_rng(T)
     Y = jax.nn.softmax(jnp.asarray(rng.normal(size=(100, T, T))), axis=-1)

@@ -106,6 +106,45 @@ def _obj(task, y, omega, V, p):
     return pair_loss(task, y, p) + jnp.sum((p - omega) ** 2 / (2 * V))
 
 
+def _softmax_objective(task, Y, omega, V, P):
+    """:func:`objective_batch` of Seq2Seq written out entry by entry on the batch axes
+    (each logit ``h_ab`` is one pair, the rows' softmax on lists of arrays: no tiny
+    trailing axes, an order of magnitude fewer passes over memory than a ``vmap``; the
+    exponentials in one operation, which keeps the compiled programs small)."""
+    T, K = task.T, P.shape[-1]
+    pair = _pair_of(T)
+    p = [P[..., k] for k in range(K)]
+    lead = (slice(None),) + (None,) * (P.ndim - 2)  # Y, omega, V broadcast over candidates
+    shifted = []
+    for a in range(T):
+        z = [task.beta * p[pair[a, b]] for b in range(T)]
+        top = functools.reduce(jnp.maximum, z)
+        shifted += [zb - top for zb in z]
+    ex = jnp.exp(jnp.stack(shifted))
+    loss = jnp.zeros_like(p[0])
+    for a in range(T):
+        e = [ex[a * T + b] for b in range(T)]
+        den = functools.reduce(jnp.add, e)
+        for b in range(T):
+            loss = loss + (Y[lead + (a, b)] - e[b] / den) ** 2
+    quad = functools.reduce(
+        jnp.add, [(p[k] - omega[lead + (k,)]) ** 2 / (2 * V[lead + (k,)]) for k in range(K)]
+    )
+    return loss + quad
+
+
+def objective_batch(task, Y, omega, V, P):
+    """Prox objectives of a batch: ``Y`` ``(N, *out_shape)``, ``omega``, ``V`` ``(N, K)``,
+    points ``P`` ``(N, K)`` or ``(N, C, K)`` (``C`` candidates per problem) -> ``(N,)`` or
+    ``(N, C)``; Seq2Seq written out on the batch axes, other tasks through ``vmap``."""
+    if type(task) is _tasks.Seq2Seq:
+        return _softmax_objective(task, Y, omega, V, P)
+    obj = jax.vmap(functools.partial(_obj, task))
+    if P.ndim == 3:
+        obj = jax.vmap(jax.vmap(functools.partial(_obj, task), (None, None, None, 0)))
+    return obj(Y, omega, V, P)
+
+
 def loss_task(task):
     """The task with its label noise removed: the loss (all the prox needs) is the same,
     and tasks differing only in noise share their compiled solvers."""
@@ -227,9 +266,66 @@ def _softmax_grad_hess_batch(task, Y, P):
     return G, 0.5 * (H + H.swapaxes(-1, -2))
 
 
+def _pair_of(T):
+    """``{(a, b): k}``: the pair index of the logit ``h_ab`` (both orders)."""
+    ia, ib = _tasks.pair_indices(T)
+    pair = {}
+    for k, (a, b) in enumerate(zip(ia, ib, strict=True)):
+        pair[int(a), int(b)] = pair[int(b), int(a)] = k
+    return pair
+
+
+def _softmax_row(beta, y, z):
+    """Per row of the softmax loss, lists of ``(N,)`` arrays: ``(dL/dz, d2L/dz2)`` with
+    the formulas of :func:`softmax_grad_hess` (``z`` the row's logits without ``beta``)."""
+    T = len(z)
+    bz = [beta * zb for zb in z]
+    top = functools.reduce(jnp.maximum, bz)
+    e = [jnp.exp(zb - top) for zb in bz]
+    den = functools.reduce(jnp.add, e)
+    s = [eb / den for eb in e]
+    u = [(y[b] - s[b]) * s[b] for b in range(T)]
+    ub = functools.reduce(jnp.add, u)
+    J = [[(s[c] if c == d else 0.0) - s[c] * s[d] for d in range(T)] for c in range(T)]
+    gz = [-2.0 * (u[c] - ub * s[c]) for c in range(T)]
+    Hz = [[None] * T for _ in range(T)]
+    for c in range(T):
+        for d in range(c, T):
+            JJ = functools.reduce(jnp.add, [J[b][c] * J[b][d] for b in range(T)])
+            M = -u[c] * s[d] - s[c] * u[d] + ub * (s[c] * s[d] - J[c][d])
+            if c == d:
+                M = M + u[c]
+            Hz[c][d] = Hz[d][c] = 2.0 * JJ - 2.0 * M
+    return gz, Hz
+
+
+def _softmax_grad_hess_lists(task, Y, P):
+    """:func:`softmax_grad_hess` on a batch written out entry by entry on ``(N,)``
+    vectors (T <= 3: no tiny trailing axes)."""
+    T, beta, K = task.T, task.beta, P.shape[-1]
+    pair = _pair_of(T)
+    p = [P[:, k] for k in range(K)]
+    G = [jnp.zeros_like(p[0]) for _ in range(K)]
+    H = [[jnp.zeros_like(p[0]) for _ in range(K)] for _ in range(K)]
+    for a in range(T):
+        gz, Hz = _softmax_row(
+            beta, [Y[:, a, b] for b in range(T)], [p[pair[a, b]] for b in range(T)]
+        )
+        for c in range(T):
+            G[pair[a, c]] = G[pair[a, c]] + beta * gz[c]
+            for d in range(T):
+                k, m = pair[a, c], pair[a, d]
+                H[k][m] = H[k][m] + beta**2 * Hz[c][d]
+    H = jnp.stack([jnp.stack(row, -1) for row in H], -2)
+    return jnp.stack(G, -1), 0.5 * (H + H.swapaxes(-1, -2))
+
+
 def grad_hess_batch(task, Y, P):
     """:func:`grad_hess` on a batch: ``Y`` ``(N, *out_shape)``, ``P`` ``(N, K)`` ->
-    ``(G (N, K), H (N, K, K))``; Seq2Seq without a per-sequence ``vmap``."""
+    ``(G (N, K), H (N, K, K))``; Seq2Seq without a per-sequence ``vmap`` (written out
+    entry by entry for ``T <= 3``)."""
+    if type(task) is _tasks.Seq2Seq and task.T <= 3:
+        return _softmax_grad_hess_lists(task, Y, P)
     if type(task) is _tasks.Seq2Seq:
         return _softmax_grad_hess_batch(task, Y, P)
     return jax.vmap(functools.partial(grad_hess, task))(Y, P)

@@ -15,14 +15,13 @@ saddles there. The safeguards:
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from attnlib.channels import small
-from attnlib.channels.losses import _obj, grad_hess_batch
+from attnlib.channels.losses import grad_hess_batch, objective_batch
 
 # step lengths along the (shifted) Newton direction, and along +- the most negative
 # curvature direction (in units of sqrt(max V)); the best candidate is taken.
@@ -40,36 +39,34 @@ class Batch(NamedTuple):
     V: jax.Array
 
 
-def _objv(task):
-    return jax.vmap(jax.vmap(functools.partial(_obj, task), (None, None, None, 0)))
-
-
-def _cheap_candidates(task, b: Batch, P, F, G, H):
+def _cheap_step(task, b: Batch, P, F, G, H, tol):
     """Positive-definite batch: Cholesky direction; the full step alone when it decreases
-    every objective sufficiently (and more than the half step), else the step grid."""
+    every objective sufficiently (and more than the half step), else the step grid.
+    Returns ``(P_new, F_new, done)`` as :func:`_finish_step`."""
     Y, omega, V = b
     N, K = P.shape
     dt = P.dtype
-    nn, nc = len(_T_NEWTON), len(_T_CURV)
+    nc = len(_T_CURV)
     d = -small.cho_solve(small.cholesky(H), G)
-    obj = jax.vmap(functools.partial(_obj, task))
     c1 = P + d
-    f1 = obj(Y, omega, V, c1)
-    f_half = obj(Y, omega, V, P + 0.5 * d)
-    pad_c = jnp.broadcast_to(P[:, None, :], (N, nn - 1 + 2 * nc, K))
-    pad_f = jnp.full((N, nn - 1 + 2 * nc), jnp.inf, dtype=dt)
+    f1 = objective_batch(task, Y, omega, V, c1)
+    f_half = objective_batch(task, Y, omega, V, P + 0.5 * d)
 
-    def newton_ok(_):  # full Newton step, same basin: take it
-        return jnp.concatenate([c1[:, None], pad_c], 1), jnp.concatenate([f1[:, None], pad_f], 1)
+    def newton_ok(_):
+        # full Newton step, same basin: take it. This is what _finish_step returns for
+        # the candidates (c1, then P padded with objective inf): f1 is finite here.
+        conv = _converged(P, c1, jnp.ones(N, dtype=bool), tol)
+        take = conv | (f1 < F)
+        return jnp.where(take[:, None], c1, P), jnp.where(take, f1, F), ~take | conv
 
     def line_search(_):  # the steps 1 and 1/2 are already evaluated: f1, f_half
         t_newton = jnp.asarray(_T_NEWTON, dtype=dt)
         cands = P[:, None, :] + t_newton[None, :, None] * d[:, None, :]
-        rest = _objv(task)(Y, omega, V, cands[:, 2:])
+        rest = objective_batch(task, Y, omega, V, cands[:, 2:])
         fc = jnp.concatenate([f1[:, None], f_half[:, None], rest], 1)
-        return jnp.concatenate([cands, pad_c[:, nn - 1 :]], 1), jnp.concatenate(
-            [fc, pad_f[:, nn - 1 :]], 1
-        )
+        cands = jnp.concatenate([cands, jnp.broadcast_to(P[:, None, :], (N, 2 * nc, K))], 1)
+        fc = jnp.concatenate([fc, jnp.full((N, 2 * nc), jnp.inf, dtype=dt)], 1)
+        return _finish_step(cands, fc, P, F, jnp.ones(N, dtype=bool), tol)
 
     slope = jnp.sum(G * d, axis=-1)
     full_ok = (f1 <= F + _ARMIJO * slope) & (f1 <= f_half) & (f_half < F)
@@ -97,7 +94,7 @@ def _full_candidates(task, b: Batch, P, G, H, eps_shift):
         ],
         axis=1,
     )
-    fc = _objv(task)(Y, omega, V, cands)
+    fc = objective_batch(task, Y, omega, V, cands)
     # curvature steps only where the Hessian is not positive definite
     fc = fc.at[:, nn:].set(jnp.where((lam0 < 0)[:, None], fc[:, nn:], jnp.inf))
     return cands, fc
@@ -120,6 +117,22 @@ def _select(cands, fc, F):
     return p_best, f_new, fc
 
 
+def _converged(P, c1, safe, tol):
+    """Safely positive definite and the full Newton step ``c1 - P`` below ``sqrt(tol)``."""
+    scale = 1.0 + jnp.max(jnp.abs(P), axis=-1)
+    return safe & (jnp.max(jnp.abs(c1 - P), axis=-1) <= jnp.sqrt(tol) * scale)
+
+
+def _finish_step(cands, fc, P, F, safe, tol):
+    """``(P_new, F_new, done)`` from the candidates (the full Newton step first)."""
+    p_best, f_new, fc = _select(cands, fc, F)
+    improved = f_new < F
+    conv = _converged(P, cands[:, 0], safe, tol)
+    P_new = jnp.where(conv[:, None], cands[:, 0], jnp.where(improved[:, None], p_best, P))
+    F_new = jnp.where(conv, fc[:, 0], jnp.where(improved, f_new, F))
+    return P_new, F_new, conv | ~improved
+
+
 def newton_step(task, b: Batch, P, F, tol):
     """One safeguarded Newton step on a batch ``(N, K)``: ``(P_new, F_new, done, H)``.
 
@@ -139,20 +152,15 @@ def newton_step(task, b: Batch, P, F, tol):
     H = H + jax.vmap(jnp.diag)(invV)
     Ls = small.cholesky(H - eps_shift[:, None, None] * jnp.eye(K, dtype=P.dtype))
     safe = jnp.all(jnp.isfinite(Ls), axis=(-1, -2))
-    cands, fc = jax.lax.cond(
-        jnp.all(safe),
-        lambda _: _cheap_candidates(task, b, P, F, G, H),
-        lambda _: _full_candidates(task, b, P, G, H, eps_shift),
-        None,
+
+    def general(_):
+        cands, fc = _full_candidates(task, b, P, G, H, eps_shift)
+        return _finish_step(cands, fc, P, F, safe, tol)
+
+    P_new, F_new, done = jax.lax.cond(
+        jnp.all(safe), lambda _: _cheap_step(task, b, P, F, G, H, tol), general, None
     )
-    p_best, f_new, fc = _select(cands, fc, F)
-    improved = f_new < F
-    scale = 1.0 + jnp.max(jnp.abs(P), axis=-1)
-    d_full = cands[:, 0] - P
-    conv = safe & (jnp.max(jnp.abs(d_full), axis=-1) <= jnp.sqrt(tol) * scale)
-    P_new = jnp.where(conv[:, None], cands[:, 0], jnp.where(improved[:, None], p_best, P))
-    F_new = jnp.where(conv, fc[:, 0], jnp.where(improved, f_new, F))
-    return P_new, F_new, conv | ~improved, H
+    return P_new, F_new, done, H
 
 
 def masked_step(task, b: Batch, state, tol):

@@ -28,12 +28,12 @@ from attnlib.channels import hardmax as _hardmax
 from attnlib.channels import small
 from attnlib.channels.losses import (
     OutputStep,
-    _obj,
     check_args,
     grad_hess_batch,
     label_start,
     linear_step,
     loss_task,
+    objective_batch,
     pair_loss,
 )
 from attnlib.channels.newton import Batch, masked_step
@@ -81,7 +81,7 @@ def _prox_jit(task, Y, omega, V, starts, *, tol, max_iter) -> Prox:
     rep = lambda a: jnp.repeat(a, S, axis=0)  # noqa: E731
     Yr, Or, Vr = rep(Y), rep(omega), rep(V)
     P = starts.reshape(n * S, K)
-    F = jax.vmap(functools.partial(_obj, task))(Yr, Or, Vr, P)
+    F = objective_batch(task, Yr, Or, Vr, P)
     H = jnp.zeros((n * S, K, K), dtype=P.dtype)
     tol = jnp.asarray(tol, dtype=P.dtype)
     done = jnp.zeros(n * S, dtype=bool)

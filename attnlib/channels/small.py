@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["UNROLL_MAX_K", "cholesky", "cho_solve", "inv_diag"]
+__all__ = ["UNROLL_MAX_K", "cholesky", "cho_solve", "inv_diag", "eigh"]
 
 UNROLL_MAX_K = 3
 """Largest ``K`` written out entry by entry (``T <= 2``); larger ``K`` use LAPACK (the
@@ -90,3 +90,96 @@ def inv_diag(A):
         lambda a: jnp.diagonal(jnp.linalg.inv(a), axis1=-2, axis2=-1),
         A,
     ), pd
+
+
+# at most this many cyclic Jacobi sweeps in :func:`eigh` (quadratic convergence: random
+# 3 x 3 matrices are diagonal to rounding after 4); the sweeps stop once every
+# off-diagonal entry of the batch is below _JACOBI_TOL times its row scale
+_JACOBI_SWEEPS = 10
+_JACOBI_TOL = 1e-16
+
+
+def _rotate(a, v, p, q):
+    """One Jacobi rotation zeroing ``a[p][q]`` (entry lists of ``(N,)`` arrays, ``a``
+    symmetric with both triangles stored, ``v`` the accumulated eigenvectors)."""
+    K = len(a)
+    apq = a[p][q]
+    zero = apq == 0.0
+    theta = (a[q][q] - a[p][p]) / (2.0 * jnp.where(zero, 1.0, apq))
+    # t = tan of the rotation angle, the root of t^2 + 2 theta t - 1 of smaller modulus
+    # (0 for theta -> inf, where theta^2 overflows); NaN entries stay NaN
+    t = jnp.sign(theta) / (jnp.abs(theta) + jnp.sqrt(theta * theta + 1.0))
+    t = jnp.where(zero, 0.0, jnp.where(theta == 0.0, 1.0, t))
+    c = jnp.sqrt(1.0 / (t * t + 1.0))
+    s = t * c
+    a = [row[:] for row in a]
+    for r in range(K):
+        if r in (p, q):
+            continue
+        arp, arq = a[r][p], a[r][q]
+        a[r][p] = a[p][r] = c * arp - s * arq
+        a[r][q] = a[q][r] = s * arp + c * arq
+    app, aqq = a[p][p], a[q][q]
+    a[p][p] = app - t * apq
+    a[q][q] = aqq + t * apq
+    a[p][q] = a[q][p] = jnp.zeros_like(apq)
+    v = [row[:] for row in v]
+    for r in range(K):
+        vrp, vrq = v[r][p], v[r][q]
+        v[r][p] = c * vrp - s * vrq
+        v[r][q] = s * vrp + c * vrq
+    return a, v
+
+
+def _sweeps(a, v):
+    """Cyclic Jacobi sweeps until the batch is diagonal to rounding (at most
+    ``_JACOBI_SWEEPS``; NaN entries do not keep the loop going)."""
+    K = len(a)
+    if K == 1:
+        return a, v
+
+    def off(a):
+        scale = sum(jnp.abs(a[i][i]) for i in range(K))
+        big = [jnp.abs(a[p][q]) > _JACOBI_TOL * scale for p in range(K) for q in range(p + 1, K)]
+        return jnp.any(jnp.stack(big))
+
+    def body(c):
+        a, v, k = c
+        for p in range(K):
+            for q in range(p + 1, K):
+                a, v = _rotate(a, v, p, q)
+        return a, v, k + 1
+
+    def cond(c):
+        a, _, k = c
+        return (k < _JACOBI_SWEEPS) & off(a)
+
+    a, v, _ = jax.lax.while_loop(cond, body, (a, v, jnp.asarray(0)))
+    return a, v
+
+
+def eigh(A):
+    """Eigenvalues ``(N, K)`` in ascending order and eigenvectors ``(N, K, K)`` (columns)
+    of symmetric ``A``, as :func:`jax.numpy.linalg.eigh`; for ``K <= UNROLL_MAX_K``
+    cyclic Jacobi rotations written out on ``(N,)`` vectors (no LAPACK call per matrix).
+    NaN in ``A`` gives NaN."""
+    K = A.shape[-1]
+    if K > UNROLL_MAX_K:
+        return jnp.linalg.eigh(A)
+    a = [[A[:, max(i, j), min(i, j)] for j in range(K)] for i in range(K)]
+    one, zero = jnp.ones_like(A[:, 0, 0]), jnp.zeros_like(A[:, 0, 0])
+    v = [[one if i == j else zero for j in range(K)] for i in range(K)]
+    a, v = _sweeps(a, v)
+    lam = [a[i][i] for i in range(K)]
+    cols = [[v[r][i] for r in range(K)] for i in range(K)]
+    for i, j in _SORT_NETWORK[K]:  # ascending order, by compare-and-swap
+        swap = lam[i] > lam[j]
+        lam[i], lam[j] = jnp.where(swap, lam[j], lam[i]), jnp.where(swap, lam[i], lam[j])
+        ci, cj = cols[i], cols[j]
+        cols[i] = [jnp.where(swap, y, x) for x, y in zip(ci, cj, strict=True)]
+        cols[j] = [jnp.where(swap, x, y) for x, y in zip(ci, cj, strict=True)]
+    U = jnp.stack([jnp.stack([cols[i][r] for i in range(K)], -1) for r in range(K)], -2)
+    return jnp.stack(lam, -1), U
+
+
+_SORT_NETWORK = {1: (), 2: ((0, 1),), 3: ((0, 1), (1, 2), (0, 1))}

@@ -50,10 +50,18 @@ def _problem(task, target, alpha, lam, penalty, opts) -> point.Problem:
     return point.Problem(task, target, penalty, data, qmc, memory)
 
 
+def _history(warm: WarmStart, pb: point.Problem):
+    """The warm Anderson history of ``warm`` where it fits this problem, else None."""
+    if warm.history is None or warm.key != (pb.task, *pb.qmc):
+        return None
+    penalty, memory, hx, hr, k = warm.history
+    return (hx, hr, k) if (penalty, memory) == (pb.penalty, pb.memory) else None
+
+
 def _start(init, pb: point.Problem):
-    """``(x0, prox0)`` from ``init`` (None, ``(m, q, v)``, SEResult or WarmStart)."""
+    """``(x0, prox0, history)`` from ``init`` (None, ``(m, q, v)``, SEResult or WarmStart)."""
     Q0 = float(pb.data.Q0)
-    prox = None
+    prox = history = None
     if init is None:
         x0 = robust.default_x0(Q0)
     else:
@@ -63,9 +71,10 @@ def _start(init, pb: point.Problem):
             elif init.converged and init.v > 0:
                 init = (init.m, init.q, init.v)
             else:  # zero phase or no fixed point: nothing to warm-start from
-                return robust.default_x0(Q0), None
+                return robust.default_x0(Q0), None, None
         if isinstance(init, WarmStart):
             prox = init.prox if init.key == (pb.task, *pb.qmc) else None
+            history = _history(init, pb)
             init = init.x
         x0 = np.asarray(init, dtype=float).reshape(-1)
         if x0.shape != (3,):
@@ -73,7 +82,7 @@ def _start(init, pb: point.Problem):
     m, q, v = x0
     if not (np.all(np.isfinite(x0)) and q > 0 and v > 0 and m * m < q * Q0):
         raise ValueError(f"init (m, q, v) = {tuple(x0)} must have q > 0, v > 0 and m^2 < q Q0")
-    return x0, prox
+    return x0, prox, history
 
 
 def _check_solve_args(task, target, alpha, lam, penalty, kw):
@@ -118,7 +127,9 @@ def solve(
       task: :class:`attnlib.tasks.Task`; target: :class:`attnlib.targets.Target`.
       alpha: sample ratio ``n / d^2 > 0``; lam: penalty strength ``>= 0``.
       penalty: ``"nuclear"`` (trace + PSD, the factorized student) or ``"frobenius"``.
-      init: warm start: ``(m, q, v)``, a previous :class:`SEResult` or its ``warm``.
+      init: warm start: ``(m, q, v)``, a previous :class:`SEResult` or its ``warm``
+        (a :class:`WarmStart`: its prox points and the fixed-point solver's last
+        iterates, a secant model that makes the first step a quasi-Newton step).
       tol: tolerance on the change of ``(m/Q0, log q, log v)`` under one SE map.
       max_iter: SE maps per attempt; damping: weight of the old iterate (``[0, 1)``);
       anderson: Anderson memory (0 = damped iteration).
@@ -138,9 +149,9 @@ def solve(
     _check_solve_args(task, target, alpha, lam, penalty, kw)
     alpha, lam = float(alpha), float(lam)
     pb = _problem(task, target, alpha, lam, penalty, ((n_qmc, n_rep, int(seed)), int(anderson)))
-    x0, prox0 = _start(init, pb)
+    start = _start(init, pb)
     settings = engine.Settings(np.float64(tol), np.int64(max_iter), np.float64(damping))
-    found = robust.find(pb, lam, x0, prox0, settings)
+    found = robust.find(pb, lam, start, settings)
     extra = dict(converged=True, residual=found.residual, n_iter=found.n_iter)
     if found.zero is not None:  # the zero phase: S_hat = 0 exactly
         return point.result(pb, lam, np.zeros(3), {**extra, "warm": None}, found.zero)
@@ -148,7 +159,7 @@ def solve(
         _report_failure(alpha, lam, penalty, found, on_fail)
         return point.failed(pb, lam, found.residual, found.n_iter)
     a = found.attempt
-    extra["warm"] = point.warm_start(pb, a.x, a.prox)
+    extra["warm"] = point.warm_start(pb, a.x, a.prox, a.history)
     return point.result(pb, lam, a.x, extra, point.sides_at(lam, a.sides))
 
 
@@ -183,7 +194,7 @@ def _predict(prev, alpha, Q0):
     prox = None
     if w1.prox is not None and w2.prox is not None:
         prox = w1.prox + t * (w1.prox - w2.prox)
-    return WarmStart(x, prox if prox is not None else w1.prox, w1.key)
+    return WarmStart(x, prox if prox is not None else w1.prox, w1.key, w1.history)
 
 
 def _solve_quiet(task, target, point, init, kw):
@@ -202,7 +213,8 @@ def learning_curve(
 ) -> LearningCurve:
     """:func:`solve` along ``alphas`` (in the given order), warm-starting each point from
     the last converged ones (a secant prediction from the last two: order parameters and
-    prox points). ``init`` (optional) warm-starts the first point."""
+    prox points; the fixed-point solver's history of the last one). ``init`` (optional)
+    warm-starts the first point."""
     alphas = np.asarray(_checks.numeric_array("alphas", alphas, "biuf"), dtype=float).reshape(-1)
     ok = np.all(alphas >= ALPHA_MIN) and np.all(alphas <= _checks.MAX_ABS)  # False for NaN
     if alphas.size == 0 or not ok:

@@ -27,7 +27,7 @@ from attnlib import fixed_point
 from attnlib.se.input import host_nuclear, input_arrays
 from attnlib.se.output import output_arrays
 
-__all__ = ["Data", "Settings", "to_y", "to_x", "se_map", "solve_fixed_point"]
+__all__ = ["Data", "Settings", "to_y", "to_x", "se_map", "solve_fixed_point", "no_history"]
 
 
 class Data(NamedTuple):
@@ -119,6 +119,13 @@ def _aux0(data: Data, prox0):
     return (prox0, jnp.asarray(False), jnp.zeros((data.z.shape[0], 4)), jnp.zeros(4))
 
 
+def no_history(memory):
+    """An empty warm history of the Anderson solver (``k = 0``): arrays of the same
+    shapes as a real one, so that both share one compilation."""
+    h = np.zeros((memory + 1, 3))
+    return h, h, np.int64(0)
+
+
 def _finish(fp):
     prox, saw_zero, means, image = fp.aux
     return fp._replace(aux=(prox, means, image)), saw_zero
@@ -127,12 +134,13 @@ def _finish(fp):
 @functools.partial(jax.jit, static_argnames=("task", "penalty", "memory"))
 def _device_loop(task, penalty, memory, data: Data, settings: Settings, start):
     """The whole iteration in one ``lax.while_loop`` (input side traceable)."""
-    y0, prox0 = start
+    y0, prox0, history = start
 
     def F(y, aux):
         return se_map(task, penalty, data, y, aux)
 
-    return _finish(fixed_point.anderson(F, y0, _aux0(data, prox0), _config(settings, memory)))
+    cfg = _config(settings, memory)
+    return _finish(fixed_point.anderson(F, y0, _aux0(data, prox0), cfg, history))
 
 
 @functools.partial(jax.jit, static_argnames=("task",))
@@ -148,8 +156,8 @@ def _host_advance(memory, data: Data, settings: Settings, st, half, inp):
 
 @functools.partial(jax.jit, static_argnames=("memory",))
 def _host_start(memory, data: Data, settings: Settings, start):
-    y0, prox0 = start
-    return fixed_point.start(y0, _aux0(data, prox0), _config(settings, memory))
+    y0, prox0, history = start
+    return fixed_point.start(y0, _aux0(data, prox0), _config(settings, memory), history)
 
 
 def _host_loop(task, memory, data: Data, settings: Settings, start):
@@ -166,7 +174,8 @@ def _host_loop(task, memory, data: Data, settings: Settings, start):
 
 
 def solve_fixed_point(task, penalty, memory, data: Data, settings: Settings, start):
-    """Anderson fixed point of :func:`se_map` from ``start = (y0, prox0)``.
+    """Anderson fixed point of :func:`se_map` from ``start = (y0, prox0, history)``
+    (``history``: a warm Anderson history, :func:`no_history` for none).
 
     Returns ``(FixedPoint, saw_zero)`` (see :func:`attnlib.fixed_point.anderson`); the
     ``aux`` of the result is ``(prox, means, image)`` of the last evaluation. The

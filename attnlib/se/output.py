@@ -33,7 +33,15 @@ from attnlib import _checks, channels
 from attnlib import tasks as _tasks
 from attnlib.se.qmc import qmc_normals
 
-__all__ = ["OutputSide", "OutputArrays", "output_arrays", "output_side", "noise_dim"]
+__all__ = [
+    "OutputSide",
+    "OutputArrays",
+    "output_arrays",
+    "output_side",
+    "noise_dim",
+    "cold_prox",
+    "lower_minima",
+]
 
 
 class OutputSide(NamedTuple):
@@ -184,6 +192,30 @@ def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
         axis=-1,
     )
     return OutputArrays(jnp.mean(per.reshape(R, N, 4), axis=1), h, obj, n_better)
+
+
+@functools.partial(jax.jit, static_argnames=("task",))
+def cold_prox(task, z, Q0, x):
+    """Prox points ``(R N, K)`` at ``x`` from the cold starts (``omega`` and the noisy
+    logits) on the QMC points ``z`` ``(R, N, dim)``, and their objectives ``(R N,)``:
+    the prox of :func:`output_arrays` ``mode="cold"`` without the averages."""
+    zf = z.reshape(z.shape[0] * z.shape[1], -1)
+    Y, omega, lab, V, _, _ = pairs(task, zf, Q0, x)
+    starts = jnp.stack([omega, lab], axis=1)
+    h, obj, _ = _solve_prox(task, Y, omega, V, starts, None, mode="cold")
+    return h, obj
+
+
+@functools.partial(jax.jit, static_argnames=("task",))
+def lower_minima(task, z, Q0, x, prox, cold):
+    """``(prox', n_better)``: per problem the better of the warm prox points ``prox`` and
+    the cold ones ``cold = (h, objective)`` of :func:`cold_prox` at the same ``x``
+    (the prox of :func:`output_arrays` ``mode="full"``, computed in two programs)."""
+    zf = z.reshape(z.shape[0] * z.shape[1], -1)
+    Y, omega, _, V, _, _ = pairs(task, zf, Q0, x)
+    f_warm = channels.prox_objective(task, Y, prox, omega, V)
+    better = cold[1] < f_warm - 1e-10 * (1.0 + jnp.abs(f_warm))
+    return jnp.where(better[:, None], cold[0], prox), jnp.sum(better)
 
 
 def _stderr(x: np.ndarray) -> float:

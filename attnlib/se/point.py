@@ -13,7 +13,8 @@ from attnlib import fixed_point
 from attnlib import tasks as _tasks
 from attnlib.se import engine
 from attnlib.se.input import InputSide, input_side
-from attnlib.se.output import output_arrays, summarize
+from attnlib.se.output import cold_prox as _cold_prox
+from attnlib.se.output import lower_minima, output_arrays, summarize
 from attnlib.se.results import SEResult, WarmStart
 from attnlib.se.test_error import test_errors
 
@@ -45,6 +46,7 @@ class Attempt(NamedTuple):
     n_iter: int
     saw_zero: bool
     sides: tuple | None = None  # (OutputSide, image (m, q, v, rank)) at x, when converged
+    history: tuple | None = None  # the Anderson history at the end (a warm history)
 
 
 def _linear(pb) -> bool:
@@ -58,29 +60,34 @@ def cold_prox(pb: Problem, x):
     if _linear(pb):
         return prox
     x = jnp.asarray(x, dtype=jnp.float64)
-    return output_arrays(pb.task, z, pb.data.alpha, pb.data.Q0, x, prox, mode="cold").prox
+    return _cold_prox(pb.task, z, pb.data.Q0, x)[0]
 
 
 def _check_global(pb: Problem, x, prox):
-    """Multi-start prox at ``x``: ``(prox, n_better)`` (the SE needs the global minimum)."""
-    if _linear(pb):
+    """Multi-start prox at ``x``: ``(prox, n_better)`` (the SE needs the global minimum);
+    the cold prox shares its compiled program with :func:`cold_prox`."""
+    if _linear(pb) or pb.task.piecewise_constant:  # closed form / exact prox
         return prox, 0
     xj = jnp.asarray(x, dtype=jnp.float64)
-    out = output_arrays(pb.task, pb.data.z, pb.data.alpha, pb.data.Q0, xj, prox, mode="full")
-    return out.prox, int(out.n_better)
+    cold = _cold_prox(pb.task, pb.data.z, pb.data.Q0, xj)
+    h, n_better = lower_minima(pb.task, pb.data.z, pb.data.Q0, xj, prox, cold)
+    return h, int(n_better)
 
 
-def attempt(pb: Problem, x0, prox0, settings: engine.Settings) -> Attempt:
-    """Anderson from ``x0``; at convergence the prox is re-solved from the cold starts and
-    the iteration goes on where some problem finds a lower minimum."""
+def attempt(pb: Problem, x0, prox0, settings: engine.Settings, history=None) -> Attempt:
+    """Anderson from ``x0`` (with an optional warm Anderson ``history``); at convergence
+    the prox is re-solved from the cold starts and the iteration goes on where some
+    problem finds a lower minimum."""
     Q0 = float(pb.data.Q0)
     y = engine.to_y(jnp.asarray(x0, dtype=jnp.float64), Q0)
     prox = cold_prox(pb, x0) if prox0 is None else prox0
+    history = engine.no_history(pb.memory) if history is None else history
     n_iter = 0
     for _ in range(_MAX_CHECKS):
         fp, saw_zero = engine.solve_fixed_point(
-            pb.task, pb.penalty, pb.memory, pb.data, settings, (y, prox)
+            pb.task, pb.penalty, pb.memory, pb.data, settings, (y, prox, history)
         )
+        history = fp.history
         n_iter += int(fp.n_iter)
         prox, means, image = fp.aux
         x = np.asarray(engine.to_x(fp.x, Q0))
@@ -94,7 +101,8 @@ def attempt(pb: Problem, x0, prox0, settings: engine.Settings) -> Attempt:
         log.debug("multi-start check: %d lower prox minima, iterating on", n_better)
         y = fp.x
     sides = (summarize(means), np.asarray(image)) if converged else None
-    return Attempt(x, prox, converged, float(fp.residual), n_iter, bool(saw_zero), sides)
+    a = Attempt(x, prox, converged, float(fp.residual), n_iter, bool(saw_zero), sides)
+    return a._replace(history=history if converged else None)
 
 
 def origin(pb: Problem, lam):
@@ -171,5 +179,8 @@ def failed(pb: Problem, lam, residual, n_iter) -> SEResult:
     return SEResult(**fields)
 
 
-def warm_start(pb: Problem, x, prox) -> WarmStart:
-    return WarmStart(tuple(float(t) for t in x), prox, (pb.task, *pb.qmc))
+def warm_start(pb: Problem, x, prox, history=None) -> WarmStart:
+    """The warm start at a converged ``x``: prox points and the Anderson ``history``
+    (:attr:`Attempt.history`, optional)."""
+    hist = None if history is None else (pb.penalty, pb.memory, *history)
+    return WarmStart(tuple(float(t) for t in x), prox, (pb.task, *pb.qmc), hist)

@@ -19,12 +19,16 @@ class WarmStart(NamedTuple):
     """What a solve hands to the next one: ``x = (m, q, v)`` and the prox points.
 
     ``prox``: the ``(N, K)`` proximal points of the output side at ``x`` (or ``None``),
-    valid for the QMC points and task loss named by ``key``.
+    valid for the QMC points and task loss named by ``key``. ``history``: ``(penalty,
+    memory, hx, hr, k)``, the fixed-point solver's last iterates and residuals (a secant
+    model of the map near ``x``; :attr:`attnlib.fixed_point.FixedPoint.history`), or
+    ``None``; used by a solve with the same key, penalty and Anderson memory.
     """
 
     x: tuple
     prox: Any = None
     key: tuple = ()
+    history: Any = None
 
 
 class SEResult(NamedTuple):

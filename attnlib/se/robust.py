@@ -110,11 +110,13 @@ def _first(pb, starts, n_iter, best):
     return None, n_iter, best
 
 
-def find(pb: point.Problem, lam, x0, prox0, settings: Settings) -> Found:
-    """The fixed point at ``lam`` from ``(x0, prox0)``, with the fallbacks above."""
+def find(pb: point.Problem, lam, start, settings: Settings) -> Found:
+    """The fixed point at ``lam`` from ``start = (x0, prox0, history)`` (a warm Anderson
+    history or None), with the fallbacks above."""
     Q0 = float(pb.data.Q0)
+    x0, prox0, history = start
     direct = settings._replace(max_iter=min(int(settings.max_iter), _DIRECT))
-    a = point.attempt(pb, x0, prox0, direct)
+    a = point.attempt(pb, x0, prox0, direct, history)
     if a.converged:
         return Found(a, None, a.n_iter, a.residual)
     zero, starts = _fallback_starts(pb, lam, a, x0, direct)
