@@ -326,3 +326,30 @@ def test_seq2lab_delta_channel_is_one_linear_measurement_at_small_beta(noise, mm
     a = np.array([1.0, -2.0, 1.0])
     exact = a @ (V * a) / (a @ ((V + noise) * a))
     assert abs(info.dof - exact) < 4 * info.error * mmse + 0.01
+
+
+@pytest.mark.parametrize(
+    ("noise", "noise_on"), [(0.0, "logits"), (0.3, "logits"), (0.3, "outputs")]
+)
+def test_t2_test_error_closed_form_against_monte_carlo(noise, noise_on):
+    """The T = 2 closed form (each row errs with probability arccos(rho)/pi) against plain
+    Monte Carlo on 400000 sequences' pairs drawn from the joint Gaussian law of the
+    prediction and the label (standard error about 0.002; tolerance 5 of them)."""
+    task = tasks.Hardmax(T=2, noise=noise, noise_on=noise_on)
+    Q0, m, q = 1.3, 0.9, 0.8
+    n = 400_000
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(5), 3)
+    s = jnp.sqrt(jnp.asarray(tasks.pair_variances(2)))
+    u1, u2 = jax.random.normal(k1, (n, 3)), jax.random.normal(k2, (n, 3))
+    h0 = s * jnp.sqrt(Q0) * u1
+    h = s * (m / jnp.sqrt(Q0) * u1 + jnp.sqrt(q - m * m / Q0) * u2)
+    pred = task.output(tasks.to_matrix(h, 2))
+    xi = jax.random.normal(k3, (n, 3) if noise_on == "logits" else (n, 2, 2))
+    if noise_on == "logits":
+        label = task.output(tasks.to_matrix(h0 + jnp.sqrt(noise) * xi, 2))
+    else:
+        label = task.output(tasks.to_matrix(h0, 2)) + jnp.sqrt(noise) * xi
+    err = np.asarray(jnp.sum((label - pred) ** 2, axis=(1, 2)))
+    mc, sem = err.mean(), err.std() / np.sqrt(n)
+    closed = se.test_error_from_overlaps(task, Q0, m, q, noisy=True)
+    assert abs(closed - mc) < 5 * sem, (closed, mc, sem)
