@@ -386,9 +386,7 @@ def test_divergence_formula_by_finite_differences(symmetric_basis):
         return (vecs * f(lam)) @ vecs.T
 
     eps = 1e-6
-    div = sum(
-        np.sum(E * (F(B + eps * E) - F(B - eps * E))) / (2 * eps) for E in symmetric_basis(d)
-    )
+    div = sum(np.sum(E * (F(B + eps * E) - F(B - eps * E))) / (2 * eps) for E in symmetric_basis(d))
     got = rmt.divergence_spectral(np.linalg.eigvalsh(B), f, fp)
     assert abs(got - div) < 1e-6
 
@@ -483,6 +481,7 @@ def test_powerlaw_small_delta_comb():
 
 def test_bracketed_newton_reports_its_residual():
     """After maxiter steps the root finder warns with its residual (no silent return)."""
+
     def fun(x, idx):
         return x**3 - 2.0, 3 * x**2
 

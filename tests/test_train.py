@@ -102,9 +102,7 @@ def test_fast_preactivations_equal_tasks_preactivations(T):
     d = 6
     X = jax.random.normal(jax.random.PRNGKey(T), (13, T, d))
     S = jnp.asarray(_sym_random(jax.random.PRNGKey(0), d))
-    np.testing.assert_allclose(
-        _preacts(X, S), tasks.preactivations(X, S), rtol=1e-12, atol=1e-12
-    )
+    np.testing.assert_allclose(_preacts(X, S), tasks.preactivations(X, S), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("task", SMALL_TASKS, ids=lambda t: f"{t.name}-T{t.T}")

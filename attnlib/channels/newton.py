@@ -39,7 +39,7 @@ class Batch(NamedTuple):
     V: jax.Array
 
 
-def _cheap_step(task, b: Batch, P, F, G, H, tol):
+def _cheap_step(task, b: Batch, P, F, G, H, *, tol):
     """Positive-definite batch: Cholesky direction; the full step alone when it decreases
     every objective sufficiently (and more than the half step), else the step grid.
     Returns ``(P_new, F_new, done)`` as :func:`_finish_step`."""
@@ -158,7 +158,7 @@ def newton_step(task, b: Batch, P, F, tol):
         return _finish_step(cands, fc, P, F, safe, tol)
 
     P_new, F_new, done = jax.lax.cond(
-        jnp.all(safe), lambda _: _cheap_step(task, b, P, F, G, H, tol), general, None
+        jnp.all(safe), lambda _: _cheap_step(task, b, P, F, G, H, tol=tol), general, None
     )
     return P_new, F_new, done, H
 
