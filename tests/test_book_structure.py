@@ -282,3 +282,14 @@ def test_formatted_glue_values_are_plain_numbers(path):
         except ValueError:
             bad.append(f"{name}: {text!r}")
     assert bad == [], f"formatted glue values that are not plain numbers: {bad}"
+
+
+_GLUE_ROLE_BODY = re.compile(r"\{glue(?::text)?\}`([^`]*)`")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_glue_roles_are_closed(path):
+    """A glue role's body is ``name`` or ``name:format``: a brace or a newline inside it
+    means its closing backtick is missing (the build then looks up a garbled key)."""
+    bad = [b for b in _GLUE_ROLE_BODY.findall(_markdown(_load(path))) if set(b) & set("{}\n ")]
+    assert bad == [], f"unclosed glue roles: {bad}"
