@@ -192,6 +192,31 @@ class Runner:
         return res.table
 
 
+def npz_parts(files: dict, compute) -> dict:
+    """:func:`run_parts` callables: part ``name`` writes ``compute(name, quick, runner)``
+    (a dict of arrays) to ``files[name]`` in the output folder."""
+
+    def part(name):
+        def run(quick, out, runner):
+            save_npz(out / files[name], compute(name, quick, runner))
+
+        return run
+
+    return {name: part(name) for name in files}
+
+
+def meta_recorder(filename: str, params: dict, full: dict, quick: dict):
+    """A ``meta_update`` for :func:`run_parts`: records ``params``, the grid used
+    (``full`` or ``quick``) and each part's run time in ``filename``."""
+
+    def record(args, name, seconds, info) -> None:
+        cfg = quick if args.quick else full
+        update_meta(args.out / filename, {"params": params, "config": cfg}, "seconds", name,
+                    seconds)  # fmt: skip
+
+    return record
+
+
 def run_parts(args, parts: dict, meta_update) -> None:
     """Run the chosen parts (all by default) with one Dask client for all of them.
 

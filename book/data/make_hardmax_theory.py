@@ -244,23 +244,11 @@ def compute(part: str, quick: bool = False, runner=None) -> dict:
     return BUILDERS[part](QUICK if quick else FULL, runner or C.Runner())
 
 
-def _part(name):
-    def run(quick, out, runner):
-        C.save_npz(out / FILES[name], compute(name, quick, runner))
-
-    return run
-
-
-def _meta(args, name, seconds, info) -> None:
-    cfg = QUICK if args.quick else FULL
-    params = {"kappa0": KAPPA0, "T": 2, "v0": V0, "n_iter": N_ITER, "seed": SEED}
-    C.update_meta(args.out / "hardmax_meta.json", {"params": params, "config": cfg},
-                  "seconds", name, seconds)  # fmt: skip
-
-
 def main(argv=None) -> None:
     args = C.parser(__doc__, FILES).parse_args(argv)
-    C.run_parts(args, {name: _part(name) for name in FILES}, _meta)
+    params = {"kappa0": KAPPA0, "T": 2, "v0": V0, "n_iter": N_ITER, "seed": SEED}
+    meta = C.meta_recorder("hardmax_meta.json", params, FULL, QUICK)
+    C.run_parts(args, C.npz_parts(FILES, compute), meta)
 
 
 if __name__ == "__main__":

@@ -313,23 +313,11 @@ def compute(part: str, quick: bool = False, runner=None) -> dict:
         return BUILDERS[part](cfg, runner or C.Runner())
 
 
-def _part(name):
-    def run(quick, out, runner):
-        C.save_npz(out / FILES[name], compute(name, quick, runner))
-
-    return run
-
-
-def _meta(args, name, seconds, info) -> None:
-    cfg = QUICK if args.quick else FULL
-    params = {"kappa0": KAPPA0, "noise": NOISE, "alpha": ALPHA, "lam": LAM, "seed": SEED}
-    C.update_meta(args.out / "width_meta.json", {"params": params, "config": cfg},
-                  "seconds", name, seconds)  # fmt: skip
-
-
 def main(argv=None) -> None:
     args = C.parser(__doc__, FILES).parse_args(argv)
-    C.run_parts(args, {name: _part(name) for name in FILES}, _meta)
+    params = {"kappa0": KAPPA0, "noise": NOISE, "alpha": ALPHA, "lam": LAM, "seed": SEED}
+    meta = C.meta_recorder("width_meta.json", params, FULL, QUICK)
+    C.run_parts(args, C.npz_parts(FILES, compute), meta)
 
 
 if __name__ == "__main__":
