@@ -75,14 +75,14 @@ class _Half(NamedTuple):
     means: jax.Array
 
 
-def _output_half(task, data: Data, y, aux) -> _Half:
+def _output_half(task, data: Data, y, aux, mode="warm") -> _Half:
     prox = aux[0]
     Q0 = data.Q0
     x = to_x(y, Q0)
     bound = 0.999 * jnp.sqrt(x[1] * Q0)
     in_domain = x[0] ** 2 < x[1] * Q0
     x_safe = jnp.where(in_domain, x, x.at[0].set(jnp.clip(x[0], -bound, bound)))
-    out = output_arrays(task, data.z, data.alpha, Q0, x_safe, prox, mode="warm")
+    out = output_arrays(task, data.z, data.alpha, Q0, x_safe, prox, mode=mode)
     conj = _conjugates(out.means)
     out_ok = (conj[0] > 0) & (conj[2] > 0) & (conj[1] >= 0) & jnp.all(jnp.isfinite(conj))
     safe = jnp.where(out_ok, conj, jnp.array([1.0, 0.0, 1.0]))
@@ -100,11 +100,14 @@ def _input_half(half: _Half, inp, aux, Q0):
     return fy, (half.prox, aux[1] | zero, half.means, inp), ok
 
 
-def se_map(task, penalty, data: Data, y, aux):
+def se_map(task, penalty, data: Data, y, aux, mode="warm"):
     """One SE map ``y -> F(y)``: returns ``(F(y), aux', ok)``; ``aux = (prox, saw_zero,
     means, image)`` with the output side's per-replicate means at ``y`` and the input
-    side's ``(m, q, v, rank_fraction)`` there (the metrics of a converged point)."""
-    half = _output_half(task, data, y, aux)
+    side's ``(m, q, v, rank_fraction)`` there (the metrics of a converged point).
+    ``mode``: the prox of the output side, Newton from the carried prox points
+    (``"warm"``) or from them and the cold starts (``"multi"``, see
+    :func:`attnlib.se.output.output_arrays`)."""
+    half = _output_half(task, data, y, aux, mode)
     inp = input_arrays(data.token, penalty, half.conj, data.lam, data.Q0)
     return _input_half(half, inp, aux, data.Q0)
 
@@ -131,21 +134,21 @@ def _finish(fp):
     return fp._replace(aux=(prox, means, image)), saw_zero
 
 
-@functools.partial(jax.jit, static_argnames=("task", "penalty", "memory"))
-def _device_loop(task, penalty, memory, data: Data, settings: Settings, start):
+@functools.partial(jax.jit, static_argnames=("task", "penalty", "memory", "mode"))
+def _device_loop(task, penalty, memory, data: Data, settings: Settings, start, mode):
     """The whole iteration in one ``lax.while_loop`` (input side traceable)."""
     y0, prox0, history = start
 
     def F(y, aux):
-        return se_map(task, penalty, data, y, aux)
+        return se_map(task, penalty, data, y, aux, mode)
 
     cfg = _config(settings, memory)
     return _finish(fixed_point.anderson(F, y0, _aux0(data, prox0), cfg, history))
 
 
-@functools.partial(jax.jit, static_argnames=("task",))
-def _host_output(task, data: Data, st):
-    return _output_half(task, data, st.x, st.aux)
+@functools.partial(jax.jit, static_argnames=("task", "mode"))
+def _host_output(task, data: Data, st, mode):
+    return _output_half(task, data, st.x, st.aux, mode)
 
 
 @functools.partial(jax.jit, static_argnames=("memory",))
@@ -160,22 +163,25 @@ def _host_start(memory, data: Data, settings: Settings, start):
     return fixed_point.start(y0, _aux0(data, prox0), _config(settings, memory), history)
 
 
-def _host_loop(task, memory, data: Data, settings: Settings, start):
+def _host_loop(task, memory, data: Data, settings: Settings, start, mode):
     """The same iteration driven from the host, two jitted calls per map around the
     nuclear input side (numpy, :mod:`attnlib.rmt`): no host callback inside the
     compiled programs, so that JAX's persistent compilation cache can keep them."""
     st = _host_start(memory, data, settings, start)
     while True:
-        half = _host_output(task, data, st)
+        half = _host_output(task, data, st, mode)
         inp = host_nuclear(data.token, np.asarray(half.conj), data.lam)
         st = _host_advance(memory, data, settings, st, half, inp)
         if int(st.status) >= 0:
             return _finish(fixed_point.result(st))
 
 
-def solve_fixed_point(task, penalty, memory, data: Data, settings: Settings, start):
+def solve_fixed_point(
+    task, penalty, memory, data: Data, settings: Settings, start, mode: str = "warm"
+):
     """Anderson fixed point of :func:`se_map` from ``start = (y0, prox0, history)``
-    (``history``: a warm Anderson history, :func:`no_history` for none).
+    (``history``: a warm Anderson history, :func:`no_history` for none; ``mode``: the
+    output side's prox, see :func:`se_map`).
 
     Returns ``(FixedPoint, saw_zero)`` (see :func:`attnlib.fixed_point.anderson`); the
     ``aux`` of the result is ``(prox, means, image)`` of the last evaluation. The
@@ -183,5 +189,5 @@ def solve_fixed_point(task, penalty, memory, data: Data, settings: Settings, sta
     (:func:`_host_loop`).
     """
     if penalty == "nuclear":
-        return _host_loop(task, memory, data, settings, start)
-    return _device_loop(task, penalty, memory, data, settings, start)
+        return _host_loop(task, memory, data, settings, start, mode)
+    return _device_loop(task, penalty, memory, data, settings, start, mode)

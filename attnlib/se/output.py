@@ -142,12 +142,16 @@ def pairs(task, z, Q0, x) -> Pairs:
 
 
 def _solve_prox(task, Y, omega, V, starts, prox, *, mode):
-    """Prox points: warm (from ``prox``), cold (omega, logits) or full (best of both)."""
+    """Prox points: warm (Newton from ``prox``), cold (from omega and the logits), multi
+    (from all three) or full (the best of the cold minima and the points ``prox``)."""
     if task.piecewise_constant:  # exact (enumerating) prox: no starts, nothing to compare
         p = channels.prox(task, Y, omega, V, starts)
         return p.h, p.objective, jnp.asarray(0)
     if mode == "warm":
         p = channels.prox(task, Y, omega, V, prox[:, None, :])
+        return p.h, p.objective, jnp.asarray(0)
+    if mode == "multi":
+        p = channels.prox(task, Y, omega, V, jnp.concatenate([prox[:, None, :], starts], 1))
         return p.h, p.objective, jnp.asarray(0)
     p = channels.prox(task, Y, omega, V, starts)
     if mode == "cold":
@@ -163,9 +167,10 @@ def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
     """Output side at ``x = (m, q, v)`` on the QMC points ``z`` ``(R, N, dim)``.
 
     ``prox``: ``(R N, K)`` warm-start prox points (ignored by ``mode="cold"``, which
-    starts from ``omega`` and the noisy logits; ``"full"`` keeps the better of the cold
-    and warm minima per problem). Returns :class:`OutputArrays` (means scaled by
-    ``alpha``; ``m_hat`` in its Stein form).
+    starts from ``omega`` and the noisy logits; ``"multi"`` starts from all three and
+    keeps the lowest minimum; ``"full"`` keeps the better of the cold minima and the
+    points ``prox`` themselves, for ``prox`` already minimised at ``x``). Returns
+    :class:`OutputArrays` (means scaled by ``alpha``; ``m_hat`` in its Stein form).
     """
     R, N, _ = z.shape
     if isinstance(task, _tasks.Linear):

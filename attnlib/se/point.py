@@ -23,7 +23,9 @@ log = logging.getLogger("attnlib.se")
 # ``(m, q, v)`` next to the origin, where the output side takes its ``S_hat -> 0`` limit
 # (``omega -> 0``, ``V -> 0``: ``g`` becomes minus the loss gradient at zero preactivation)
 _ORIGIN_EPS = 1e-8
-# re-solves of the fixed point after the multi-start check found lower prox minima
+# re-solves of the fixed point after the multi-start check found lower prox minima;
+# after that many the map itself runs Newton from the warm and the cold starts
+# (output mode "multi"), whose fixed points the check cannot reject
 _MAX_CHECKS = 4
 # The stopping test bounds the change of (m / Q0, log q, log v), not of the mse
 # Q0 - 2m + q, which cancels when the mse is small (excess risks of 1e-7 Q0 in the
@@ -91,15 +93,17 @@ def _mse_moves(x, image, Q0) -> bool:
 def attempt(pb: Problem, x0, prox0, settings: engine.Settings, history=None) -> Attempt:
     """Anderson from ``x0`` (with an optional warm Anderson ``history``); at convergence
     the prox is re-solved from the cold starts and the iteration goes on where some
-    problem finds a lower minimum."""
+    problem finds a lower minimum: warm-started maps up to ``_MAX_CHECKS`` times, then
+    multi-start maps. A point where the check still finds lower minima is not
+    converged (the iterate is a fixed point of a map with local prox minima only)."""
     Q0 = float(pb.data.Q0)
     y = engine.to_y(jnp.asarray(x0, dtype=jnp.float64), Q0)
     prox = cold_prox(pb, x0) if prox0 is None else prox0
     history = engine.no_history(pb.memory) if history is None else history
-    n_iter, checks, tightened = 0, 0, 0
+    n_iter, checks, tightened, mode = 0, 0, 0, "warm"
     while True:
         fp, saw_zero = engine.solve_fixed_point(
-            pb.task, pb.penalty, pb.memory, pb.data, settings, (y, prox, history)
+            pb.task, pb.penalty, pb.memory, pb.data, settings, (y, prox, history), mode
         )
         history = fp.history
         n_iter += int(fp.n_iter)
@@ -110,9 +114,14 @@ def attempt(pb: Problem, x0, prox0, settings: engine.Settings, history=None) -> 
         if not converged:
             break
         prox, n_better = _check_global(pb, x, prox)
-        if n_better > 0 and checks < _MAX_CHECKS:
-            log.debug("multi-start check: %d lower prox minima, iterating on", n_better)
+        if n_better > 0:
+            if mode == "multi":
+                log.debug("multi-start map: %d lower prox minima remain", n_better)
+                converged = False
+                break
             checks += 1
+            mode = "multi" if checks >= _MAX_CHECKS else mode
+            log.debug("multi-start check: %d lower prox minima, iterating on", n_better)
         elif _mse_moves(x, np.asarray(image), Q0):
             converged = tightened < _MAX_TIGHTEN
             if not converged:
