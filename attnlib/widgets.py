@@ -401,8 +401,11 @@ def _lam_starts(points, lam_from, lam_to):
     Only where the learned matrix is not full rank (``rank_fraction < 0.999``): there
     ``v`` scales like ``1 / lam`` (``v = int rho_R f h_R / m_hat``, ``f = (c x - tau)_+``,
     ``tau = lam / a_hat``; measured ratio 0.49-0.51 when ``lam`` doubles) and the start
-    ``(m, q, v lam_from / lam_to)`` saves a third of the maps. Full-rank points are
-    continued along ``alpha`` instead: from a start at another ``lam`` the SE's stopping
+    ``(m, q, v lam_from / lam_to)`` carries the point's prox points and Anderson history
+    (its :class:`attnlib.se.WarmStart`, a secant model of the map at the neighbouring
+    ``lam``). On the default curve, lam 0.01 -> 0.02, the update costs 87 maps, against
+    107 from ``(m, q, v)`` alone and 131 along ``alpha``. Full-rank points are continued
+    along ``alpha`` instead: from a start at another ``lam`` the SE's stopping
     test (on ``m, log q, log v``) accepted points whose ``Delta_eff`` was off by 13 %
     (alpha 2, lam 0.01 -> 0.02) up to a factor 23 (alpha 1.3, lam 0.01 -> 0.001), where
     the excess risk is below 1e-4 ``Q0``. ``None`` also where a point did not converge.
@@ -410,7 +413,8 @@ def _lam_starts(points, lam_from, lam_to):
     starts = []
     for r in points:
         good = r.converged and r.q > 0 and r.v > 0 and r.rank_fraction < 0.999
-        starts.append((r.m, r.q, r.v * lam_from / lam_to) if good else None)
+        x = (r.m, r.q, r.v * lam_from / lam_to)
+        starts.append(r.warm._replace(x=x) if good and r.warm is not None else x if good else None)
     return starts
 
 

@@ -491,8 +491,21 @@ def _check_robust_point(task, target, alpha, lam, penalty):
         back = se.solve(task, target, alpha, lam, penalty, init=nb if nb.converged else None)
     assert back.converged
     # both stop at residual 1e-6 of the same map (Anderson: error about the residual)
-    np.testing.assert_allclose([back.m, back.q, back.v], [r.m, r.q, r.v], rtol=1e-4, atol=1e-8)
+    np.testing.assert_allclose([back.m, back.q], [r.m, r.q], rtol=1e-4, atol=1e-8)
+    np.testing.assert_allclose(back.v, r.v, rtol=_v_rtol(r))
     return r
+
+
+# Perfect recovery at the floating-point floor (mse < 1e-9 Q0, e.g. linear, kappa0 0.2,
+# nuclear, alpha 0.3, lam 1e-6: mse 3.7e-12): v is a function of the mse, which the map
+# resolves only to the rounding of Q0 - 2 m + q, and d log F_v / d(m / Q0) = -5e7 there.
+# Measured spread of v over tol in {1e-6, 1e-7, 1e-8, 1e-9} and continuation: 0.5439 to
+# 0.5454 (3e-3), while m and q agree to 1e-11 and the mse to 1e-14.
+_PERFECT_MSE, _PERFECT_V_RTOL = 1e-9, 1e-2
+
+
+def _v_rtol(r):
+    return _PERFECT_V_RTOL if r.mse < _PERFECT_MSE * r.Q0 else 1e-4
 
 
 ROBUST_TASKS = {

@@ -48,13 +48,22 @@ class Settings(NamedTuple):
     damping: float = 0.5
 
 
+def _xp(a):
+    """numpy for numpy arrays (no dispatch on the host), else jax.numpy (traceable)."""
+    return np if isinstance(a, np.ndarray) else jnp
+
+
 def to_y(x, Q0):
-    return jnp.stack([x[0] / Q0, jnp.log(x[1] / Q0), jnp.log(x[2])])
+    """``(m, q, v) -> (m / Q0, log(q / Q0), log v)``."""
+    xp = _xp(x)
+    return xp.stack([x[0] / Q0, xp.log(x[1] / Q0), xp.log(x[2])])
 
 
 def to_x(y, Q0):
-    y = jnp.clip(y, -50.0, 50.0)
-    return jnp.stack([y[0] * Q0, Q0 * jnp.exp(y[1]), jnp.exp(y[2])])
+    """The inverse of :func:`to_y` (``y`` clipped to ``[-50, 50]``)."""
+    xp = _xp(y)
+    y = xp.clip(y, -50.0, 50.0)
+    return xp.stack([y[0] * Q0, Q0 * xp.exp(y[1]), xp.exp(y[2])])
 
 
 def _conjugates(means):
@@ -188,6 +197,10 @@ def solve_fixed_point(
     Frobenius penalty runs in one compiled loop; the nuclear one from the host
     (:func:`_host_loop`).
     """
+    # strongly typed scalars: a Python float (weakly typed) would compile anew
+    settings = Settings(
+        np.float64(settings.tol), np.int64(settings.max_iter), np.float64(settings.damping)
+    )
     if penalty == "nuclear":
         return _host_loop(task, memory, data, settings, start, mode)
     return _device_loop(task, penalty, memory, data, settings, start, mode)

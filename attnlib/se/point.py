@@ -97,7 +97,7 @@ def attempt(pb: Problem, x0, prox0, settings: engine.Settings, history=None) -> 
     multi-start maps. A point where the check still finds lower minima is not
     converged (the iterate is a fixed point of a map with local prox minima only)."""
     Q0 = float(pb.data.Q0)
-    y = engine.to_y(jnp.asarray(x0, dtype=jnp.float64), Q0)
+    y = engine.to_y(np.asarray(x0, dtype=np.float64), Q0)
     prox = cold_prox(pb, x0) if prox0 is None else prox0
     history = engine.no_history(pb.memory) if history is None else history
     n_iter, checks, tightened, mode = 0, 0, 0, "warm"
@@ -108,7 +108,7 @@ def attempt(pb: Problem, x0, prox0, settings: engine.Settings, history=None) -> 
         history = fp.history
         n_iter += int(fp.n_iter)
         prox, means, image = fp.aux
-        x = np.asarray(engine.to_x(fp.x, Q0))
+        x = engine.to_x(np.asarray(fp.x), Q0)
         converged = int(fp.status) == fixed_point.CONVERGED
         log.debug("attempt: status %d residual %.3g after %d maps", fp.status, fp.residual, n_iter)
         if not converged:
