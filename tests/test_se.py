@@ -529,6 +529,25 @@ def test_robust_by_default_fast(case):
     assert r.converged  # these points have a fixed point (found by continuation)
 
 
+def test_learning_curve_at_small_lam_returns_only_fixed_points():
+    """Issue 12: learning_curve(linear T=1, Wishart 0.5, nuclear, lam 1e-4) returned
+    non-fixed points (mse ~ 800) at its first alphas. Every converged point must pass the
+    independent map (residual < 1e-4), every other one be NaN."""
+    task, target = tasks.Linear(T=1), Wishart(0.5)
+    alphas = np.geomspace(0.02, 1.0, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", se.SEConvergenceWarning)
+        lc = se.learning_curve(task, target, alphas, 1e-4)
+    for i, alpha in enumerate(alphas):
+        r = se.solve(task, target, alpha, 1e-4, init=None) if lc.converged[i] else None
+        if r is None:
+            assert math.isnan(lc.mse[i])
+            continue
+        point = r._replace(m=lc.m[i], q=lc.q[i], v=lc.v[i])
+        assert lc.v[i] == 0.0 or _map_residual(task, target, point) < 1e-4, alpha
+        assert abs(lc.mse[i] - r.mse) <= 1e-4 * r.mse + 1e-10, alpha
+
+
 def test_multi_start_map_keeps_the_lowest_of_warm_and_cold_minima():
     """Output mode "multi" (Newton from the carried prox points and the cold starts)
     ends, problem by problem, at least as low as Newton from either alone."""
