@@ -580,9 +580,9 @@ def test_attempt_fails_where_the_check_keeps_finding_lower_minima(monkeypatch):
     modes = []
     solve_fixed_point = engine.solve_fixed_point
 
-    def recording(*args):
-        modes.append(args[-1])
-        return solve_fixed_point(*args)
+    def recording(*args, mode):
+        modes.append(mode)
+        return solve_fixed_point(*args, mode=mode)
 
     monkeypatch.setattr(engine, "solve_fixed_point", recording)
     monkeypatch.setattr(point, "_check_global", lambda pb, x, prox: (prox, 1))

@@ -144,7 +144,7 @@ def _finish(fp):
 
 
 @functools.partial(jax.jit, static_argnames=("task", "penalty", "memory", "mode"))
-def _device_loop(task, penalty, memory, data: Data, settings: Settings, start, mode):
+def _device_loop(task, penalty, memory, data: Data, settings: Settings, start, *, mode):
     """The whole iteration in one ``lax.while_loop`` (input side traceable)."""
     y0, prox0, history = start
 
@@ -186,7 +186,7 @@ def _host_loop(task, memory, data: Data, settings: Settings, start, mode):
 
 
 def solve_fixed_point(
-    task, penalty, memory, data: Data, settings: Settings, start, mode: str = "warm"
+    task, penalty, memory, data: Data, settings: Settings, start, *, mode: str = "warm"
 ):
     """Anderson fixed point of :func:`se_map` from ``start = (y0, prox0, history)``
     (``history``: a warm Anderson history, :func:`no_history` for none; ``mode``: the
@@ -203,4 +203,4 @@ def solve_fixed_point(
     )
     if penalty == "nuclear":
         return _host_loop(task, memory, data, settings, start, mode)
-    return _device_loop(task, penalty, memory, data, settings, start, mode)
+    return _device_loop(task, penalty, memory, data, settings, start, mode=mode)

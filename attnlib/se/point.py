@@ -103,7 +103,7 @@ def attempt(pb: Problem, x0, prox0, settings: engine.Settings, history=None) -> 
     n_iter, checks, tightened, mode = 0, 0, 0, "warm"
     while True:
         fp, saw_zero = engine.solve_fixed_point(
-            pb.task, pb.penalty, pb.memory, pb.data, settings, (y, prox, history), mode
+            pb.task, pb.penalty, pb.memory, pb.data, settings, (y, prox, history), mode=mode
         )
         history = fp.history
         n_iter += int(fp.n_iter)
