@@ -3,9 +3,14 @@
 :func:`glue` stores a number for the prose with myst-nb's glue. Numbers are stored
 as plain Python numbers (a numpy scalar would print as ``np.float64(...)`` and
 break formatted pastes such as ``{glue:text}`name:.3f```), and floats are rounded
-to ten significant digits: the last bits of a floating-point result differ between
-machines and thread counts, and nbval compares the stored text exactly. Ten digits
-is far below any precision the prose quotes.
+to eight significant digits, because nbval compares the stored text exactly and
+the last bits of a floating-point result differ between machines and thread
+counts. Rounding does not absorb a change of the engine: a state-evolution result
+is a fixed point found to a tolerance (1e-6 on the map residual by default), and
+a different path of iterates lands elsewhere inside it, so after such a change
+the chapters are executed again (``make execute``). The prose formats at most
+five significant digits; tests/test_book_structure.py checks that every formatted
+paste needs at most ``SIGNIFICANT_DIGITS - 2``.
 """
 
 import numbers
@@ -17,11 +22,11 @@ try:
 except ImportError:  # attnlib installed without the book extra
     _myst_glue = None
 
-SIGNIFICANT_DIGITS = 10
+SIGNIFICANT_DIGITS = 8
 
 
 def plain_number(value):
-    """``value`` as a plain Python number; floats rounded to 10 significant digits.
+    """``value`` as a plain Python number; floats rounded to ``SIGNIFICANT_DIGITS``.
 
     Raises:
       ValueError: if ``value`` is not a real number (bool, int or float, numpy or not).

@@ -1,11 +1,14 @@
 """The book's table of contents and the committed state of its chapters."""
 
 import json
+import math
 import re
 from pathlib import Path
 
 import pytest
 import yaml
+
+from attnlib import book
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -258,30 +261,81 @@ def test_glued_names_are_unique_used_and_defined(path):
 _GLUE_FORMATTED = re.compile(r"\{glue(?::text)?\}`([^`<>:]+):[^`]+`")
 
 
+def _stored_glue_text(nb: dict) -> dict[str, str]:
+    """The text/plain each glued name stores, by name."""
+    stored = {}
+    for cell in _code_cells(nb):
+        for out in cell.get("outputs", []):
+            if "scrapbook" not in out.get("metadata", {}):
+                continue
+            data = out.get("data", {})
+            text = next((v for k, v in data.items() if k.endswith("text/plain")), None)
+            stored[out["metadata"]["scrapbook"]["name"]] = (
+                text if text is None or isinstance(text, str) else "".join(text)
+            )
+    return stored
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_formatted_glue_values_are_plain_numbers(path):
     """{glue:text}`name:.3f` formats the stored text/plain: with numpy 2 a glued
     np.float64 is stored as 'np.float64(...)', which the build cannot format (a
     warning, so -W fails). Glue float(value) / int(value)."""
     nb = _load(path)
-    stored = {
-        out["metadata"]["scrapbook"]["name"]: next(
-            (v for k, v in out.get("data", {}).items() if k.endswith("text/plain")), None
-        )
-        for cell in _code_cells(nb)
-        for out in cell.get("outputs", [])
-        if "scrapbook" in out.get("metadata", {})
-    }
+    stored = _stored_glue_text(nb)
     bad = []
     for name in set(_GLUE_FORMATTED.findall(_markdown(nb))):
         text = stored.get(name.strip())
         if text is None:
             continue  # reported by test_glued_names_are_unique_used_and_defined
         try:
-            float(text if isinstance(text, str) else "".join(text))
+            float(text)
         except ValueError:
             bad.append(f"{name}: {text!r}")
     assert bad == [], f"formatted glue values that are not plain numbers: {bad}"
+
+
+_GLUE_NAME_AND_FORMAT = re.compile(r"\{glue(?::text)?\}`([^`<>:]+):([^`]+)`")
+_FORMAT_SPEC = re.compile(r"[+\- ]?\.(\d+)([efg%])")
+
+
+def _digits_shown(value: float, spec: str) -> int:
+    """Significant digits of ``value`` that the format ``spec`` prints (e.g. ``.3f``)."""
+    if spec == "g":
+        return 6
+    match = _FORMAT_SPEC.fullmatch(spec)
+    if match is None:
+        raise ValueError(f"format {spec!r} not understood by this test")
+    places, kind = int(match.group(1)), match.group(2)
+    if kind in "eg":
+        return places + (kind == "e")
+    scale = 100 * abs(value) if kind == "%" else abs(value)
+    return max(0, math.floor(math.log10(scale)) + 1 + places) if scale else 0
+
+
+def test_digits_shown_counts_what_a_format_prints():
+    assert _digits_shown(408.2, ".1f") == 4 and _digits_shown(0.0336, ".4f") == 3
+    assert _digits_shown(0.123, ".1%") == 3 and _digits_shown(5e-7, ".1e") == 2
+    assert _digits_shown(15.0, "+.1f") == 3 and _digits_shown(0.0, ".3f") == 0
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_prose_quotes_fewer_digits_than_glue_stores(path):
+    """attnlib.book.glue rounds to SIGNIFICANT_DIGITS; a formatted paste that showed
+    as many digits would print the rounding (and the machine's last bits) to the
+    reader. Two digits of margin."""
+    nb = _load(path)
+    stored = _stored_glue_text(nb)
+    too_fine = []
+    for name, spec in set(_GLUE_NAME_AND_FORMAT.findall(_markdown(nb))):
+        try:
+            value = float(stored.get(name.strip()))
+        except (TypeError, ValueError):
+            continue  # reported by the two tests above
+        shown = _digits_shown(value, spec)
+        if shown > book.SIGNIFICANT_DIGITS - 2:
+            too_fine.append(f"{name}:{spec} shows {shown} digits of {value!r}")
+    assert too_fine == [], f"pastes finer than the stored precision allows: {too_fine}"
 
 
 _GLUE_ROLE_BODY = re.compile(r"\{glue(?::text)?\}`([^`]*)`")
