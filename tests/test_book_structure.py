@@ -258,7 +258,7 @@ def test_glued_names_are_unique_used_and_defined(path):
     assert sorted(set(glued) - used) == [], "glued but never used in markdown"
 
 
-_GLUE_FORMATTED = re.compile(r"\{glue(?::text)?\}`([^`<>:]+):[^`]+`")
+_GLUE_FORMATTED = re.compile(r"\{glue(?::text)?\}`([^`<>:]+):([^`]+)`")  # name, format
 
 
 def _stored_glue_text(nb: dict) -> dict[str, str]:
@@ -284,7 +284,7 @@ def test_formatted_glue_values_are_plain_numbers(path):
     nb = _load(path)
     stored = _stored_glue_text(nb)
     bad = []
-    for name in set(_GLUE_FORMATTED.findall(_markdown(nb))):
+    for name in {name for name, _ in _GLUE_FORMATTED.findall(_markdown(nb))}:
         text = stored.get(name.strip())
         if text is None:
             continue  # reported by test_glued_names_are_unique_used_and_defined
@@ -295,7 +295,6 @@ def test_formatted_glue_values_are_plain_numbers(path):
     assert bad == [], f"formatted glue values that are not plain numbers: {bad}"
 
 
-_GLUE_NAME_AND_FORMAT = re.compile(r"\{glue(?::text)?\}`([^`<>:]+):([^`]+)`")
 _FORMAT_SPEC = re.compile(r"[+\- ]?\.(\d+)([efg%])")
 
 
@@ -327,7 +326,7 @@ def test_prose_quotes_fewer_digits_than_glue_stores(path):
     nb = _load(path)
     stored = _stored_glue_text(nb)
     too_fine = []
-    for name, spec in set(_GLUE_NAME_AND_FORMAT.findall(_markdown(nb))):
+    for name, spec in set(_GLUE_FORMATTED.findall(_markdown(nb))):
         try:
             value = float(stored.get(name.strip()))
         except (TypeError, ValueError):
