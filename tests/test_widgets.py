@@ -92,8 +92,9 @@ def test_scaling_explorer_warm_start_from_another_lam_keeps_the_fixed_points():
     must be the one a fresh explorer computes along alpha. Tolerance 1e-4 relative on
     the excess risk: the SE stops at a change of 1e-6 per map in (m/Q0, log q, log v),
     which moved the excess by at most 3e-5 on this grid (against tol 1e-10). The grid
-    reaches full rank, where starts from another lam were accepted 3 % (lam 0.02) and a
-    factor 10 (lam 0.001) away from the fixed point."""
+    reaches full rank, where starts from another lam were once accepted 3 % (lam 0.02)
+    and a factor 10 (lam 0.001) away from the fixed point; full-rank points now start
+    from the other lam too, so this is the test that the mse check holds them."""
     s = widgets.ScalingSettings()
     moved = widgets.ScalingExplorer(s)
     moved.curve(s)
