@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from attnlib import se, spectrum, targets, tasks, thresholds, widgets  # noqa: E402
+from attnlib import scaling, se, spectrum, targets, tasks, thresholds, widgets  # noqa: E402
 
 LINEAR = widgets.ERMSettings(task="linear", T=1, alpha=0.4, lam=0.1, n_alpha=4, alpha_max=0.8)
 
@@ -105,3 +105,18 @@ def test_scaling_explorer_warm_start_from_another_lam_keeps_the_fixed_points():
         np.testing.assert_allclose(warm.excess, fresh.excess, rtol=1e-4)
         np.testing.assert_array_equal(warm.n_recovered, fresh.n_recovered)
     assert len(moved.curves) == 3
+
+
+def test_lam_starts_move_v_below_full_rank_and_keep_it_at_full_rank():
+    """The scaling explorer's starts at a new lam: v scales like 1 / lam where the learned
+    matrix is not full rank, is kept at full rank, and a point that did not converge
+    gives no start. The warm start's prox points and history travel with the new x."""
+    target, task = scaling.PowerLawModes(gamma=1.5, n_modes=8), tasks.Linear(T=1)
+    low, full = se.solve(task, target, 0.1, 0.01), se.solve(task, target, 1.0, 0.01)
+    assert low.rank_fraction < 0.999 and full.rank_fraction >= 0.999
+    failed = low._replace(converged=False)
+    starts = widgets._lam_starts([low, full, failed], 0.01, 0.02)
+    assert starts[2] is None
+    np.testing.assert_allclose(starts[0].x, (low.m, low.q, low.v / 2), rtol=1e-15)
+    np.testing.assert_allclose(starts[1].x, (full.m, full.q, full.v), rtol=1e-15)
+    assert starts[0].history is low.warm.history and starts[1].prox is full.warm.prox
