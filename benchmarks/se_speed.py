@@ -3,7 +3,8 @@
 Seq2seq softmax, T = 2, Wishart target kappa0 = 0.5, nuclear penalty lam = 0.1, and as
 the unit of cost one convex-solver run (attnlib.train.train_convex) at d = 100 and the
 same alpha. Prints the load average (the machine may be shared: ratios measured in the
-same run are what counts) and:
+same run are what counts; the convex unit, the warm point and the curve are medians of
+three runs) and:
 
 - a warm SE point (alpha = 0.3 warm-started from alpha = 0.32): target <= 0.02 convex runs;
 - a 40-point learning curve (warm-started along alpha): target <= 3 s;
@@ -31,6 +32,7 @@ from attnlib.targets import Wishart
 
 ALPHA = 0.3
 LAM = 0.1
+REPEATS = 3  # timings are medians of this many runs
 FIRST_POINT = (
     "import time; t0 = time.perf_counter(); import attnlib; from attnlib import se, tasks;"
     "from attnlib.targets import Wishart;"
@@ -45,13 +47,23 @@ def _timed(fun, *args, **kw):
     return time.perf_counter() - t0, out
 
 
+def _median_timed(fun, *args, **kw):
+    """Median wall time of ``REPEATS`` calls (a shared machine's load comes and goes) and
+    the first call's output."""
+    runs = [_timed(fun, *args, **kw) for _ in range(REPEATS)]
+    return float(np.median([t for t, _ in runs])), runs[0][1]
+
+
 def convex_run(task, target):
     d = 100
     k1, k2 = jax.random.split(jax.random.PRNGKey(0))
     data = tasks.make_dataset(k2, task, target.sample(k1, d), tasks.n_samples(ALPHA, d))
     train.train_convex(task, data, LAM)  # JIT warm-up
-    t, res = _timed(train.train_convex, task, data, LAM)
-    print(f"train_convex at d={d} (n={data.X.shape[0]}, {res.n_steps} steps): {t:.2f} s")
+    t, res = _median_timed(train.train_convex, task, data, LAM)
+    print(
+        f"train_convex at d={d} (n={data.X.shape[0]}, {res.n_steps} steps): {t:.2f} s "
+        f"(median of {REPEATS})"
+    )
     return t
 
 
@@ -92,17 +104,17 @@ def main():
         return
     warmup, near = _timed(se.solve, task, target, 0.32, LAM)
     print(f"SE first point in this process (compilation included): {warmup:.1f} s")
-    times = [_timed(se.solve, task, target, ALPHA, LAM, init=near) for _ in range(3)]
-    point = float(np.median([t for t, _ in times]))
-    r = times[0][1]
+    point, r = _median_timed(se.solve, task, target, ALPHA, LAM, init=near)
     print(
-        f"SE warm point (alpha={ALPHA} from {0.32}): {point:.3f} s [{r.n_iter} maps] = "
+        f"SE warm point (alpha={ALPHA} from {0.32}, median of {REPEATS}): {point:.3f} s "
+        f"[{r.n_iter} maps] = "
         f"{point / convex:.3f} convex runs (target <= 0.02: ratio {point / convex / 0.02:.2f})"
     )
     alphas = np.linspace(0.05, 2.0, 40)
-    curve, lc = _timed(se.learning_curve, task, target, alphas, LAM)
+    curve, lc = _median_timed(se.learning_curve, task, target, alphas, LAM)
     print(
-        f"SE learning curve (40 points): {curve:.1f} s = {curve / convex:.2f} convex runs "
+        f"SE learning curve (40 points, median of {REPEATS}): {curve:.1f} s = "
+        f"{curve / convex:.2f} convex runs "
         f"[{int(lc.n_iter.sum())} maps, all converged {bool(lc.converged.all())}] "
         f"(target <= 3 s: ratio {curve / 3.0:.2f})"
     )
