@@ -6,6 +6,8 @@ several starts (BFGS, a different algorithm), finite differences of g in omega,
 and the closed form of the linear task.
 """
 
+import importlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -288,3 +290,31 @@ def test_batched_grad_hess_matches_per_sequence(T):
     G2, H2 = grad_hess_batch(task, Y, P)
     np.testing.assert_allclose(G2, G1, rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(H2, H1, rtol=1e-12, atol=1e-13)
+
+
+def test_problems_already_done_do_not_force_the_step_grid(monkeypatch):
+    """Newton takes the full step for the whole batch when every active problem accepts
+    it; problems already done (at their minimum, where no step decreases the objective)
+    must not send the batch to the step grid. Counted at run time: the step grid is the
+    only caller of ``_finish_step`` on a positive-definite batch. A strongly convex batch
+    (small V), where every full step is accepted, must reach its minima without it."""
+    newton = importlib.import_module("attnlib.channels.newton")
+    prox_mod = importlib.import_module("attnlib.channels.prox")
+    calls = []
+    finish = newton._finish_step
+
+    def counted(*args):
+        jax.debug.callback(lambda: calls.append(1))
+        return finish(*args)
+
+    monkeypatch.setattr(newton, "_finish_step", counted)
+    task = tasks.Seq2Seq(T=2)
+    Y, omega, V = _problem(task, n=41, v=0.05, seed=3)  # n = 41: a trace of its own
+    V = jnp.broadcast_to(V, omega.shape)
+    out = prox_mod._prox_jit(task, Y, omega, V, omega[:, None, :], tol=1e-12, max_iter=100)
+    jax.block_until_ready(out)
+    assert int(out.n_steps) >= 3  # problems finish at different steps
+    assert calls == []
+    # the minima themselves: stationary (autodiff of the objective written out here)
+    grad = jax.vmap(jax.grad(lambda y, o, v, p: _objective(task, y, o, v, p), argnums=3))
+    assert float(jnp.max(jnp.abs(grad(Y, omega, V, out.h)))) < 1e-9

@@ -39,9 +39,10 @@ class Batch(NamedTuple):
     V: jax.Array
 
 
-def _cheap_step(task, b: Batch, P, F, G, H, *, tol):
+def _cheap_step(task, b: Batch, P, F, G, H, *, tol, active):
     """Positive-definite batch: Cholesky direction; the full step alone when it decreases
-    every objective sufficiently (and more than the half step), else the step grid.
+    every ``active`` objective sufficiently (and more than the half step) or is below
+    the convergence size (then both branches take it), else the step grid.
     Returns ``(P_new, F_new, done)`` as :func:`_finish_step`."""
     Y, omega, V = b
     N, K = P.shape
@@ -70,6 +71,9 @@ def _cheap_step(task, b: Batch, P, F, G, H, *, tol):
 
     slope = jnp.sum(G * d, axis=-1)
     full_ok = (f1 <= F + _ARMIJO * slope) & (f1 <= f_half) & (f_half < F)
+    # problems already done (masked by the caller) and converged steps do not decide:
+    # at a minimum the full step cannot decrease the objective
+    full_ok = full_ok | ~active | _converged(P, c1, jnp.ones(N, dtype=bool), tol)
     return jax.lax.cond(jnp.all(full_ok), newton_ok, line_search, None)
 
 
@@ -133,8 +137,11 @@ def _finish_step(cands, fc, P, F, safe, tol):
     return P_new, F_new, conv | ~improved
 
 
-def newton_step(task, b: Batch, P, F, tol):
+def newton_step(task, b: Batch, P, F, tol, active=None):
     """One safeguarded Newton step on a batch ``(N, K)``: ``(P_new, F_new, done, H)``.
+
+    ``active`` (N,): the problems whose step is used (default all); the others do not
+    decide between the full step and the step grid.
 
     ``H`` is the Hessian of the prox objective at the input ``P``. Where every Hessian
     of the batch is safely positive definite the direction comes from a Cholesky solve,
@@ -157,9 +164,12 @@ def newton_step(task, b: Batch, P, F, tol):
         cands, fc = _full_candidates(task, b, P, G, H, eps_shift)
         return _finish_step(cands, fc, P, F, safe, tol)
 
-    P_new, F_new, done = jax.lax.cond(
-        jnp.all(safe), lambda _: _cheap_step(task, b, P, F, G, H, tol=tol), general, None
-    )
+    active = jnp.ones(P.shape[0], dtype=bool) if active is None else active
+
+    def cheap(_):
+        return _cheap_step(task, b, P, F, G, H, tol=tol, active=active)
+
+    P_new, F_new, done = jax.lax.cond(jnp.all(safe | ~active), cheap, general, None)
     return P_new, F_new, done, H
 
 
@@ -167,7 +177,7 @@ def masked_step(task, b: Batch, state, tol):
     """Newton step where not ``done``, on ``state = (P, F, done, H)``; ``H`` keeps the
     objective's Hessian at the start of each problem's last step."""
     P, F, done, H = state
-    P2, F2, d2, H2 = newton_step(task, b, P, F, tol)
+    P2, F2, d2, H2 = newton_step(task, b, P, F, tol, active=~done)
     keep = done[:, None]
     return (
         jnp.where(keep, P, P2),
