@@ -52,11 +52,11 @@ def _cheap_step(task, b: Batch, P, F, G, H, *, tol, active):
     c1 = P + d
     f1 = objective_batch(task, Y, omega, V, c1)
     f_half = objective_batch(task, Y, omega, V, P + 0.5 * d)
+    conv = _converged(P, c1, jnp.ones(N, dtype=bool), tol)
 
     def newton_ok(_):
         # full Newton step, same basin: take it. This is what _finish_step returns for
         # the candidates (c1, then P padded with objective inf): f1 is finite here.
-        conv = _converged(P, c1, jnp.ones(N, dtype=bool), tol)
         take = conv | (f1 < F)
         return jnp.where(take[:, None], c1, P), jnp.where(take, f1, F), ~take | conv
 
@@ -73,7 +73,7 @@ def _cheap_step(task, b: Batch, P, F, G, H, *, tol, active):
     full_ok = (f1 <= F + _ARMIJO * slope) & (f1 <= f_half) & (f_half < F)
     # problems already done (masked by the caller) and converged steps do not decide:
     # at a minimum the full step cannot decrease the objective
-    full_ok = full_ok | ~active | _converged(P, c1, jnp.ones(N, dtype=bool), tol)
+    full_ok = full_ok | ~active | conv
     return jax.lax.cond(jnp.all(full_ok), newton_ok, line_search, None)
 
 
@@ -137,10 +137,10 @@ def _finish_step(cands, fc, P, F, safe, tol):
     return P_new, F_new, conv | ~improved
 
 
-def newton_step(task, b: Batch, P, F, tol, active=None):
+def newton_step(task, b: Batch, P, F, tol, *, active):
     """One safeguarded Newton step on a batch ``(N, K)``: ``(P_new, F_new, done, H)``.
 
-    ``active`` (N,): the problems whose step is used (default all); the others do not
+    ``active`` (N,): the problems whose step is used; the others do not
     decide between the full step and the step grid.
 
     ``H`` is the Hessian of the prox objective at the input ``P``. Where every Hessian
@@ -163,8 +163,6 @@ def newton_step(task, b: Batch, P, F, tol, active=None):
     def general(_):
         cands, fc = _full_candidates(task, b, P, G, H, eps_shift)
         return _finish_step(cands, fc, P, F, safe, tol)
-
-    active = jnp.ones(P.shape[0], dtype=bool) if active is None else active
 
     def cheap(_):
         return _cheap_step(task, b, P, F, G, H, tol=tol, active=active)
