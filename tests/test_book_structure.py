@@ -346,3 +346,133 @@ def test_glue_roles_are_closed(path):
     means its closing backtick is missing (the build then looks up a garbled key)."""
     bad = [b for b in _GLUE_ROLE_BODY.findall(_markdown(_load(path))) if set(b) & set("{}\n ")]
     assert bad == [], f"unclosed glue roles: {bad}"
+
+
+# --- A chapter is one lecture: its reading time and what its visible cells show ------
+
+WORDS_PER_MINUTE = 120  # prose
+CODE_LINES_PER_MINUTE = 10  # visible code (hidden cells are not read)
+MINUTES_PER_FIGURE = 1
+LECTURE_MINUTES = 60
+_HIDDEN = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
+_PROBLEMS_HEADING = re.compile(r"^## +Problems\s*$", re.M)
+
+
+def reading_minutes(nb: dict) -> tuple[float, int, int, int]:
+    """Reading time of a chapter's main line, up to its Problems section:
+    words / 120 + visible code lines / 10 + one minute a figure shown.
+
+    Returns (minutes, words, visible code lines, figures)."""
+    words = lines = figures = 0
+    for cell in nb["cells"]:
+        src = _source(cell)
+        if cell["cell_type"] == "markdown":
+            end = _PROBLEMS_HEADING.search(src)
+            words += len((src[: end.start()] if end else src).split())
+            if end:
+                break
+        elif cell["cell_type"] == "code":
+            if not _tags(cell) & _HIDDEN:
+                lines += sum(1 for line in src.splitlines() if line.strip())
+            if not _tags(cell) & {"remove-output", "remove-cell"}:
+                figures += sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+    minutes = (
+        words / WORDS_PER_MINUTE + lines / CODE_LINES_PER_MINUTE + figures * MINUTES_PER_FIGURE
+    )
+    return minutes, words, lines, figures
+
+
+def test_reading_minutes_counts_words_code_and_figures():
+    md = {"cell_type": "markdown", "source": ["one two three\n", "## Problems\nnot counted"]}
+    shown = {"cell_type": "code", "source": ["x = 1\n\ny = 2\n"], "metadata": {}, "outputs": []}
+    hidden = {
+        "cell_type": "code",
+        "source": ["z = 3\n"],
+        "metadata": {"tags": ["hide-input"]},
+        "outputs": [{"output_type": "display_data", "data": {"image/png": ""}}],
+    }
+    after = {"cell_type": "code", "source": ["w = 4\n"], "metadata": {}, "outputs": []}
+    minutes, words, lines, figures = reading_minutes({"cells": [shown, hidden, md, after]})
+    assert (words, lines, figures) == (3, 2, 1)
+    assert minutes == pytest.approx(3 / 120 + 2 / 10 + 1)
+
+
+# Chapters not yet rewritten as lectures (issue: lecture-sized chapters). Each is a strict
+# xfail: once a chapter passes, the test fails until its name is removed here.
+NOT_YET_A_LECTURE = {
+    "02_erm_asymptotics.ipynb",
+    "03_amp_derivation.ipynb",
+    "04_spectrum.ipynb",
+    "05_scaling_laws.ipynb",
+}
+NOT_YET_CLEAN = {
+    "00_prerequisites.ipynb",
+    "01_model.ipynb",
+    "02_erm_asymptotics.ipynb",
+    "03_amp_derivation.ipynb",
+    "04_spectrum.ipynb",
+    "05_scaling_laws.ipynb",
+    "06_bayes_optimal.ipynb",
+}
+
+
+def _pending(paths, pending: set[str]):
+    mark = pytest.mark.xfail(strict=True, reason="chapter not yet rewritten as a lecture")
+    return [pytest.param(p, id=p.name, marks=[mark] if p.name in pending else []) for p in paths]
+
+
+@pytest.mark.parametrize("path", _pending(CHAPTERS, NOT_YET_A_LECTURE))
+def test_chapter_reads_in_one_lecture(path):
+    minutes, words, lines, figures = reading_minutes(_load(path))
+    print(f"{path.name}: {minutes:.0f} min ({words} words, {lines} code lines, {figures} figures)")
+    assert minutes <= LECTURE_MINUTES, (
+        f"{path.name} reads in {minutes:.0f} min ({words} words, {lines} visible code lines, "
+        f"{figures} figures): split it or move methods to the appendix (at most {LECTURE_MINUTES})"
+    )
+
+
+# Plotting boilerplate: axis methods and pyplot calls. A visible cell draws a figure by
+# one call to attnlib.plotting or to a hidden helper of the chapter, never with these.
+_PLOTTING_CALL = re.compile(
+    r"(\bplt\.|\.(plot|errorbar|scatter|hist|bar|fill_between|loglog|semilogx|semilogy|"
+    r"axvline|axhline|legend|annotate|imshow|colorbar|tight_layout|subplots|twinx|"
+    r"set_\w+)\()"
+)
+_GLUE_CALL = re.compile(r"\bglue\(")
+
+
+def _visible_code(nb: dict) -> list[tuple[int, str]]:
+    return [(i, _source(c)) for i, c in enumerate(_code_cells(nb)) if not _tags(c) & _HIDDEN]
+
+
+@pytest.mark.parametrize("path", _pending(CHAPTERS, NOT_YET_CLEAN))
+def test_visible_cells_hold_no_glue(path):
+    shown = [i for i, src in _visible_code(_load(path)) if _GLUE_CALL.search(src)]
+    assert shown == [], f"visible cells calling glue() (indices among code cells): {shown}"
+
+
+@pytest.mark.parametrize("path", _pending(CHAPTERS, NOT_YET_CLEAN))
+def test_visible_cells_hold_no_plotting_boilerplate(path):
+    shown = [
+        (i, sorted({m.group(0) for m in _PLOTTING_CALL.finditer(src)}))
+        for i, src in _visible_code(_load(path))
+        if _PLOTTING_CALL.search(src)
+    ]
+    assert shown == [], f"visible cells with plotting calls (index, calls): {shown}"
+
+
+def test_the_visible_cell_checks_can_fail():
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "outputs": [],
+                "source": ["fig, ax = plt.subplots()\nax.set_xlabel('a')\nglue('x', 1)\n"],
+            }
+        ]
+    }
+    ((_, src),) = _visible_code(nb)
+    assert _GLUE_CALL.search(src) and _PLOTTING_CALL.search(src)
+    nb["cells"][0]["metadata"]["tags"] = ["hide-input"]
+    assert _visible_code(nb) == []
