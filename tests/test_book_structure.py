@@ -402,7 +402,7 @@ def test_reading_minutes_counts_words_code_and_figures():
 NOT_YET_A_LECTURE = {
     "02_erm_asymptotics.ipynb",
     "03_amp_derivation.ipynb",
-    "04_spectrum.ipynb",
+    "07_spectrum.ipynb",
     "05_scaling_laws.ipynb",
 }
 NOT_YET_CLEAN = {
@@ -410,7 +410,7 @@ NOT_YET_CLEAN = {
     "01_model.ipynb",
     "02_erm_asymptotics.ipynb",
     "03_amp_derivation.ipynb",
-    "04_spectrum.ipynb",
+    "07_spectrum.ipynb",
     "05_scaling_laws.ipynb",
     "06_bayes_optimal.ipynb",
 }

@@ -1,4 +1,4 @@
-r"""State evolution and trained spectra for chapter 4 (``book/04_spectrum.ipynb``).
+r"""State evolution and trained spectra for the spectrum chapter (``book/07_spectrum.ipynb``).
 
 Run from ``book/`` (``make data`` runs every script)::
 
