@@ -286,3 +286,58 @@ def test_an_output_named_like_a_parameter_is_kept():
     assert res.table["lam"].item() == 0.5 and res.table["x"].item() == 1
     np.testing.assert_array_equal(res.table["lam_out"].item(), [0.5, 0.5])
     assert "x_out" not in res.table.columns
+
+
+_EDITABLE_POINT = """
+def point(x, seed):
+    return {{"y": {value} * x + seed}}
+"""
+
+
+def _import_fresh(path: Path, name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_editing_the_point_function_or_the_library_recomputes(tmp_path, monkeypatch):
+    """The cache key holds a hash of the source of the function's module and of attnlib,
+    so a changed function (same name, same parameters) is not served stale numbers."""
+    source = tmp_path / "editable_point.py"
+    name = f"editable_point_{uuid.uuid4().hex}"
+    cache = tmp_path / "cache"
+
+    def run(value):
+        source.write_text(_EDITABLE_POINT.format(value=value))
+        fn = _import_fresh(source, name).point
+        grid = sweep.Grid(fn, {"x": [1.0, 2.0]}, seeds=2, name="editable")
+        return sweep.run(grid, serial=True, cache_dir=cache, progress=False)
+
+    first = run(1.0)
+    assert first.n_computed == 4
+    assert run(1.0).n_cached == 4  # same code: served from the cache
+    edited = run(3.0)
+    assert edited.n_cached == 0 and edited.n_computed == 4
+    np.testing.assert_array_equal(edited.table["y"], 3.0 * edited.table["x"] + edited.table["seed"])
+    # a change anywhere in attnlib's source recomputes too
+    monkeypatch.setattr(sweep.grid, "library_fingerprint", lambda: "edited-library")
+    assert run(3.0).n_cached == 0
+
+
+def test_library_fingerprint_follows_the_source(tmp_path, monkeypatch):
+    fake = tmp_path / "attnlib"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("x = 1\n")
+    monkeypatch.setattr(attnlib, "__file__", str(fake / "__init__.py"))
+    sweep.grid.library_fingerprint.cache_clear()
+    try:
+        before = sweep.grid.library_fingerprint()
+        (fake / "__init__.py").write_text("x = 2\n")
+        sweep.grid.library_fingerprint.cache_clear()
+        assert sweep.grid.library_fingerprint() != before
+    finally:
+        monkeypatch.undo()
+        sweep.grid.library_fingerprint.cache_clear()

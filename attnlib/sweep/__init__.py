@@ -25,7 +25,9 @@ Where it runs (:func:`run`): an embedded local cluster by default; an existing
 scheduler with ``address=...`` or ``DASK_SCHEDULER_ADDRESS``; a given ``client``;
 or ``serial=True`` in this process. Every point is cached on disk
 (:func:`default_cache_dir`) under a key made of its parameters, the function's
-qualified name and attnlib's version: re-running computes only what is missing.
+qualified name, attnlib's version and a hash of the code it runs (the source of
+the function's module and of attnlib: :func:`~attnlib.sweep.grid.code_fingerprint`):
+re-running computes only what is missing, and editing the code recomputes.
 
 Modules: :mod:`~attnlib.sweep.grid` (declaration, keys), :mod:`~attnlib.sweep.cache`
 (atomic, checksummed files), :mod:`~attnlib.sweep.execute` (one task in a worker),

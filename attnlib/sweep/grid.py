@@ -12,7 +12,9 @@ start along the axis.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import itertools
 import json
 import math
@@ -20,6 +22,7 @@ import numbers
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -76,13 +79,42 @@ def function_name(fn: Callable) -> str:
     return f"{module}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
-def point_key(name: str, point: Mapping, prefix: Sequence = ()) -> str:
-    """Cache key of a point: a hash of the function's name, attnlib's version, the
-    point's parameters and (for a chained point) the chain values before it."""
+@functools.lru_cache(maxsize=1)
+def library_fingerprint() -> str:
+    """sha256 of every ``.py`` file of the installed attnlib package (paths and
+    contents, in sorted order): it changes whenever any of the library's code does."""
+    root = Path(attnlib.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def code_fingerprint(fn: Callable) -> str:
+    """sha256 of the code a point function runs: the whole source file of the module
+    that defines ``fn`` (so its helpers count too) and :func:`library_fingerprint`.
+    A function whose source cannot be read (defined interactively) contributes its
+    bytecode instead."""
+    digest = hashlib.sha256(library_fingerprint().encode())
+    target = inspect.unwrap(fn)
+    try:
+        digest.update(Path(inspect.getsourcefile(target)).read_bytes())
+    except (TypeError, OSError):
+        code = getattr(target, "__code__", None)
+        digest.update(code.co_code if code is not None else repr(target).encode())
+    return digest.hexdigest()
+
+
+def point_key(name: str, point: Mapping, prefix: Sequence = (), code: str = "") -> str:
+    """Cache key of a point: a hash of the function's name, attnlib's version, the code
+    it runs (``code``, a :func:`code_fingerprint`), the point's parameters and (for a
+    chained point) the chain values before it."""
     blob = json.dumps(
         {
             "fn": name,
             "version": attnlib.__version__,
+            "code": code,
             "point": {k: canonical(k, v) for k, v in point.items()},
             "chain_prefix": [canonical("chain", v) for v in prefix],
         },
@@ -107,7 +139,9 @@ class Grid:
         deterministic function called without ``seed``.
       chain: name of the axis along which points are warm-started (or ``None``).
       name: name of the experiment in the cache (default: ``fn``'s module and
-        qualified name); change it to invalidate cached results of ``fn``.
+        qualified name). Cached points are keyed by the source of ``fn``'s module
+        and of attnlib as well (:func:`code_fingerprint`): editing either
+        recomputes them; renaming the grid recomputes them too.
     """
 
     fn: Callable
@@ -164,12 +198,14 @@ class Grid:
         return list(groups.values())
 
     def keys(self) -> list[str]:
-        """Cache key of every point (in the order of :attr:`points`)."""
+        """Cache key of every point (in the order of :attr:`points`); a change of the
+        function's module or of attnlib's source changes every key."""
+        code = code_fingerprint(self.fn)
         keys = [""] * len(self.points)
         for chain in self.chains():
             prefix = []
             for i in chain:
-                keys[i] = point_key(self.name, self.points[i], prefix)
+                keys[i] = point_key(self.name, self.points[i], prefix, code)
                 if self.chain is not None:
                     prefix.append(self.points[i][self.chain])
         return keys
