@@ -17,6 +17,8 @@ import numbers
 
 import numpy as np
 
+__all__ = ["plain_number", "glue"]
+
 try:
     from myst_nb import glue as _myst_glue
 except ImportError:  # attnlib installed without the book extra

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
+__all__ = ["erm_sliders", "spectrum_sliders", "scaling_sliders"]
+
 try:  # optional: the figures work without it, the sliders need it (the "book" extra)
     import ipywidgets
     from IPython.display import display as _display

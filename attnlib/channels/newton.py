@@ -23,6 +23,8 @@ import jax.numpy as jnp
 from attnlib.channels import small
 from attnlib.channels.losses import grad_hess_batch, objective_batch
 
+__all__ = ["Batch", "newton_step", "masked_step"]
+
 # step lengths along the (shifted) Newton direction, and along +- the most negative
 # curvature direction (in units of sqrt(max V)); the best candidate is taken.
 _T_NEWTON = tuple(2.0**-k for k in (0, 1, 2, 3, 4, 6, 8, 11))

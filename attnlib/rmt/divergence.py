@@ -19,6 +19,15 @@ from attnlib.rmt.law import _chunks
 from attnlib.rmt.quadrature import DeformedSpectrum
 from attnlib.spectral_map import array_namespace as _xp
 
+__all__ = [
+    "conditional_overlap",
+    "SpectralIntegrals",
+    "spectral_integrals",
+    "stein_mse",
+    "spectral_divergence",
+    "divergence_spectral",
+]
+
 
 def conditional_overlap(spec: DeformedSpectrum) -> np.ndarray:
     """``E[v^T S0 v | x] = x - 2 Delta h_R(x)`` at the nodes of ``spec`` (v: eigenvector of R)."""

@@ -12,6 +12,8 @@ from attnlib.rmt.roots import _bracketed_newton
 from attnlib.rmt.support import _prepare
 from attnlib.targets import SpectralMeasure, Spiked, Target
 
+__all__ = ["Outlier", "isolated_eigenvalues", "outliers"]
+
 
 class Outlier(NamedTuple):
     """An isolated eigenvalue ``theta`` of ``S0`` seen in ``R = S0 + sqrt(Delta) W_goe``.

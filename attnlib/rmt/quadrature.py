@@ -18,6 +18,8 @@ from attnlib.rmt.curve import _curve, _solve_y, _u_at_x
 from attnlib.rmt.law import _TINY
 from attnlib.rmt.support import _Components, _components, _prepare
 
+__all__ = ["DeformedSpectrum", "deformed_spectrum"]
+
 
 class DeformedSpectrum(NamedTuple):
     """Quadrature for integrals against ``rho_R``, ``R = S0 + sqrt(Delta) W_goe``.

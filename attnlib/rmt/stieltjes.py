@@ -17,6 +17,8 @@ from attnlib.rmt.law import _G, _G_real, _Law
 from attnlib.rmt.roots import _bracketed_newton
 from attnlib.rmt.support import _Components, _components, _prepare
 
+__all__ = ["stieltjes", "density", "cdf"]
+
 
 def _omega_upper(law: _Law, Delta, z, maxiter=500, tol=1e-13):
     """``omega(z)`` for ``Im z > 0``: Newton on ``H(omega) = z`` with fixed-point fallback.

@@ -11,6 +11,8 @@ from attnlib import _checks
 from attnlib.rmt.law import _F0, _TINY, _G_real, _Law, _law
 from attnlib.rmt.roots import _bracketed_newton
 
+__all__ = ["support"]
+
 
 class _Components(NamedTuple):
     u_lo: np.ndarray  # components of U = {F(u, 0) > 1/Delta}, in the curve parameter u

@@ -17,6 +17,8 @@ from attnlib.scaling.recovery import count_recovered, spectral_summary
 from attnlib.scaling.schedule import LamSchedule
 from attnlib.targets import Target
 
+__all__ = ["ExcessRiskCurve", "excess_risk_curve"]
+
 
 class ExcessRiskCurve(NamedTuple):
     """State-evolution learning curve along ``alpha`` with a penalty schedule.

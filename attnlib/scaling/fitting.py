@@ -9,6 +9,8 @@ import numpy as np
 
 from attnlib import _checks
 
+__all__ = ["PowerLawFit", "fit_power_law"]
+
 
 class PowerLawFit(NamedTuple):
     """Least-squares fit of ``y = C x^{-exponent}`` in log-log coordinates.

@@ -13,6 +13,8 @@ import numpy as np
 from attnlib import _checks
 from attnlib.targets import atoms_and_weights
 
+__all__ = ["lasso_data", "lasso_recovered_fractions", "LassoFit", "lasso_solve"]
+
 MAX_ENTRIES = 1e9  # of the matrix A of lasso_data
 
 

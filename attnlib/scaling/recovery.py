@@ -30,6 +30,15 @@ from attnlib import _checks, rmt
 from attnlib.spectral_map import SpectralMap
 from attnlib.targets import PowerLawModes, atoms_and_weights
 
+__all__ = [
+    "SpectralSummary",
+    "spectral_summary",
+    "count_recovered",
+    "RecoveredModes",
+    "recovered_modes",
+    "recovered_modes_trained",
+]
+
 
 def _modes_of(target) -> tuple[np.ndarray, np.ndarray]:
     """Non-zero atoms of the target's measure (the modes), decreasing, and their masses."""

@@ -8,6 +8,8 @@ import numpy as np
 
 from attnlib import _checks
 
+__all__ = ["LamSchedule"]
+
 
 @dataclasses.dataclass(frozen=True)
 class LamSchedule:

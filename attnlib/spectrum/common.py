@@ -9,6 +9,8 @@ import numpy as np
 from attnlib import _checks, rmt
 from attnlib.spectral_map import SpectralMap, check_penalty
 
+__all__ = ["spectral_map"]
+
 _DEFAULT_NODES = 400
 
 

@@ -24,6 +24,8 @@ from attnlib.spectrum.common import (
 )
 from attnlib.spectrum.directions import direction_statistics
 
+__all__ = ["ErrorDecomposition", "optimal_scale", "decompose", "decompose_trained"]
+
 
 class ErrorDecomposition(NamedTuple):
     r"""``e_test(S_hat) = over + under + approx + mismatch`` (module docstring).

@@ -14,6 +14,8 @@ import numpy as np
 from attnlib import _checks, rmt
 from attnlib.spectrum.common import _DEFAULT_NODES, _check_target, _deformed, _profile, _zero_mass
 
+__all__ = ["DirectionProfile", "overlap_density", "direction_profile", "direction_statistics"]
+
 
 class DirectionProfile(NamedTuple):
     r"""Large-``d`` statistics of the eigenvectors of ``R`` at eigenvalue ``x``.

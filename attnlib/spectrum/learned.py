@@ -20,6 +20,15 @@ from attnlib.spectrum.common import (
     spectral_map,
 )
 
+__all__ = [
+    "LearnedOutlier",
+    "LearnedSpectrum",
+    "SingularValueLaw",
+    "spectral_function",
+    "learned_spectrum",
+    "singular_values_W",
+]
+
 
 class LearnedOutlier(NamedTuple):
     """An isolated eigenvalue of the target and what the learned matrix does with it.

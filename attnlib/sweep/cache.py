@@ -20,6 +20,8 @@ import tempfile
 import warnings
 from pathlib import Path
 
+__all__ = ["default_dir", "CorruptEntry", "Cache"]
+
 MAGIC = b"ATTNLIB-SWEEP-1\n"
 _DIGEST = 32
 log = logging.getLogger(__name__)

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+__all__ = ["call_point", "run_task"]
+
 OK, NOT_CONVERGED, ERROR = "ok", "not_converged", "error"
 
 

@@ -28,6 +28,16 @@ import numpy as np
 
 import attnlib
 
+__all__ = [
+    "product",
+    "canonical",
+    "function_name",
+    "library_fingerprint",
+    "code_fingerprint",
+    "point_key",
+    "Grid",
+]
+
 RESERVED = ("seed", "init")
 
 

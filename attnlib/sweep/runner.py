@@ -35,6 +35,8 @@ from .execute import ERROR, OK, run_task
 from .grid import Grid
 from .table import SweepResult, make_table
 
+__all__ = ["local_client", "run"]
+
 log = logging.getLogger(__name__)
 
 

@@ -12,6 +12,8 @@ import pandas as pd
 from .execute import OK
 from .grid import canonical
 
+__all__ = ["make_table", "SweepResult", "pivot"]
+
 META_COLUMNS = ("status", "error", "seconds", "cached")
 
 
