@@ -85,7 +85,8 @@ test: $(STAMP)
 	$(nbval)
 
 # Class mode: every chapter executed with ATTNLIB_QUICK=1 (small d, live
-# simulations), each within its one-minute budget (tests/test_quick_mode.py).
+# simulations), each within its budget of one minute of kernel CPU time
+# (tests/test_quick_mode.py; ATTNLIB_QUICK_BUDGET_S).
 test-quick: $(STAMP)
 	$(BIN)/python -m pytest -m quick tests -v -s
 

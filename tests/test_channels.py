@@ -300,19 +300,25 @@ def test_problems_already_done_do_not_force_the_step_grid(monkeypatch):
     (small V), where every full step is accepted, must reach its minima without it."""
     newton = importlib.import_module("attnlib.channels.newton")
     prox_mod = importlib.import_module("attnlib.channels.prox")
-    calls = []
+    calls, traced = [], []
     finish = newton._finish_step
 
     def counted(*args):
+        traced.append(1)  # at trace time: the counter is part of the compiled program
         jax.debug.callback(lambda: calls.append(1))
         return finish(*args)
 
     monkeypatch.setattr(newton, "_finish_step", counted)
+    # a program compiled earlier in the run (same shapes) would skip the counter:
+    # drop the jit cache so that this call traces the patched step
+    prox_mod._prox_jit.clear_cache()
     task = tasks.Seq2Seq(T=2)
-    Y, omega, V = _problem(task, n=41, v=0.05, seed=3)  # n = 41: a trace of its own
+    Y, omega, V = _problem(task, n=41, v=0.05, seed=3)
     V = jnp.broadcast_to(V, omega.shape)
     out = prox_mod._prox_jit(task, Y, omega, V, omega[:, None, :], tol=1e-12, max_iter=100)
     jax.block_until_ready(out)
+    prox_mod._prox_jit.clear_cache()  # later tests get the unpatched program
+    assert traced, "the step grid was not traced into the program: the count checks nothing"
     assert int(out.n_steps) >= 3  # problems finish at different steps
     assert calls == []
     # the minima themselves: stationary (autodiff of the objective written out here)

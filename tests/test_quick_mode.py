@@ -3,10 +3,15 @@
 With ATTNLIB_QUICK=1 a chapter runs its simulations live at small d instead of
 reading book/data/ (the setup cell sets QUICK). A teacher relies on each chapter
 finishing in about a minute on two cores. Each chapter is executed by nbclient
-in book/ (the kernel's working directory, as in the build) and the time spent in
-its cells is compared with the budget, ATTNLIB_QUICK_BUDGET_S seconds (default
-60; kernel start-up is not counted). Marked `quick`: `make test-quick` runs these
-tests, `make test` does not (they add minutes; .ci/run calls both).
+in book/ (the kernel's working directory, as in the build) and the kernel's CPU
+time (user + system, all threads, and any child processes it waited for) is
+compared with the budget, ATTNLIB_QUICK_BUDGET_S seconds (default 60). CPU time,
+not wall-clock time: on a loaded machine the time in cells grows with the load
+(chapters 2 and 3 took 128 s and 189 s in cells at load average 7 for 64 s and
+98 s of kernel CPU), the CPU time much less, so the test fails on a slower
+chapter, not on a busy machine. The time in cells and with kernel start-up is
+printed beside it. Marked `quick`: `make test-quick` runs these tests,
+`make test` does not (they add minutes; .ci/run calls both).
 """
 
 import os
@@ -27,8 +32,8 @@ BUDGET_S = float(os.environ.get("ATTNLIB_QUICK_BUDGET_S", "60"))
 pytestmark = pytest.mark.quick
 CPU_TIME = (
     "import resource\n"
-    "_usage = resource.getrusage(resource.RUSAGE_SELF)\n"
-    "print(round(_usage.ru_utime + _usage.ru_stime, 1))"
+    "_usage = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]\n"
+    "print(round(sum(u.ru_utime + u.ru_stime for u in _usage), 2))"
 )
 
 
@@ -52,8 +57,8 @@ def test_chapter_runs_in_quick_mode(path, monkeypatch):
     skipped = {"skip-execution", "nbval-skip"}  # e.g. the cells that regenerate book/data/
     nb.cells = [c for c in nb.cells if not skipped & set(c.get("metadata", {}).get("tags", []))]
     n_chapter = len(nb.cells)
-    # the kernel's CPU time (all threads), printed next to the cell time: on a loaded
-    # machine the cell time grows with the load, the CPU time much less
+    # the kernel's CPU time (all threads, and its children): the budgeted quantity; on
+    # a loaded machine the cell time grows with the load, the CPU time much less
     nb.cells.append(nbformat.v4.new_code_cell(CPU_TIME))
     client = NotebookClient(
         nb,
@@ -66,12 +71,13 @@ def test_chapter_runs_in_quick_mode(path, monkeypatch):
     client.execute()  # raises CellExecutionError on the first failing cell
     wall = time.perf_counter() - wall
     cells = sum(_cell_seconds(c) for c in nb.cells[:n_chapter] if c.cell_type == "code")
-    cpu = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", [])).strip()
+    cpu = float("".join(o.get("text", "") for o in nb.cells[-1].get("outputs", [])))
     load = os.getloadavg()[0]
     print(
-        f"{path.name}: cells {cells:.1f} s, with kernel start {wall:.1f} s, "
-        f"kernel CPU {cpu} s, load average {load:.1f}"
+        f"{path.name}: kernel CPU {cpu:.1f} s (budget {BUDGET_S:.0f} s); wall: cells "
+        f"{cells:.1f} s, with kernel start {wall:.1f} s; load average {load:.1f}"
     )
-    assert cells < BUDGET_S, (
-        f"{path.name} took {cells:.0f} s in quick mode (budget {BUDGET_S:.0f} s)"
+    assert cpu < BUDGET_S, (
+        f"{path.name} used {cpu:.0f} s of kernel CPU in quick mode (budget {BUDGET_S:.0f} s; "
+        f"{cells:.0f} s wall-clock in cells at load average {load:.1f})"
     )
