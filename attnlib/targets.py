@@ -347,7 +347,7 @@ class Spiked(Target):
 
 
 # ----------------------------------------------------------------------------
-# Power-law modes (the target family of the scaling laws, chapter 5)
+# Power-law modes (the target family of the scaling laws, book/08_scaling_laws)
 # ----------------------------------------------------------------------------
 
 

@@ -305,7 +305,7 @@ def _draw_spectrum(s, task, target, point, fig):
 
 
 # ----------------------------------------------------------------------------
-# Chapter 5: power-law targets
+# The scaling-laws chapter (book/08_scaling_laws): power-law targets
 # ----------------------------------------------------------------------------
 
 
@@ -322,7 +322,7 @@ class ScalingSettings(NamedTuple):
 
 
 class ScalingExplorer:
-    """Chapter 5's explorer: excess risk and recovered modes of a power-law target.
+    """The scaling-laws chapter's explorer: excess risk and recovered modes of a power-law target.
 
     Its cache keeps each curve with its state-evolution points; a curve at a new ``lam``
     (same target, noise and ``alpha`` grid as a cached one) starts every ``alpha`` from

@@ -403,7 +403,7 @@ NOT_YET_A_LECTURE = {
     "02_erm_asymptotics.ipynb",
     "03_amp_derivation.ipynb",
     "07_spectrum.ipynb",
-    "05_scaling_laws.ipynb",
+    "08_scaling_laws.ipynb",
 }
 NOT_YET_CLEAN = {
     "00_prerequisites.ipynb",
@@ -411,8 +411,8 @@ NOT_YET_CLEAN = {
     "02_erm_asymptotics.ipynb",
     "03_amp_derivation.ipynb",
     "07_spectrum.ipynb",
-    "05_scaling_laws.ipynb",
-    "06_bayes_optimal.ipynb",
+    "08_scaling_laws.ipynb",
+    "09_bayes_optimal.ipynb",
 }
 
 

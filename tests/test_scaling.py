@@ -2,7 +2,7 @@
 
 Every check compares with an independent computation: sampled matrices, a convex
 solver on data, a FISTA LASSO solver on data, Monte Carlo for the fit's error model,
-or the closed-form exponent derived in the book (chapter 5).
+or the closed-form exponent derived in the book (08_scaling_laws).
 """
 
 import math

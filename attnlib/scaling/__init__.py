@@ -45,7 +45,7 @@ Scaling laws. :func:`excess_risk_curve` runs the state evolution along ``alpha``
 penalty schedule ``lam = lam0 (alpha / alpha_ref)^{-ell}`` (:class:`LamSchedule`; at fixed
 ``d``, ``n = alpha d^2`` so this is ``lam ~ n^{-ell}``), :func:`fit_power_law` fits
 ``e - e0 ~ C alpha^{-f}`` by least squares in log-log coordinates, and
-:func:`predicted_exponent` gives the derived ``f`` (derivation in the book's chapter 5).
+:func:`predicted_exponent` gives the derived ``f`` (derivation in book/08_scaling_laws).
 
 LASSO comparison (vector compressed sensing). ``y = A x0 + sqrt(noise) w`` with ``A`` an
 ``n x N`` matrix of i.i.d. ``N(0, 1/N)`` entries (each measurement has variance

@@ -1,5 +1,5 @@
-r"""Hardmax attention (chapter 6): the test error of the ERM ray and of the Bayes-optimal
-estimator against ``alpha``, and GAMP on data at several ``alpha``.
+r"""Hardmax attention (book/09_bayes_optimal): the test error of the ERM ray and of the
+Bayes-optimal estimator against ``alpha``, and GAMP on data at several ``alpha``.
 
 Run from ``book/``::
 

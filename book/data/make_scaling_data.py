@@ -1,4 +1,4 @@
-r"""State evolution, trained models and LASSO runs for chapter 5 (``book/05_scaling_laws.ipynb``).
+r"""State evolution, trained models and LASSO runs for book/08_scaling_laws.ipynb.
 
 Run from ``book/`` (``make data`` runs every script)::
 
@@ -347,7 +347,7 @@ def compute(part: str, quick: bool = True, runner=None) -> dict:
     )
 
 
-# QUICK mode in chapter 5: each returns the dict of arrays of its file (same keys and
+# QUICK mode in the scaling-laws chapter: each returns the dict of arrays of its file (same keys and
 # layout as np.load of it), computed live in this process on the quick grid.
 def run_emergence(quick: bool = True) -> dict:
     """``scaling_emergence.npz``: SE of the 5-mode target and convex runs (quick: d = 30).

@@ -1,4 +1,4 @@
-"""Trained points on a scaling curve (chapter 5).
+"""Trained points on a scaling curve (book/08_scaling_laws).
 
 The linear-scores task (``Linear(T=2)``, noise-free labels) on a power-law target
 with 16 extensive modes (``gamma = 2``, equal shares, ``kappa0 = 1``) and a fixed
