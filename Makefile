@@ -13,10 +13,15 @@ export JAX_PLATFORMS := cpu
 unexport XLA_FLAGS
 # JAX's persistent compilation cache, shared by the book build, nbval, the tests
 # and class mode: a fresh kernel reads compiled functions from disk instead of
-# compiling them again. It lives in the user's cache directory, the same folder
-# tests/conftest.py uses; delete it to clear it. Override with `make JAX_CACHE=DIR ...`.
-JAX_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/attnlib/jax
+# compiling them again. It lives in the user's cache directory, the folder that
+# importing attnlib selects by default ($ATTNLIB_JAX_CACHE, else
+# $XDG_CACHE_HOME/attnlib/jax, else ~/.cache/attnlib/jax); delete it to clear it.
+# Override with `make JAX_CACHE=DIR ...`; ATTNLIB_JAX_CACHE=off turns it off.
+ATTNLIB_CACHE_SETTING := $(filter-out off,$(ATTNLIB_JAX_CACHE))
+JAX_CACHE ?= $(if $(filter off,$(ATTNLIB_JAX_CACHE)),,$(or $(ATTNLIB_CACHE_SETTING),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/attnlib/jax))
+ifneq ($(JAX_CACHE),)
 export JAX_COMPILATION_CACHE_DIR := $(JAX_CACHE)
+endif
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS := 0.2
 # Chapters run with the kernel's inline backend (figures are part of the
 # committed outputs); only the unit tests force Agg, below.

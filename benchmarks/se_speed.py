@@ -70,6 +70,7 @@ def convex_run(task, target):
 def first_point(cache_dir):
     env = dict(os.environ)
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    env["ATTNLIB_JAX_CACHE"] = "off"  # importing attnlib would turn on its own cache
     if cache_dir is not None:
         env["JAX_COMPILATION_CACHE_DIR"] = cache_dir
         env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
