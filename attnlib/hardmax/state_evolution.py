@@ -66,7 +66,12 @@ class HardmaxSE(NamedTuple):
       train_loss: ``E c(j*)`` (0 without output noise: every label is fitted, ties allowed);
       kappa_scale: ``sqrt(q_new / q)`` per map (``< 1``: the scale contracts to 0);
       converged, residual, n_iter: fixed-point diagnostics;
-      integration_error: largest relative QMC standard error of ``a_hat, q_hat, m_hat``.
+      integration_error: largest relative QMC standard error of ``a_hat, q_hat, m_hat``;
+      trace, objective: the minimised objective in the normalisation of
+        :class:`attnlib.se.SEResult`. The ERM has no minimiser: its infimum per sequence
+        is approached along the ray as the scale goes to 0, where ``lim Tr S_hat / d``
+        and the penalty vanish, so ``trace = 0`` and ``objective = train_loss`` (NaN
+        when not converged).
     """
 
     alpha: float
@@ -87,6 +92,8 @@ class HardmaxSE(NamedTuple):
     residual: float
     n_iter: int
     integration_error: float
+    trace: float = math.nan
+    objective: float = math.nan
 
 
 @functools.partial(jax.jit, static_argnames=("task",))
@@ -238,4 +245,6 @@ def _result(task, target, point, y, aux, diag) -> HardmaxSE:
         test_error=te, train_loss=float(mean[3]), kappa_scale=kappa, converged=bool(diag[0]),
         residual=diag[1], n_iter=diag[2],
         integration_error=float(np.max(err[:3] / np.abs(mean[:3]))),
+        trace=0.0 if diag[0] else math.nan,
+        objective=float(mean[3]) if diag[0] else math.nan,
     )  # fmt: skip

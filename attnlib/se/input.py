@@ -30,6 +30,7 @@ from attnlib.spectral_map import PENALTIES, SpectralMap
 __all__ = [
     "InputSide",
     "input_side",
+    "input_trace",
     "input_arrays",
     "host_nuclear",
     "target_token",
@@ -78,6 +79,24 @@ def input_side(target, m_hat, q_hat, a_hat, lam, penalty="nuclear", *, Q0=None) 
         k = SpectralMap(c, tau, "frobenius").slope
         return InputSide(k * Q0, k * k * (Q0 + Delta), k / (2.0 * m_hat), 1.0, Delta, c, tau)
     return InputSide(*_nuclear(target, Delta, c, tau, m_hat), Delta, c, tau)
+
+
+def input_trace(target, Delta, c, tau, penalty="nuclear", *, cut=-np.inf) -> float:
+    """``lim Tr S_hat / d = int rho_R f``: the trace per dimension of the spectral estimator.
+
+    ``f`` is the input side's map at ``(c, tau)``: ``(c x - tau)_+`` (nuclear + PSD; set to
+    zero below ``cut``, the rank constraint of :mod:`attnlib.width`) or
+    ``c x / (1 + tau)`` (Frobenius, where ``int rho_R x = Tr S0 / d``). 0 where the
+    spectral map thresholds the whole spectrum.
+    """
+    _checks.choice("penalty", penalty, PENALTIES)
+    fmap = SpectralMap(c, tau, penalty)
+    if penalty == "frobenius":
+        return float(fmap.slope * target.measure().moment(1))
+    cuts = (tau / c, cut) if np.isfinite(cut) else (tau / c,)
+    spec = rmt.deformed_spectrum(target, Delta, breakpoints=cuts)
+    x, w = np.asarray(spec.x), np.asarray(spec.w)
+    return float(np.sum(w * fmap.f(x) * (x > cut)))
 
 
 # Targets reached from the jitted fixed point are named by an integer token (an

@@ -12,7 +12,7 @@ import numpy as np
 from attnlib import fixed_point
 from attnlib import tasks as _tasks
 from attnlib.se import engine
-from attnlib.se.input import InputSide, input_side
+from attnlib.se.input import InputSide, input_side, input_trace
 from attnlib.se.output import cold_prox as _cold_prox
 from attnlib.se.output import lower_minima, output_arrays, summarize
 from attnlib.se.results import SEResult, WarmStart
@@ -185,18 +185,33 @@ def sides_at(lam, sides) -> tuple:
     return o, i
 
 
-def result(pb: Problem, lam, x, extra: dict, sides) -> SEResult:
-    """:class:`SEResult` at a fixed point ``x`` with ``sides = (OutputSide, InputSide)``."""
+def objective_of(penalty, alpha, lam, train_loss, trace_q) -> float:
+    """The minimised objective per sequence: ``train_loss + lam * trace / alpha``
+    (nuclear, ``trace_q = trace``) or ``train_loss + (lam / 2) q / alpha`` (Frobenius,
+    ``trace_q = q``); :class:`attnlib.se.SEResult` gives the normalisation."""
+    scale = 1.0 if penalty == "nuclear" else 0.5
+    return float(train_loss + scale * lam * trace_q / alpha) if lam > 0 else float(train_loss)
+
+
+def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None) -> SEResult:
+    """:class:`SEResult` at a fixed point ``x`` with ``sides = (OutputSide, InputSide)``;
+    ``trace``: ``lim Tr S_hat / d`` if known (else computed from the convex input side)."""
     Q0 = float(pb.data.Q0)
     m, q, v = (float(t) for t in x)
     o, i = sides
     te = test_errors(pb.task, Q0, m, q, pb.qmc)
+    if trace is None:
+        trace = 0.0 if q == 0.0 else input_trace(pb.target, i.Delta_eff, i.c, i.tau, pb.penalty)
+    alpha = float(pb.data.alpha)
+    tq = trace if pb.penalty == "nuclear" else q
     return SEResult(
-        alpha=float(pb.data.alpha), lam=float(lam), penalty=pb.penalty, m=m, q=q, v=v,
+        alpha=alpha, lam=float(lam), penalty=pb.penalty, m=m, q=q, v=v,
         m_hat=o.m_hat, q_hat=o.q_hat, a_hat=o.a_hat, Delta_eff=i.Delta_eff, tau=i.tau,
         c=i.c, Q0=Q0, train_loss=o.train_loss, test_error=te.test_error,
         test_error_noisy=te.test_error_noisy, mse=Q0 - 2 * m + q,
-        rank_fraction=i.rank_fraction, integration_error=_rel_errors(o, te), **extra,
+        rank_fraction=i.rank_fraction, integration_error=_rel_errors(o, te),
+        trace=float(trace), objective=objective_of(pb.penalty, alpha, lam, o.train_loss, tq),
+        **extra,
     )  # fmt: skip
 
 
@@ -207,6 +222,7 @@ def failed(pb: Problem, lam, residual, n_iter) -> SEResult:
     fields.update(
         alpha=float(pb.data.alpha), lam=float(lam), penalty=pb.penalty, Q0=float(pb.data.Q0),
         converged=False, residual=float(residual), n_iter=int(n_iter), warm=None,
+        alternatives=(),
     )  # fmt: skip
     return SEResult(**fields)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -54,6 +55,23 @@ class SEResult(NamedTuple):
     attempts together), ``integration_error`` (largest relative QMC standard error
     among ``a_hat, q_hat, m_hat, train_loss, test_error``; 0 for closed forms).
     ``warm``: a :class:`WarmStart` for a neighbouring solve (``init=``).
+
+    The minimised objective (appended fields; NaN when not converged, and in results
+    built from stored rows that predate them). The ERM minimises ``sum_mu loss(Y_mu,
+    h_mu(S)) + d lam Tr S`` (nuclear + PSD) or ``+ d (lam/2) ||S||_F^2`` (Frobenius), a
+    sum over the ``n = alpha d^2`` sequences (:func:`attnlib.train.objective`); divided
+    by ``n`` it tends to ``objective``:
+
+    - ``trace = lim Tr S_hat / d = int rho_R f`` with ``f`` the input side's spectral
+      map (``(c x - tau)_+``; Frobenius ``c x / (1 + tau)``, so ``trace = c Tr(S0)/d /
+      (1 + tau)``); 0 in the zero phase;
+    - ``objective = train_loss + lam * trace / alpha`` (nuclear) or ``train_loss +
+      (lam / 2) * q / alpha`` (Frobenius): the per-sequence value of the minimised
+      objective, ``lim min_S objective(S) / n``.
+
+    ``alternatives``: the other fixed points found at the same ``(alpha, lam)`` where
+    the output channel is not convex, a tuple of ``(m, q, v, objective)`` with
+    objective above this one's (empty when none was found; see :mod:`attnlib.se.robust`).
     """
 
     alpha: float
@@ -78,12 +96,16 @@ class SEResult(NamedTuple):
     residual: float
     n_iter: int
     integration_error: float
+    trace: float = math.nan
+    objective: float = math.nan
+    alternatives: tuple = ()
     warm: Any = None
 
 
 class LearningCurve(NamedTuple):
     """:class:`SEResult` fields as arrays over ``alpha`` (``penalty`` stays a string,
-    ``warm`` is the warm start of the last converged point)."""
+    ``warm`` is the warm start of the last converged point; ``alternatives`` is left
+    out: read it from :func:`attnlib.se.solve`)."""
 
     alpha: np.ndarray
     lam: np.ndarray
@@ -107,4 +129,6 @@ class LearningCurve(NamedTuple):
     residual: np.ndarray
     n_iter: np.ndarray
     integration_error: np.ndarray
+    trace: np.ndarray = None
+    objective: np.ndarray = None
     warm: Any = None

@@ -32,10 +32,10 @@ import math
 import numpy as np
 
 from attnlib import _checks, rmt
-from attnlib.se.input import InputSide
+from attnlib.se.input import InputSide, input_trace
 from attnlib.spectral_map import SpectralMap
 
-__all__ = ["rank_cutoff", "constrained_input_side", "spectral_integrals"]
+__all__ = ["rank_cutoff", "constrained_input_side", "constrained_trace", "spectral_integrals"]
 
 _N_GRID = 4097
 
@@ -111,6 +111,12 @@ def constrained_input_side(target, m_hat, q_hat, a_hat, lam, kappa) -> InputSide
     cut = _cut(target, Delta, c, tau, kappa)
     m, q, fh, rank = spectral_integrals(target, Delta, c, tau, cut)
     return InputSide(m, q, fh / m_hat, rank, Delta, c, tau)
+
+
+def constrained_trace(target, Delta, c, tau, kappa) -> float:
+    """``lim Tr S_hat / d = int rho_R f`` of the rank-constrained map (module docstring)."""
+    cut = _cut(target, Delta, c, tau, kappa)
+    return input_trace(target, Delta, c, tau, "nuclear", cut=cut)
 
 
 def host_input(target, conj, lam, kappa) -> np.ndarray:

@@ -17,6 +17,7 @@ from attnlib.se import point, robust
 from attnlib.se.output import check_task, output_arrays, qmc_points
 from attnlib.se.results import SEConvergenceWarning, SEResult
 from attnlib.width import engine
+from attnlib.width.input import constrained_trace
 
 __all__ = ["WidthResult", "solve", "solve_constrained"]
 
@@ -33,7 +34,9 @@ class WidthResult(NamedTuple):
     :class:`attnlib.se.SEResult`; its ``rank_fraction`` is ``min(kappa, kappa_star)``);
     ``convex``: the unconstrained (convex) fixed point at the same ``(alpha, lam)``;
     ``kappa_star``: its rank fraction (the minimal width); ``constrained``: whether
-    ``kappa < kappa_star`` (otherwise ``se`` is ``convex``).
+    ``kappa < kappa_star`` (otherwise ``se`` is ``convex``). ``se.trace`` and
+    ``se.objective`` are those of the rank-constrained fixed point (``f`` cut at the
+    top-``kappa`` quantile of ``rho_R``; same normalisation as :class:`attnlib.se.SEResult`).
     """
 
     kappa: float
@@ -153,7 +156,9 @@ def solve_constrained(
         if sides is not None:
             extra = dict(converged=True, residual=residual, n_iter=n_iter,
                          warm=point.warm_start(pb, x, prox_new))  # fmt: skip
-            return point.result(pb, lam, x, extra, sides)
+            i = sides[1]
+            trace = constrained_trace(target, i.Delta_eff, i.c, i.tau, kappa)
+            return point.result(pb, lam, x, extra, sides, trace=trace)
         log.info("width SE: no fixed point with damping %.2f (residual %.2e)", damping, residual)
     _fail(
         f"rank-constrained state evolution did not converge at alpha={alpha}, lam={lam}, "
