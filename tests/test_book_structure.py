@@ -403,15 +403,11 @@ NOT_YET_A_LECTURE = {
     "02_erm_asymptotics.ipynb",
     "03_amp_derivation.ipynb",
     "07_spectrum.ipynb",
-    "08_scaling_laws.ipynb",
 }
 NOT_YET_CLEAN = {
-    "00_prerequisites.ipynb",
-    "01_model.ipynb",
     "02_erm_asymptotics.ipynb",
     "03_amp_derivation.ipynb",
     "07_spectrum.ipynb",
-    "08_scaling_laws.ipynb",
     "09_bayes_optimal.ipynb",
 }
 
