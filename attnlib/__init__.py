@@ -32,6 +32,7 @@ module or package named here):
 - :mod:`attnlib.spectrum`     predicted spectra of the learned weights
 - :mod:`attnlib.scaling`      recovered modes, scaling laws, the LASSO comparison
 - :mod:`attnlib.sweep`        parameter grids run on Dask, with a result cache
+- :mod:`attnlib.finite_size`  extrapolation of simulations in 1/d (a + b/d, its error, chi2)
 - :mod:`attnlib.bayes`        the Bayes-optimal limit: state evolution, RIE denoiser, GAMP-RIE
 - :mod:`attnlib.book`         helpers of the book's chapters (numbers glued into the prose)
 

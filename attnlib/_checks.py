@@ -67,6 +67,16 @@ def in_interval(name: str, value, low: float, high: float, *, low_open=True, hig
     return x
 
 
+ALPHA_RANGE = (1e-100, MAX_ABS)
+"""Accepted sample ratios ``alpha = n / d^2`` (or ``n / d``): every function says it the
+same way, ``alpha must lie in [1e-100, 1e+100]``."""
+
+
+def alpha(value, name: str = "alpha") -> float:
+    """Return ``float(value)`` for a sample ratio in :data:`ALPHA_RANGE` (finite, > 0)."""
+    return in_interval(name, value, *ALPHA_RANGE, low_open=False)
+
+
 def integer(name: str, value, minimum: int = 1) -> int:
     """Return ``int(value)`` if it is an integer >= minimum."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):

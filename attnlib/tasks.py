@@ -156,7 +156,7 @@ def _preactivations(X, S):
 
 def n_samples(alpha: float, d: int) -> int:
     """Number of sequences ``n = round(alpha d^2)`` (at least 1)."""
-    alpha = _checks.positive("alpha", alpha)
+    alpha = _checks.alpha(alpha)
     d = _checks.integer("d", d, 1)
     return max(1, int(round(alpha * d * d)))
 
@@ -412,7 +412,7 @@ def make_dataset(key: jax.Array, task: Task, S0: jax.Array, n: int, dtype=jnp.fl
     key = _checks.prng_key("key", key)
     _checks.task(task)
     dtype = _checks.float_dtype("dtype", dtype)
-    S0 = jnp.asarray(_checks.square_matrix("S0", S0), dtype=dtype)
+    S0 = jnp.asarray(_checks.square_matrix("S0", S0, symmetric=True), dtype=dtype)
     k_x, k_y = jax.random.split(key)
     X = sample_sequences(k_x, n, task.T, S0.shape[0], dtype=dtype)
     h0 = preactivations(X, S0)

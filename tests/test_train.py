@@ -304,6 +304,21 @@ def test_adam_factorized_wider_student_float64(seq_problem):
     assert dF < 1e-4 and de < 0.02
 
 
+def test_factorized_accepts_the_nuclear_equivalent_lam(seq_problem):
+    """``lam=`` is ``lam_W = lam / sqrt(p/d)``: the same run, to the last bit."""
+    task, lam, S0, data, _ = seq_problem
+    d, p = S0.shape[0], 10
+    key = jax.random.PRNGKey(8)
+    r1 = train.train_factorized(key, task, data, p, lam=lam, steps=100)
+    r2 = train.train_factorized(key, task, data, p, lam / math.sqrt(p / d), steps=100)
+    np.testing.assert_array_equal(np.asarray(r1.W), np.asarray(r2.W))
+    for both in ({"lam_W": 0.1, "lam": 0.1}, {}):
+        with pytest.raises(ValueError, match="exactly one of lam_W .* and lam"):
+            train.train_factorized(key, task, data, p, **both)
+    with pytest.raises(ValueError, match="lam must be finite and >= 0"):
+        train.train_factorized(key, task, data, p, lam=-1.0)
+
+
 @pytest.mark.parametrize("method", ["adam", pytest.param("gd", marks=pytest.mark.slow)])
 def test_direct_matches_convex_frobenius(method, seq_problem, seq_frobenius):
     task, lam, S0, data, _ = seq_problem

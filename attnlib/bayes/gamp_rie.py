@@ -101,7 +101,7 @@ def gamp_rie(
     S = np.eye(d) * target.measure().moment(1)
     v = denoiser.prior_variance(target)
     g = np.zeros((n, task.n_pairs))
-    S0 = None if S0 is None else np.asarray(_checks.finite_array("S0", S0, ndim=2), float)
+    S0 = None if S0 is None else np.asarray(_checks.square_matrix("S0", S0, d, True), float)
     hist_D, hist_v, hist_m = [], [], []
     residual, converged = math.inf, False
     for _ in range(max_iter):

@@ -154,7 +154,7 @@ def solve(task, target, alpha: float, config: BayesConfig | None = None) -> Baye
         :mod:`attnlib.rmt` resolves for this target (the message says which).
     """
     _check(task, target)
-    alpha = _checks.positive("alpha", alpha)
+    alpha = _checks.alpha(alpha)
     cfg = _config(config)
     try:
         return _solve(task, target, alpha, cfg)

@@ -174,7 +174,7 @@ def recovered_modes_trained(
     """
     level = _checks.in_interval("level", level, 0.0, 1.0, high_open=True)
     rtol = _checks.positive("rtol", rtol)
-    S0 = np.asarray(_checks.square_matrix("S0", S0), dtype=float)
+    S0 = np.asarray(_checks.square_matrix("S0", S0, symmetric=True), dtype=float)
     S_hat = np.asarray(_checks.square_matrix("S_hat", S_hat), dtype=float)
     if S_hat.shape != S0.shape:
         raise ValueError(f"S_hat has shape {S_hat.shape}, expected the shape {S0.shape} of S0")

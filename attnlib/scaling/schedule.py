@@ -31,7 +31,8 @@ class LamSchedule:
 
     def __call__(self, alpha):
         a = np.asarray(alpha, dtype=float)
-        if np.any(~np.isfinite(a)) or np.any(a <= 0):
-            raise ValueError(f"alpha must be finite and > 0, got {alpha!r}")
+        lo, hi = _checks.ALPHA_RANGE
+        if not (np.all(a >= lo) and np.all(a <= hi)):  # False for NaN
+            raise ValueError(f"alpha must lie in [{lo}, {hi}], got {_checks._fmt(alpha)}")
         out = self.lam0 * (a / self.alpha_ref) ** (-float(self.ell))
         return float(out) if out.ndim == 0 else out

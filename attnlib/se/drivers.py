@@ -16,7 +16,7 @@ import scipy.optimize
 
 from attnlib import _checks
 from attnlib import tasks as _tasks
-from attnlib.se import engine, point, robust
+from attnlib.se import engine, point, robust, several
 from attnlib.se.input import target_token
 from attnlib.se.output import check_task, qmc_points
 from attnlib.se.qmc import qmc_normals
@@ -24,13 +24,14 @@ from attnlib.se.results import (
     PENALTIES,
     LearningCurve,
     SEConvergenceWarning,
+    SEMultipleFixedPointsWarning,  # noqa: F401  (named in the docstring)
     SEResult,
     WarmStart,
 )
 
 __all__ = ["solve", "learning_curve", "optimal_lambda"]
 
-ALPHA_MIN = 1e-100
+ALPHA_MIN = _checks.ALPHA_RANGE[0]
 """Smallest sample ratio accepted (the largest is ``_checks.MAX_ABS``): beyond either end
 the effective noise leaves the range the input side resolves."""
 
@@ -78,7 +79,9 @@ def _start(init, pb: point.Problem):
             init = init.x
         x0 = np.asarray(init, dtype=float).reshape(-1)
         if x0.shape != (3,):
-            raise ValueError(f"init must be (m, q, v), an SEResult or a WarmStart, got {init!r}")
+            raise ValueError(
+                f"init must be (m, q, v), an SEResult or a WarmStart, got {_checks._fmt(init)}"
+            )
     m, q, v = x0
     if not (np.all(np.isfinite(x0)) and q > 0 and v > 0 and m * m < q * Q0):
         raise ValueError(f"init (m, q, v) = {tuple(x0)} must have q > 0, v > 0 and m^2 < q Q0")
@@ -92,7 +95,7 @@ def _check_solve_args(task, target, alpha, lam, penalty, kw):
             f"task {task!r}: a piecewise-constant, scale-invariant loss has no state-evolution "
             "fixed point at finite scale; use attnlib.hardmax.solve (its fixed ray)"
         )
-    _checks.in_interval("alpha", alpha, ALPHA_MIN, _checks.MAX_ABS, low_open=False)
+    _checks.alpha(alpha)
     _checks.nonnegative("lam", lam)
     _checks.choice("penalty", penalty, PENALTIES)
     if not hasattr(target, "measure") or not hasattr(target, "Q0"):
@@ -142,7 +145,10 @@ def solve(
       iteration fails, heavier damping and continuation in ``lam`` are tried
       (:mod:`attnlib.se.robust`). Where ``lam`` is at least ``m_hat`` times the top
       edge of ``R`` at ``S_hat -> 0`` the minimiser is ``S_hat = 0``: ``m = q = v = 0``,
-      ``rank_fraction = 0`` and the conjugates of that limit.
+      ``rank_fraction = 0`` and the conjugates of that limit. Where the output channel
+      is not convex the engine also looks for other fixed points
+      (:mod:`attnlib.se.several`) and returns the one of lowest ``objective``, the
+      others in ``alternatives``, with an :class:`SEMultipleFixedPointsWarning`.
     """
     kw = dict(tol=tol, max_iter=max_iter, damping=damping, anderson=anderson, n_qmc=n_qmc,
               n_rep=n_rep, on_fail=on_fail)  # fmt: skip
@@ -158,9 +164,7 @@ def solve(
     if found.attempt is None:
         _report_failure(alpha, lam, penalty, found, on_fail)
         return point.failed(pb, lam, found.residual, found.n_iter)
-    a = found.attempt
-    extra["warm"] = point.warm_start(pb, a.x, a.prox, a.history)
-    return point.result(pb, lam, a.x, extra, point.sides_at(lam, a.sides))
+    return several.lowest(pb, lam, found.attempt, extra, settings)
 
 
 def _stack(results, penalty) -> LearningCurve:
@@ -216,9 +220,12 @@ def learning_curve(
     prox points; the fixed-point solver's history of the last one). ``init`` (optional)
     warm-starts the first point."""
     alphas = np.asarray(_checks.numeric_array("alphas", alphas, "biuf"), dtype=float).reshape(-1)
-    ok = np.all(alphas >= ALPHA_MIN) and np.all(alphas <= _checks.MAX_ABS)  # False for NaN
+    lo, hi = _checks.ALPHA_RANGE
+    ok = np.all(alphas >= lo) and np.all(alphas <= hi)  # False for NaN
     if alphas.size == 0 or not ok:
-        raise ValueError(f"alphas must be a non-empty list of values in [1e-100, 1e100]: {alphas}")
+        raise ValueError(
+            f"alphas must be a non-empty list of values in [{lo}, {hi}], got {_checks._fmt(alphas)}"
+        )
     _checks.choice("on_fail", kw.get("on_fail", "warn"), ("warn", "raise"))
     init = kw.pop("init", None)
     results, prev = [], []
@@ -246,7 +253,7 @@ def optimal_lambda(
     ``test_error_noisy``. Points that do not converge count as ``+inf``.
     """
     check_task(task)
-    alpha = _checks.in_interval("alpha", alpha, ALPHA_MIN, _checks.MAX_ABS, low_open=False)
+    alpha = _checks.alpha(alpha)
     lo = _checks.positive("bounds[0]", bounds[0])
     hi = _checks.positive("bounds[1]", bounds[1])
     if not lo < hi:

@@ -255,7 +255,7 @@ def output_side(
 ) -> OutputSide:
     """One evaluation of the output side at ``(m, q, v)`` (cold-started prox)."""
     task = check_task(task)
-    alpha = _checks.positive("alpha", alpha)
+    alpha = _checks.alpha(alpha)
     Q0 = _checks.positive("Q0", Q0)
     check_overlaps(Q0, m, q)
     v = _checks.positive("v", v)

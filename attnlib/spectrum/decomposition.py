@@ -201,7 +201,7 @@ def decompose_trained(
     """
     task = _check_task(task)
     zero_tol = _checks.nonnegative("zero_tol", zero_tol)
-    S0a = np.asarray(_checks.square_matrix("S0", S0), float)
+    S0a = np.asarray(_checks.square_matrix("S0", S0, symmetric=True), float)
     Sa = np.asarray(_checks.square_matrix("S_hat", S_hat, S0a.shape[0], against="S0"), float)
     s, a, b, wr = direction_statistics(Sa, S0a, rank_tol=rank_tol)
     d = s.size

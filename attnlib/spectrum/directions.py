@@ -102,7 +102,7 @@ def direction_statistics(S, S0, *, rank_tol: float = 1e-8):
     eigenvectors of ``S0`` with ``|lambda| > rank_tol max |lambda|``.
     Returns four ``(d,)`` arrays.
     """
-    S0 = np.asarray(_checks.square_matrix("S0", S0), float)
+    S0 = np.asarray(_checks.square_matrix("S0", S0, symmetric=True), float)
     S = np.asarray(_checks.square_matrix("S", S, S0.shape[0], against="S0"), float)
     rank_tol = _checks.nonnegative("rank_tol", rank_tol)
     s, U = np.linalg.eigh((S + S.T) / 2)

@@ -108,6 +108,11 @@ def perfect_recovery(task: Task, target) -> float:
     statistical dimension ``delta(kappa0) d^2`` of the descent cone at ``S0``
     (Amelunxen et al. 2014). Depends on the target only through ``kappa0``.
     E.g. ``0.2111`` for ``Seq2Seq(T=2)`` with ``Wishart(0.5)``.
+
+    The task's label noise is ignored: the value is the threshold of the same task with
+    noise-free labels (only ``task.m_eff`` enters). With noisy labels exact recovery
+    does not happen at any ``alpha``; the noisy counterpart is the interpolation
+    threshold (:func:`interpolation_se`).
     """
     task = _check_task(task)
     _check_psd_target(target)

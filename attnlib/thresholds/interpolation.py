@@ -254,7 +254,7 @@ def minimal_width(task: Task, target, alpha: float, lam: float, **se_kwargs) -> 
     the rank constraint binds. Extra keyword arguments go to :func:`attnlib.se.solve`.
     """
     task = _check_task(task)
-    alpha = _checks.positive("alpha", alpha)
+    alpha = _checks.alpha(alpha)
     lam = _checks.positive("lam", lam)
     res = se.solve(task, target, alpha, lam, penalty="nuclear", **se_kwargs)
     return float(res.rank_fraction)

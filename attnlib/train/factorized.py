@@ -26,13 +26,26 @@ def _initial_factor(key, W_init, shape, init_scale, dt):
     return jnp.asarray(W0, dtype=dt)
 
 
+def _weight_decay(lam_W, lam, p: int, d: int) -> float:
+    """``lam_W`` from exactly one of ``lam_W`` and ``lam = sqrt(p/d) lam_W``."""
+    if (lam_W is None) == (lam is None):
+        raise ValueError(
+            "give exactly one of lam_W (weight decay on W) and lam (the nuclear-equivalent "
+            f"strength, lam = sqrt(p/d) lam_W), got lam_W={lam_W!r}, lam={lam!r}"
+        )
+    if lam_W is not None:
+        return _checks.nonnegative("lam_W", lam_W)
+    return _checks.nonnegative("lam", lam) / math.sqrt(p / d)
+
+
 def train_factorized(
     key: jax.Array,
     task: Task,
     data: Dataset,
     p: int,
-    lam_W: float,
+    lam_W: float | None = None,
     *,
+    lam: float | None = None,
     steps: int = 5000,
     learning_rate: float | Callable = 0.1,
     decay: float = 0.01,
@@ -52,7 +65,9 @@ def train_factorized(
     Args:
       key: PRNG key for the initialisation (ignored when ``W_init`` is given).
       task, data: the task and the training set; ``p``: student width (``kappa = p/d``);
-      lam_W: weight decay ``>= 0``.
+      lam_W: weight decay ``>= 0``; or instead
+      lam: the nuclear-equivalent strength ``>= 0``, ``lam = sqrt(kappa) lam_W`` (the
+        ``lam`` of :func:`train_convex` and :func:`attnlib.se.solve`); give exactly one.
       steps: maximal number of Adam steps (rounded up to a multiple of ``chunk``).
       learning_rate: peak Adam rate, or an optax schedule (then ``decay`` is ignored).
       decay: the rate decays exponentially from ``learning_rate`` to
@@ -68,12 +83,12 @@ def train_factorized(
       :class:`TrainResult` with ``W`` set; ``S`` is computed in float64.
     """
     p = _checks.integer("p", p, 1)
-    lam_W = _checks.nonnegative("lam_W", lam_W)
+    X, Y, d = _checks.dataset(task, data)
+    lam_W = _weight_decay(lam_W, lam, p, d)
     opts = dict(steps=steps, learning_rate=learning_rate, decay=decay, tol=tol, chunk=chunk)
     cfg = make_config(task, "factorized", "adam", keep_path=keep_path, **opts)
     init_scale = _checks.positive("init_scale", init_scale)
     dt = _checks.float_dtype("dtype", dtype)
-    X, Y, d = _checks.dataset(task, data)
     W0 = _initial_factor(key, W_init, (d, p), init_scale, dt)
     Xc, Yc = jnp.asarray(X, dtype=dt), jnp.asarray(Y, dtype=dt)
     W, history, residual, done, path = _run_optax(cfg, W0, Xc, Yc, lam_W)

@@ -90,7 +90,7 @@ def test_error(
 
 def mse(S, S0) -> float:
     """``||S - S0||_F^2 / d``."""
-    S0 = _checks.square_matrix("S0", S0)
+    S0 = _checks.square_matrix("S0", S0, symmetric=True)
     S = _checks.square_matrix("S", S, S0.shape[0], against="S0")
     D = np.asarray(S, np.float64) - np.asarray(S0, np.float64)
     return float(np.sum(D * D) / S0.shape[0])
@@ -98,7 +98,7 @@ def mse(S, S0) -> float:
 
 def overlaps(S, S0) -> Overlaps:
     """``(m, q, Q0) = (Tr(S S0)/d, Tr(S^2)/d, Tr(S0^2)/d)``; ``mse = Q0 - 2 m + q``."""
-    S0 = np.asarray(_checks.square_matrix("S0", S0), np.float64)
+    S0 = np.asarray(_checks.square_matrix("S0", S0, symmetric=True), np.float64)
     S = np.asarray(_checks.square_matrix("S", S, S0.shape[0], against="S0"), np.float64)
     d = S0.shape[0]
     return Overlaps(
