@@ -7,13 +7,26 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from attnlib.se import display
 from attnlib.spectral_map import PENALTIES
 
-__all__ = ["PENALTIES", "SEConvergenceWarning", "SEResult", "LearningCurve", "WarmStart"]
+__all__ = [
+    "PENALTIES",
+    "SEConvergenceWarning",
+    "SEMultipleFixedPointsWarning",
+    "SEResult",
+    "LearningCurve",
+    "WarmStart",
+]
 
 
 class SEConvergenceWarning(RuntimeWarning):
     """The state-evolution fixed point was not reached (the residual is given)."""
+
+
+class SEMultipleFixedPointsWarning(RuntimeWarning):
+    """Several state-evolution fixed points were found; the lowest objective is returned
+    (the others are in :attr:`SEResult.alternatives`)."""
 
 
 class WarmStart(NamedTuple):
@@ -30,6 +43,8 @@ class WarmStart(NamedTuple):
     prox: Any = None
     key: tuple = ()
     history: Any = None
+
+    __repr__ = display.result_repr  # the prox array and the history elided
 
 
 class SEResult(NamedTuple):
@@ -101,6 +116,12 @@ class SEResult(NamedTuple):
     alternatives: tuple = ()
     warm: Any = None
 
+    __repr__ = display.result_repr  # scalars listed, arrays and the warm start elided
+
+    def summary(self) -> str:
+        """A few lines of text: inputs, metrics, order parameters, diagnostics."""
+        return display.result_summary(self)
+
 
 class LearningCurve(NamedTuple):
     """:class:`SEResult` fields as arrays over ``alpha`` (``penalty`` stays a string,
@@ -132,3 +153,13 @@ class LearningCurve(NamedTuple):
     trace: np.ndarray = None
     objective: np.ndarray = None
     warm: Any = None
+
+    __repr__ = display.curve_repr
+
+    def summary(self, max_rows: int = 12) -> str:
+        """The curve as a short table: alpha, test error, mse, train loss, converged."""
+        return display.curve_summary(self, max_rows)
+
+    def to_dataframe(self):
+        """A pandas DataFrame: one row per alpha, one column per array field."""
+        return display.curve_dataframe(self)
