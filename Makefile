@@ -30,7 +30,7 @@ unexport MPLBACKEND
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 LINT_PATHS := $(wildcard attnlib tests benchmarks book/data)
 
-.PHONY: all book book-student check-html check-pages test test-all test-quick execute lint lab venv clean distclean data
+.PHONY: all book book-student pdf check-html check-pages test test-all test-quick execute lint lab venv clean distclean data
 
 all: test
 
@@ -83,6 +83,32 @@ book-student: $(STAMP)
 	$(BIN)/jupyter-book build . --config $(STUDENT_CONFIG) --path-output _build/student \
 	  --warningiserror --keep-going
 	@echo "Student edition written to _build/student/_build/html/index.html"
+
+# The print edition: the whole book as one PDF, from the committed outputs, through
+# Jupyter Book's LaTeX builder (sphinx-jupyterbook-latex: xelatex, the parts of _toc.yml).
+# tools/book_latex_fixes.py drops the source of collapsed (hide-input) cells on paper;
+# tools/latex/bbm.sty stands in for the one package of Jupyter Book's LaTeX class that
+# Debian ships only in texlive-fonts-extra (500 MB). The index is sorted by makeindex
+# (xindy is one more package).
+# TeX is installed from Debian's packages when missing (about 300 MB; poppler-utils'
+# pdftotext and pdfinfo for tests/test_pdf.py).
+# Written to $(PDF_OUT)/_build/latex/book.pdf; `make pdf PDF_OUT=DIR` builds elsewhere.
+PDF_OUT ?= _build/pdf
+TEX_PACKAGES := latexmk texlive-xetex texlive-latex-recommended texlive-latex-extra \
+	texlive-fonts-recommended fonts-freefont-otf poppler-utils
+pdf: $(STAMP)
+	@{ command -v latexmk && command -v xelatex && kpsewhich tabulary.sty && \
+	   fc-list | grep -q FreeSerif && command -v pdftotext; } >/dev/null || { \
+	  $(SUDO) apt-get update && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
+	    $(TEX_PACKAGES); }
+	$(BIN)/python tools/book_config.py $(PDF_OUT)/config-pdf.yml execute.execute_notebooks=off \
+	  latex.latex_engine=xelatex sphinx.config.latex_use_xindy=false \
+	  "sphinx.config.latex_additional_files=[tools/latex/bbm.sty]" \
+	  sphinx.local_extensions.book_latex_fixes=tools/
+	$(BIN)/jupyter-book build . --config $(PDF_OUT)/config-pdf.yml --builder pdflatex \
+	  --path-output $(PDF_OUT) --warningiserror --keep-going
+	@echo "PDF written to $(PDF_OUT)/_build/latex/book.pdf"
 
 # The CI set: unit tests not marked slow, then every chapter re-executed by nbval.
 test: $(STAMP)
