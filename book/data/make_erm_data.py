@@ -1,4 +1,5 @@
-r"""Theory curves and simulations for chapter 2 (``book/02_erm_asymptotics.ipynb``).
+r"""Theory curves and simulations for ``book/02_erm_asymptotics.ipynb`` and
+``book/03_factorisation.ipynb``.
 
 Run from ``book/`` (``make data`` runs every script)::
 

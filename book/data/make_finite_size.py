@@ -1,4 +1,4 @@
-r"""Finite-size study of the convex ERM (chapter 2): one seq2seq point, d from 40 to 160.
+r"""Finite-size study of the convex ERM (``book/methods_finite_size.ipynb``): one seq2seq point.
 
 Run from ``book/``::
 

@@ -1,4 +1,4 @@
-r"""Checks behind chapter 2's finite-size study: is each side of the comparison right?
+r"""Checks behind the finite-size study (``book/methods_finite_size.ipynb``): is each side right?
 
 Run from ``book/``::
 

@@ -1,4 +1,4 @@
-r"""Noise-dependent interpolation threshold (chapter 2): state evolution at ``lam = 0``.
+r"""Noise-dependent interpolation threshold (``book/02_erm_asymptotics.ipynb``): SE at ``lam = 0``.
 
 Run from ``book/``::
 

@@ -1,4 +1,4 @@
-r"""Students narrower than the convex solution (chapter 2, minimal width): theory and checks.
+r"""Students narrower than the convex solution (``book/03_factorisation.ipynb``): theory, checks.
 
 Run from ``book/``::
 
