@@ -7,6 +7,7 @@ value raises ``ValueError`` naming the argument and the accepted range.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Hashable
 
 import jax
@@ -207,3 +208,31 @@ def prng_key(name: str, key):
         f"{name} must be a jax PRNG key (jax.random.PRNGKey(seed) or jax.random.key(seed)), "
         f"got {_fmt(key)}"
     )
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation: ``MemAvailable`` of
+    ``/proc/meminfo`` (Linux), else free pages times the page size, else ``None``."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def fits_in_memory(name: str, nbytes: float, what: str, fraction: float = 0.8) -> None:
+    """``ValueError`` naming ``name`` when ``nbytes`` (an estimate made before allocating)
+    exceeds ``fraction`` of the available memory (unknown availability: no check)."""
+    free = available_memory()
+    if free is not None and nbytes > fraction * free:
+        raise ValueError(
+            f"{name}: {what} needs about {nbytes / 2**30:.3g} GiB, more than "
+            f"{fraction:.0%} of the {free / 2**30:.3g} GiB of memory available; "
+            f"reduce {name} (or d)"
+        )

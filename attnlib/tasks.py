@@ -408,11 +408,23 @@ class Dataset(NamedTuple):
 
 
 def make_dataset(key: jax.Array, task: Task, S0: jax.Array, n: int, dtype=jnp.float64) -> Dataset:
-    """Sample ``n`` sequences and label them with the teacher ``S0`` (shape ``(d, d)``)."""
+    """Sample ``n`` sequences and label them with the teacher ``S0`` (shape ``(d, d)``).
+
+    The memory it needs, about ``itemsize * n T (2 d + 3 T)`` bytes (the sequences, the
+    random draw they come from, labels and pre-activations), is estimated first: a
+    request beyond 80 % of the available memory raises ``ValueError`` with the estimate
+    (e.g. ``d = 5000``, ``alpha = 0.3``: ``n = 7.5e6`` sequences of ``T = 3``, 1.8 TB in
+    float64) instead of failing inside XLA.
+    """
     key = _checks.prng_key("key", key)
     _checks.task(task)
     dtype = _checks.float_dtype("dtype", dtype)
-    S0 = jnp.asarray(_checks.square_matrix("S0", S0, symmetric=True), dtype=dtype)
+    S0 = _checks.square_matrix("S0", S0, symmetric=True)
+    n = _checks.integer("n", n, 1)
+    d, T = S0.shape[0], task.T
+    need = np.dtype(dtype).itemsize * float(n) * T * (2 * d + 3 * T)
+    _checks.fits_in_memory("n", need, f"a data set of n = {n} sequences (T = {T}, d = {d})")
+    S0 = jnp.asarray(S0, dtype=dtype)
     k_x, k_y = jax.random.split(key)
     X = sample_sequences(k_x, n, task.T, S0.shape[0], dtype=dtype)
     h0 = preactivations(X, S0)

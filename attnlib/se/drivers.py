@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 import warnings
 
 import numpy as np
@@ -109,6 +110,35 @@ def _check_solve_args(task, target, alpha, lam, penalty, kw):
         qmc_normals(2, kw["n_qmc"], kw["n_rep"])  # validates n_qmc / n_rep
 
 
+def _interpolation_bound(task, penalty) -> float:
+    """The proven interpolation bound: with noisy labels (on the logits) and ``lam = 0``
+    the ERM fits the data exactly below ``1/(4 m_eff)`` (nuclear + PSD; ``1/(2 m_eff)``
+    Frobenius), so the ``lam = 0`` state evolution has no fixed point there (its ``v``
+    runs off to infinity). 0 where that does not apply (noise-free labels, labels
+    outside the range of the readout)."""
+    if task.noise == 0.0 or task.m_eff <= 0:
+        return 0.0
+    if getattr(task, "noise_on", "") == "outputs" and not isinstance(task, _tasks.Linear):
+        return 0.0  # labels off the readout's range: the train loss stays positive
+    return (0.25 if penalty == "nuclear" else 0.5) / task.m_eff
+
+
+def _check_lam0(task, alphas, lam, penalty):
+    """``ValueError`` at once for ``lam = 0`` below the interpolation bound (no fixed
+    point exists there: the solver would search for minutes and return NaN)."""
+    bound = _interpolation_bound(task, penalty) if lam == 0.0 else 0.0
+    below = np.asarray(alphas)[np.asarray(alphas) < bound]
+    if below.size:
+        frac = "1/(4 m_eff)" if penalty == "nuclear" else "1/(2 m_eff)"
+        raise ValueError(
+            f"lam = 0 at alpha = {below.min():.4g} < {frac} = {bound:.4g} with noisy labels "
+            "has no state-evolution fixed point: the ERM interpolates the data there (train "
+            "loss 0, no unique minimiser; attnlib.thresholds.interpolation). Use lam > 0 "
+            f"(e.g. 1e-4), or alpha >= {bound:.4g}; attnlib.thresholds.interpolation_se "
+            "gives the threshold at this noise."
+        )
+
+
 def _report_failure(alpha, lam, penalty, found, on_fail):
     msg = (
         f"state evolution did not converge at alpha={alpha}, lam={lam}, penalty={penalty}: "
@@ -154,6 +184,7 @@ def solve(
               n_rep=n_rep, on_fail=on_fail)  # fmt: skip
     _check_solve_args(task, target, alpha, lam, penalty, kw)
     alpha, lam = float(alpha), float(lam)
+    _check_lam0(task, [alpha], lam, penalty)
     pb = _problem(task, target, alpha, lam, penalty, ((n_qmc, n_rep, int(seed)), int(anderson)))
     start = _start(init, pb)
     settings = engine.Settings(np.float64(tol), np.int64(max_iter), np.float64(damping))
@@ -227,10 +258,17 @@ def learning_curve(
             f"alphas must be a non-empty list of values in [{lo}, {hi}], got {_checks._fmt(alphas)}"
         )
     _checks.choice("on_fail", kw.get("on_fail", "warn"), ("warn", "raise"))
+    check_task(task)
+    _checks.choice("penalty", penalty, PENALTIES)
+    _check_lam0(task, alphas, _checks.nonnegative("lam", lam), penalty)
     init = kw.pop("init", None)
     results, prev = [], []
     Q0 = float(target.Q0) if hasattr(target, "Q0") else 1.0
-    for a in alphas:
+    t0 = time.perf_counter()
+    for i, a in enumerate(alphas):
+        if i:
+            log.info("learning_curve: point %d/%d (alpha %.4g), %.1f s so far",
+                     i + 1, len(alphas), a, time.perf_counter() - t0)  # fmt: skip
         start = _predict(prev, float(a), Q0) if prev else init
         r = _solve_quiet(task, target, (float(a), lam, penalty), start, kw)
         if not r.converged and prev and start is not prev[-1][1]:  # without the secant

@@ -1,0 +1,51 @@
+"""Impossible requests raise at once with advice; long loops report progress through
+logging ("attnlib") and stop at a time or evaluation limit."""
+
+import logging
+import time
+
+import jax
+import pytest
+
+from attnlib import _checks, se, tasks
+from attnlib.targets import Wishart
+
+
+def test_lam0_below_the_interpolation_bound_raises_at_once():
+    """Seq2seq T = 3 (m_eff 5), noise 0.1: below 1/(4 m_eff) = 0.05 the lam = 0 state
+    evolution has no fixed point (the issue's request ran 265 s before returning NaN)."""
+    task, target = tasks.Seq2Seq(T=3, noise=0.1), Wishart(0.3)
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"lam = 0 at alpha = 0.03 < 1/\(4 m_eff\) = 0.05"):
+        se.solve(task, target, 0.03, 0.0)
+    with pytest.raises(ValueError, match="Use lam > 0"):
+        se.learning_curve(task, target, [0.3, 0.03], 0.0)
+    with pytest.raises(ValueError, match=r"1/\(2 m_eff\) = 0.1"):
+        se.solve(task, target, 0.09, 0.0, "frobenius")
+    assert time.perf_counter() - t0 < 5.0  # no state-evolution map was run
+
+
+@pytest.mark.parametrize(
+    "task",
+    [tasks.Seq2Seq(T=3), tasks.Seq2Seq(T=3, noise=0.1, noise_on="outputs")],
+    ids=["noise-free", "noise-on-outputs"],
+)
+def test_lam0_check_applies_to_noisy_logits_only(task):
+    assert se.drivers._interpolation_bound(task, "nuclear") == 0.0
+
+
+def test_make_dataset_estimates_memory_before_allocating(monkeypatch):
+    task = tasks.Seq2Seq(T=3)
+    S0 = Wishart(0.3).sample(jax.random.PRNGKey(0), 40)
+    monkeypatch.setattr(_checks, "available_memory", lambda: 10 * 2**20)  # 10 MiB
+    with pytest.raises(ValueError, match=r"n: a data set of n = 7500000 .* needs about 14.9 GiB"):
+        tasks.make_dataset(jax.random.PRNGKey(1), task, S0, 7_500_000)  # ~15 GiB at d = 40
+    with pytest.raises(ValueError, match=r"more than 80% of the 0.00977 GiB"):
+        tasks.make_dataset(jax.random.PRNGKey(1), task, S0, 20_000)  # ~21 MiB
+    assert tasks.make_dataset(jax.random.PRNGKey(1), task, S0, 1000).X.shape == (1000, 3, 40)
+
+
+def test_learning_curve_logs_its_progress(caplog):
+    with caplog.at_level(logging.INFO, logger="attnlib"):
+        se.learning_curve(tasks.Linear(T=1, noise=0.1), Wishart(0.5), [0.3, 0.35], 0.01)
+    assert any("learning_curve: point 2/2" in r.getMessage() for r in caplog.records)
