@@ -49,3 +49,21 @@ def test_learning_curve_logs_its_progress(caplog):
     with caplog.at_level(logging.INFO, logger="attnlib"):
         se.learning_curve(tasks.Linear(T=1, noise=0.1), Wishart(0.5), [0.3, 0.35], 0.01)
     assert any("learning_curve: point 2/2" in r.getMessage() for r in caplog.records)
+
+
+def test_interpolation_bracket_stops_at_its_limits_and_logs(caplog):
+    """Linear T = 1, noise 0.25, Wishart(0.5): bisection to xtol 1e-4 would take about 12
+    solves; max_solves = 4 stops it after two probes, with a warning and the bracket."""
+    from attnlib import thresholds
+
+    task, target = tasks.Linear(T=1, noise=0.25), Wishart(0.5)
+    with caplog.at_level(logging.INFO, logger="attnlib"):
+        with pytest.warns(RuntimeWarning, match="stopped at max_solves = 4"):
+            r = thresholds.interpolation_se_bracket(task, target, xtol=1e-4, max_solves=4)
+    assert r.n_solves == 4 and r.lo < r.alpha < r.hi and r.hi - r.lo > 1e-4
+    probes = [x for x in caplog.records if "interpolation_se: probe" in x.getMessage()]
+    assert len(probes) == 2
+    with pytest.warns(RuntimeWarning, match="stopped at max_time"):
+        thresholds.interpolation_se_bracket(task, target, xtol=1e-4, max_time=1e-3)
+    with pytest.raises(ValueError, match="max_solves"):
+        thresholds.interpolation_se_bracket(task, target, max_solves=1)
