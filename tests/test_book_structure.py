@@ -408,7 +408,6 @@ NOT_YET_CLEAN = {
     "02_erm_asymptotics.ipynb",
     "03_amp_derivation.ipynb",
     "07_spectrum.ipynb",
-    "09_bayes_optimal.ipynb",
 }
 
 
