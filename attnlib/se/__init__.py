@@ -37,6 +37,7 @@ from attnlib.se.results import (
     PENALTIES,
     LearningCurve,
     SEConvergenceWarning,
+    SEMultipleFixedPointsWarning,
     SEResult,
     WarmStart,
 )
@@ -45,6 +46,7 @@ from attnlib.se.test_error import test_error_from_overlaps
 __all__ = [
     "PENALTIES",
     "SEConvergenceWarning",
+    "SEMultipleFixedPointsWarning",
     "SEResult",
     "LearningCurve",
     "WarmStart",

@@ -57,6 +57,7 @@ class Attempt(NamedTuple):
     saw_zero: bool
     sides: tuple | None = None  # (OutputSide, image (m, q, v, rank)) at x, when converged
     history: tuple | None = None  # the Anderson history at the end (a warm history)
+    checks: int = 0  # re-solves after the multi-start check found lower prox minima
 
 
 def _linear(pb) -> bool:
@@ -134,7 +135,7 @@ def attempt(pb: Problem, x0, prox0, settings: engine.Settings, history=None) -> 
         y = fp.x
     sides = (summarize(means), np.asarray(image)) if converged else None
     a = Attempt(x, prox, converged, float(fp.residual), n_iter, bool(saw_zero), sides)
-    return a._replace(history=history if converged else None)
+    return a._replace(history=history if converged else None, checks=checks)
 
 
 def origin(pb: Problem, lam):

@@ -1,0 +1,123 @@
+r"""Several fixed points: the state evolution of a non-convex output channel.
+
+Where the loss is not convex in the pre-activations (seq2seq and seq2lab softmax at
+large ``v``) the state-evolution map can have several fixed points. Under replica
+symmetry the ERM's is the one of lowest minimised objective
+(:attr:`attnlib.se.SEResult.objective`). After the robust search of
+:mod:`attnlib.se.robust` has found one fixed point, :func:`others` looks for more
+where the channel is non-convex there (:func:`needs_search`: a task other than the
+linear one, at a fixed point where the multi-start check of the proximal problems
+found lower minima on the way: the signature of several prox minima, hence of a
+map that may have several fixed points; a search at every large ``v`` would multiply
+the cost of the interpolating softmax points), from
+
+- continuation in ``lam``: the fixed point at ``lam * 10^k`` (``k`` in ``WALK``, from
+  the default start), walked back down to ``lam`` one decade at a time, warm-started;
+- scaled starts: the found ``(m, q, v)`` with ``q`` multiplied by ``Q_SCALES``.
+
+The linear task (a convex channel) is never searched: its fixed point is unique.
+``n_iter`` of the result counts the search's maps only when it found another point
+(so that results without alternatives are those of the plain search).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+
+import numpy as np
+
+from attnlib.se import point, robust
+from attnlib.se.engine import Settings
+from attnlib.se.results import SEMultipleFixedPointsWarning, SEResult
+
+log = logging.getLogger("attnlib.se")
+
+WALK = (4, 3, 2, 1)  # continuation from lam * 10^4 down to lam, one decade a step
+Q_SCALES = (1.5, 0.67)  # scaled starts (m, s q, v)
+DISTINCT = 1e-3  # fixed points differing by more than this in m/Q0 or log q are distinct
+
+
+def needs_search(pb: point.Problem, a: point.Attempt) -> bool:
+    """Whether to look for other fixed points next to the attempt ``a``."""
+    if point._linear(pb) or pb.task.piecewise_constant:
+        return False
+    return bool(a.checks > 0)
+
+
+def _walk(pb, lam, settings):
+    """Continuation from ``lam * 10^WALK[0]`` down to ``lam``: an Attempt or None."""
+    Q0 = float(pb.data.Q0)
+    base = lam if lam > 0 else 1e-6
+    a = None
+    for k in (*WALK, 0):
+        lam_k = base * 10.0**k if k else lam
+        x0, prox0 = (robust.default_x0(Q0), None) if a is None else (a.x, a.prox)
+        b = point.attempt(robust._at_lam(pb, lam_k), x0, prox0, settings)
+        if not b.converged:
+            if a is not None:
+                return None
+            continue
+        a = b
+    return a
+
+
+def distinct(x, y, Q0) -> bool:
+    """Whether two fixed points ``(m, q, v)`` differ (in ``m / Q0`` or ``log q``)."""
+    if x[1] <= 0 or y[1] <= 0:
+        return bool(abs(x[1] - y[1]) > DISTINCT * Q0 or abs(x[0] - y[0]) > DISTINCT * Q0)
+    dm = abs(x[0] - y[0]) / Q0
+    dq = abs(math.log(x[1]) - math.log(y[1]))
+    return bool(max(dm, dq) > DISTINCT)
+
+
+def others(pb: point.Problem, lam, a: point.Attempt, settings: Settings) -> tuple[list, int]:
+    """Converged attempts other than ``a`` (distinct from it and from each other) and the
+    SE maps spent: ``(attempts, n_iter)``."""
+    Q0 = float(pb.data.Q0)
+    found, n_iter = [], 0
+    walked = _walk(pb, lam, settings)
+    candidates = [walked]
+    for s in Q_SCALES:
+        x0 = np.asarray(a.x, dtype=float) * np.array([1.0, s, 1.0])
+        if robust._valid(x0, Q0):
+            candidates.append(point.attempt(pb, x0, None, settings))
+    for b in candidates:
+        n_iter += 0 if b is None else b.n_iter
+        if b is None or not b.converged:
+            continue
+        if all(distinct(b.x, c.x, Q0) for c in [a, *found]):
+            log.info("another fixed point: (m, q, v) = %s", np.round(b.x, 5))
+            found.append(b)
+    return found, n_iter
+
+
+def _result(pb, lam, a, extra) -> SEResult:
+    extra = {**extra, "warm": point.warm_start(pb, a.x, a.prox, a.history)}
+    return point.result(pb, lam, a.x, extra, point.sides_at(lam, a.sides))
+
+
+def lowest(pb: point.Problem, lam, a: point.Attempt, extra: dict, settings) -> SEResult:
+    """The :class:`SEResult` of lowest objective among ``a`` and :func:`others` (where
+    :func:`needs_search`), the others in ``alternatives``; warns
+    (:class:`SEMultipleFixedPointsWarning`) when there are several."""
+    first = _result(pb, lam, a, extra)
+    if not needs_search(pb, a):
+        return first
+    more, n_more = others(pb, lam, a, settings)
+    if not more:
+        return first
+    results = [first, *(_result(pb, lam, b, {**extra, "residual": b.residual}) for b in more)]
+    best = min(results, key=lambda r: r.objective)
+    alts = tuple((r.m, r.q, r.v, r.objective) for r in results if r is not best)
+    warnings.warn(
+        f"state evolution at alpha={first.alpha}, lam={lam}, penalty={pb.penalty}: "
+        f"{len(results)} fixed points; returned the lowest objective {best.objective:.6g} "
+        f"at (m, q, v) = ({best.m:.5g}, {best.q:.5g}, {best.v:.5g}); others (m, q, v, "
+        f"objective) in `alternatives`: "
+        + ", ".join(f"({m:.5g}, {q:.5g}, {v:.5g}, {o:.6g})" for m, q, v, o in alts),
+        SEMultipleFixedPointsWarning,
+        stacklevel=3,
+    )
+    return best._replace(alternatives=alts, n_iter=first.n_iter + n_more)
