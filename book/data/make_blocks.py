@@ -1,4 +1,4 @@
-r"""Block targets for chapter 4: strong directions of finite mass, recovered one block at a time.
+r"""Block targets for the spectrum lecture: strong directions of finite mass, one block at a time.
 
 Run from ``book/``::
 
@@ -45,7 +45,7 @@ except ImportError:  # a checkout without `pip install -e .`: use the repository
 from attnlib import rmt, se, spectrum, targets, tasks, train  # noqa: E402
 
 SEED = 411
-NOISE = 0.25  # label-noise variance on the logits (as in the rest of chapter 4)
+NOISE = 0.25  # label-noise variance on the logits (as in the rest of the spectrum lecture)
 LAM = 0.05  # nuclear penalty
 BLOCK_MASS = 0.1  # fraction of the spectrum in each block
 BLOCK_RATIOS = (1.0, 2.0, 4.0)

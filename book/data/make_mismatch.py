@@ -1,11 +1,11 @@
-r"""Chapter 4: the test error of a rescaled learned matrix, ``e_test(c S_hat)`` against ``c``.
+r"""Spectrum lecture: the test error of a rescaled learned matrix ``e_test(c S_hat)`` against ``c``.
 
 Run from ``book/``::
 
     python -m data.make_mismatch           # full size -> data/mismatch.npz
     python -m data.make_mismatch --quick   # small d (what ATTNLIB_QUICK=1 runs live)
 
-Setting of chapter 4's running example (seq2seq, ``T = 2``, noise ``Delta = 0.25`` on the
+Setting of the spectrum lecture's running example (seq2seq, ``T = 2``, noise ``Delta = 0.25`` on the
 logits, Wishart target ``kappa0 = 0.2``, ``alpha = 0.4``), at a small and a large nuclear
 penalty. For each trained ``S_hat`` (:func:`attnlib.train.train_convex`) the Monte Carlo
 test error of ``c S_hat`` is measured on one set of fresh sequences for every ``c`` of a
@@ -35,7 +35,7 @@ except ImportError:  # a checkout without `pip install -e .`: use the repository
 from attnlib import spectrum, targets, tasks, train  # noqa: E402
 
 SEED = 421
-KAPPA0, NOISE, ALPHA = 0.2, 0.25, 0.4  # chapter 4's running example
+KAPPA0, NOISE, ALPHA = 0.2, 0.25, 0.4  # the spectrum lecture's running example
 SCALES = tuple(float(c) for c in np.round(np.linspace(0.4, 2.2, 19), 3))
 FULL = {"lams": [0.005, 0.1], "d": 100, "seeds": 2, "n_test": 20000}
 QUICK = {"lams": [0.005, 0.1], "d": 30, "seeds": 1, "n_test": 2000}

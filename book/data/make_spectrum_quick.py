@@ -1,6 +1,6 @@
-r"""Class mode for chapter 4: its trained-matrix simulations at small ``d``, run live.
+r"""Class mode for the spectrum lecture: its trained-matrix simulations at small ``d``, run live.
 
-``ATTNLIB_QUICK=1`` makes chapter 4 call :func:`convex_runs`, :func:`spiked_runs` and
+``ATTNLIB_QUICK=1`` makes the lecture call :func:`convex_runs`, :func:`spiked_runs` and
 :func:`adam_run` instead of reading ``spectrum_convex.npz``, ``spectrum_spiked*.npz`` and
 ``spectrum_adam.npz`` (written by ``make_spectrum_data.py`` at ``d = 100`` to ``300``).
 Each returns the structure the chapter builds from those files, at a dimension small
