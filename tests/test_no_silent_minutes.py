@@ -67,3 +67,29 @@ def test_interpolation_bracket_stops_at_its_limits_and_logs(caplog):
         thresholds.interpolation_se_bracket(task, target, xtol=1e-4, max_time=1e-3)
     with pytest.raises(ValueError, match="max_solves"):
         thresholds.interpolation_se_bracket(task, target, max_solves=1)
+
+
+@pytest.mark.parametrize("solver", ["convex", "factorized", "direct"])
+def test_training_stops_at_its_time_limit_and_logs(solver, caplog, monkeypatch):
+    from attnlib import train
+    from attnlib.train import progress
+
+    monkeypatch.setattr(progress, "LOG_EVERY_S", 0.0)  # log after every chunk
+    task = tasks.Seq2Seq(T=2)
+    S0 = Wishart(0.5).sample(jax.random.PRNGKey(0), 12)
+    data = tasks.make_dataset(jax.random.PRNGKey(1), task, S0, tasks.n_samples(0.5, 12))
+    run = {
+        "convex": lambda **kw: train.train_convex(task, data, 0.1, tol=0.0, chunk=5, **kw),
+        "factorized": lambda **kw: train.train_factorized(
+            jax.random.PRNGKey(2), task, data, 12, lam=0.1, tol=0.0, chunk=5, **kw
+        ),
+        "direct": lambda **kw: train.train_direct(task, data, 0.1, tol=0.0, chunk=5, **kw),
+    }[solver]
+    with caplog.at_level(logging.INFO, logger="attnlib"):
+        res = run(time_limit=1e-6)
+    assert not res.converged and res.n_steps == 5  # one chunk, then the limit
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("steps, residual" in m for m in messages)
+    assert any("stopped at time_limit = 1e-06 s after 5 steps" in m for m in messages)
+    with pytest.raises(ValueError, match="time_limit"):
+        run(time_limit=-1.0)

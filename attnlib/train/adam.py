@@ -19,6 +19,7 @@ import optax
 
 from attnlib import _checks
 from attnlib.train.objective import _direct_objective, _factorized_objective, _sym
+from attnlib.train.progress import Progress
 
 _OBJECTIVES = {"factorized": _factorized_objective, "direct": _direct_objective}
 
@@ -36,6 +37,8 @@ class OptaxConfig(NamedTuple):
       tol: stop when the relative change of the objective per step is below ``tol``.
       chunk: steps per jit-compiled call.
       keep_path: also return the parameters after every chunk.
+      time_limit: stop after this many seconds (``None``: no limit; see
+        :mod:`attnlib.train.progress`).
     """
 
     task: object
@@ -47,11 +50,12 @@ class OptaxConfig(NamedTuple):
     tol: float
     chunk: int
     keep_path: bool = False
+    time_limit: float | None = None
 
 
 def make_config(task, kind: str, method: str, **options) -> OptaxConfig:
     """Checked :class:`OptaxConfig`; ``options``: ``steps``, ``learning_rate`` (a float
-    ``> 0`` or a callable schedule), ``decay``, ``tol``, ``chunk``, ``keep_path``.
+    ``> 0`` or a callable schedule), ``decay``, ``tol``, ``chunk``, ``keep_path``, ``time_limit``.
     ``steps`` is rounded up to a multiple of ``chunk``."""
     steps = _checks.integer("steps", options["steps"], 1)
     chunk = _checks.integer("chunk", options["chunk"], 1)
@@ -66,7 +70,12 @@ def make_config(task, kind: str, method: str, **options) -> OptaxConfig:
         tol=_checks.nonnegative("tol", options["tol"]),
         chunk=chunk,
         keep_path=bool(options.get("keep_path", False)),
+        time_limit=_time_limit(options.get("time_limit")),
     )
+
+
+def _time_limit(value):
+    return None if value is None else _checks.positive("time_limit", value)
 
 
 class _Static(NamedTuple):
@@ -135,6 +144,7 @@ def _run_optax(cfg: OptaxConfig, params, X, Y, lam):
     history, path = [], []
     residual = math.inf
     done = 0
+    progress = Progress(f"train ({cfg.kind}, {cfg.method})", cfg.steps, cfg.time_limit)
     while done < cfg.steps:
         state, values = _optax_chunk(static, state, X, Y, lam, lr)
         values = np.asarray(values, dtype=float)
@@ -156,7 +166,7 @@ def _run_optax(cfg: OptaxConfig, params, X, Y, lam):
         if cfg.keep_path:
             path.append(np.asarray(state[0]))
         residual = abs(prev - values[-1]) / (max(abs(values[-1]), 1e-300) * n_diff)
-        if residual < cfg.tol:
+        if residual < cfg.tol or progress.stop(done, residual):
             break
     path = np.stack(path) if cfg.keep_path else None
     return state[0], np.concatenate(history), residual, done, path

@@ -36,6 +36,7 @@ def train_direct(
     dtype=jnp.float64,
     S_init=None,
     keep_path: bool = False,
+    time_limit: float | None = None,
 ) -> TrainResult:
     r"""Train a symmetric ``S`` element-wise with the Frobenius penalty (no PSD constraint).
 
@@ -52,10 +53,12 @@ def train_direct(
         curvature of the objective at ``S_init``); or an optax schedule.
       S_init: initial symmetric ``(d, d)`` matrix (default zero).
       keep_path: also return ``S`` after every chunk (``TrainResult.path``).
+      time_limit: stop after this many seconds (progress: logger ``attnlib.train``).
     """
     lam = _checks.nonnegative("lam", lam)
     _checks.choice("method", method, ("adam", "gd"))
-    opts = dict(steps=steps, decay=decay, tol=tol, chunk=chunk, keep_path=keep_path)
+    opts = dict(steps=steps, decay=decay, tol=tol, chunk=chunk, keep_path=keep_path,
+                time_limit=time_limit)  # fmt: skip
     make_config(task, "direct", "sgd", learning_rate=1.0, **opts)  # checks the options
     dt = _checks.float_dtype("dtype", dtype)
     X, Y, d = _checks.dataset(task, data)

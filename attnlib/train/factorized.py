@@ -55,6 +55,7 @@ def train_factorized(
     W_init=None,
     init_scale: float = 1.0,
     keep_path: bool = False,
+    time_limit: float | None = None,
 ) -> TrainResult:
     r"""Full-batch Adam on the tied factor ``W`` (``d x p``), ``S = W W^T / sqrt(p d)``.
 
@@ -65,9 +66,8 @@ def train_factorized(
     Args:
       key: PRNG key for the initialisation (ignored when ``W_init`` is given).
       task, data: the task and the training set; ``p``: student width (``kappa = p/d``);
-      lam_W: weight decay ``>= 0``; or instead
-      lam: the nuclear-equivalent strength ``>= 0``, ``lam = sqrt(kappa) lam_W`` (the
-        ``lam`` of :func:`train_convex` and :func:`attnlib.se.solve`); give exactly one.
+      lam_W: weight decay ``>= 0``; or ``lam``, the nuclear-equivalent strength ``>= 0``,
+        ``lam = sqrt(kappa) lam_W`` (as in :func:`train_convex`); give exactly one.
       steps: maximal number of Adam steps (rounded up to a multiple of ``chunk``).
       learning_rate: peak Adam rate, or an optax schedule (then ``decay`` is ignored).
       decay: the rate decays exponentially from ``learning_rate`` to
@@ -78,6 +78,7 @@ def train_factorized(
       dtype: ``float32`` (fast) or ``float64``.
       W_init: initial ``(d, p)`` factor; default i.i.d. ``N(0, init_scale^2)``.
       keep_path: also return ``W`` after every chunk (``TrainResult.path``).
+      time_limit: stop after this many seconds (progress: logger ``attnlib.train``).
 
     Returns:
       :class:`TrainResult` with ``W`` set; ``S`` is computed in float64.
@@ -85,8 +86,9 @@ def train_factorized(
     p = _checks.integer("p", p, 1)
     X, Y, d = _checks.dataset(task, data)
     lam_W = _weight_decay(lam_W, lam, p, d)
-    opts = dict(steps=steps, learning_rate=learning_rate, decay=decay, tol=tol, chunk=chunk)
-    cfg = make_config(task, "factorized", "adam", keep_path=keep_path, **opts)
+    opts = dict(steps=steps, decay=decay, tol=tol, chunk=chunk, time_limit=time_limit)
+    opts.update(keep_path=keep_path, learning_rate=learning_rate)
+    cfg = make_config(task, "factorized", "adam", **opts)
     init_scale = _checks.positive("init_scale", init_scale)
     dt = _checks.float_dtype("dtype", dtype)
     W0 = _initial_factor(key, W_init, (d, p), init_scale, dt)

@@ -14,6 +14,7 @@ from attnlib import _checks
 from attnlib.spectral_map import check_penalty
 from attnlib.tasks import Dataset, Task
 from attnlib.train.objective import _curvature, _objective_jit, _penalty, _value_and_sym_grad
+from attnlib.train.progress import Progress
 from attnlib.train.proximal import _prox
 from attnlib.train.result import TrainResult, _finish, _Run
 
@@ -105,6 +106,24 @@ def _initial_state(static: _Static, X, Y, S_init, lam_j) -> _FistaState:
     return _FistaState(x, x, jnp.asarray(1.0), L, Fx)
 
 
+def _iterate(static: _Static, state, problem, max_iter, tol, progress):
+    """FISTA chunks until the gradient mapping is below ``tol``, ``max_iter`` or the time
+    limit: ``(state, history, done, residual)``."""
+    X, Y, lam = problem
+    lam_j = jnp.asarray(lam, jnp.float64)
+    history, done, residual = [], 0, math.inf
+    while done < max_iter:
+        state, values = _fista_chunk(static, state, X, Y, lam_j)
+        done += static.chunk
+        history.append(np.asarray(values))
+        residual = _gradient_mapping(static, state.x, float(state.L), X, Y, lam)
+        if not math.isfinite(residual):
+            raise FloatingPointError(f"train_convex: non-finite residual after {done} iterations")
+        if residual < tol or progress.stop(done, residual):
+            break
+    return state, history, done, residual
+
+
 def train_convex(
     task: Task,
     data: Dataset,
@@ -115,6 +134,7 @@ def train_convex(
     tol: float = 1e-9,
     chunk: int = 50,
     S_init=None,
+    time_limit: float | None = None,
 ) -> TrainResult:
     r"""Accelerated proximal gradient on ``S`` (float64), the reference ERM solver.
 
@@ -140,6 +160,8 @@ def train_convex(
       tol: tolerance on the relative gradient mapping.
       chunk: iterations per jit-compiled call.
       S_init: starting symmetric matrix (default zero).
+      time_limit: stop after this many seconds (``converged=False``); progress is
+        logged on the logger ``attnlib.train`` (:mod:`attnlib.train.progress`).
     """
     lam = _checks.nonnegative("lam", lam)
     check_penalty(penalty)
@@ -150,17 +172,7 @@ def train_convex(
     X, Y = jnp.asarray(X, jnp.float64), jnp.asarray(Y, jnp.float64)
     lam_j = jnp.asarray(lam, jnp.float64)
     state = _initial_state(static, X, Y, S_init, lam_j)
-    history = []
-    done = 0
-    residual = math.inf
-    while done < max_iter:
-        state, values = _fista_chunk(static, state, X, Y, lam_j)
-        done += static.chunk
-        history.append(np.asarray(values))
-        residual = _gradient_mapping(static, state.x, float(state.L), X, Y, lam)
-        if not math.isfinite(residual):
-            raise FloatingPointError(f"train_convex: non-finite residual after {done} iterations")
-        if residual < tol:
-            break
+    progress = Progress("train_convex", max_iter, time_limit)
+    state, history, done, residual = _iterate(static, state, (X, Y, lam), max_iter, tol, progress)
     run = _Run(state.x, None, np.concatenate(history), residual < tol, done, residual)
     return _finish(task, X, Y, run, "train_convex", tol)
