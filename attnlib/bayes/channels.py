@@ -32,9 +32,11 @@ over ``(omega, h, xi)``, inner self-normalised importance sampling of the poster
 estimators of ``E[g^2]`` (``E[g^2]`` and, by the Nishimori identity,
 ``E[g (h - omega)] / V``) have opposite finite-``n_inner`` biases; their mean is
 returned and the reported ``error`` is half their gap plus the outer standard error.
-Hardmax without noise or with noise on the logits (:mod:`attnlib.bayes.hardmax`):
-``Y`` tells which polyhedral region the (noisy) logits fell in, ``Z_out`` is a Gaussian
-probability of that region, computed by rejection on fixed inner Sobol points.
+Hardmax without noise or with noise on the logits: ``Y`` tells which polyhedral region
+the (noisy) logits fell in, ``Z_out`` is a Gaussian probability of that region; at
+``T = 2`` a bivariate Gaussian orthant, in closed form, with a two-dimensional outer
+quadrature (:mod:`attnlib.bayes.hardmax_exact`, exact to about ``1e-10``); at ``T = 3``
+by rejection on fixed inner Sobol points (:mod:`attnlib.bayes.hardmax`).
 Noise-free seq2lab (or seq2lab with noise on the logits) is a delta channel on a
 ``(K-1)``-dimensional level set (:mod:`attnlib.bayes.level_set`): the limit of a narrow
 Gaussian likelihood around it, with its ``O(eps^2)`` bias estimated and reported.
@@ -52,6 +54,7 @@ import scipy.stats
 
 from attnlib import _checks
 from attnlib import tasks as _tasks
+from attnlib.bayes import hardmax_exact
 from attnlib.bayes.hardmax import hardmax_information
 from attnlib.bayes.level_set import level_set_information
 
@@ -178,8 +181,10 @@ def information(
       mmse: posterior variance per unit ``sigma^2``, ``0 <= mmse <= Q0``
         (``V_ab = sigma_ab^2 mmse``).
       Q0: ``Tr(S0^2)/d`` (sets the spread of ``omega``; unused by Gaussian channels).
-      method: ``"auto"`` (closed form where :func:`is_gaussian`, else the nested
-        integral) or ``"qmc"`` (the nested integral always; needs noise on the outputs).
+      method: ``"auto"`` (closed form where :func:`is_gaussian`, the exact orthant
+        integrals of :mod:`attnlib.bayes.hardmax_exact` for ``T = 2`` hardmax, else the
+        nested integral) or ``"qmc"`` (the nested integral always; needs noise on the
+        outputs, or a hardmax or seq2lab channel).
       n_outer, n_inner: Sobol points (powers of 2) of the nested integral (other channels).
       seed: scrambling seed.
     """
@@ -196,6 +201,10 @@ def information(
         if n & (n - 1):
             raise ValueError(f"{name} must be a power of 2 >= 2, got {n}")
     if isinstance(task, _tasks.Hardmax) and (task.noise == 0.0 or task.noise_on == "logits"):
+        if not mmse > 0.0:
+            raise ValueError(f"mmse must be > 0 for the hardmax channel, got {mmse}")
+        if task.T == 2 and method == "auto":
+            return Information(*hardmax_exact.information(task, mmse, Q0))
         return Information(*hardmax_information(task, mmse, Q0, n_outer, n_inner, int(seed))[:3])
     if isinstance(task, _tasks.Seq2Lab) and (task.noise == 0.0 or task.noise_on == "logits"):
         if not mmse > 0.0:

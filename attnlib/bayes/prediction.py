@@ -13,7 +13,9 @@ the posterior mean of ``S0``) and variance ``V_ab = sigma_ab^2 mmse``; jointly
   ``S_post`` itself (:func:`attnlib.se.test_error_from_overlaps` with ``m = q``).
 
 For the linear task both equal ``sum_ab w_ab sigma_ab^2 mmse`` (``w_ab`` = 1 on the
-diagonal, 2 off it: the square loss over the ``T x T`` output).
+diagonal, 2 off it: the square loss over the ``T x T`` output). For ``T = 2`` hardmax the
+Bayes-optimal one is ``1 - (2/pi) arcsin(1 - mmse / Q0)``
+(:func:`attnlib.bayes.hardmax_exact.test_error`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 
 from attnlib import _checks, se
 from attnlib import tasks as _tasks
+from attnlib.bayes import hardmax_exact
 from attnlib.bayes.channels import _normals
 
 __all__ = ["TestErrors", "test_errors"]
@@ -70,6 +73,8 @@ def test_errors(
     plugin = se.test_error_from_overlaps(task, Q0, q, q, seed=seed)
     if isinstance(task, _tasks.Linear):
         return TestErrors(plugin, plugin, 0.0)
+    if isinstance(task, _tasks.Hardmax) and task.T == 2:
+        return TestErrors(hardmax_exact.test_error(mmse, Q0), plugin, 0.0)
     K = task.n_pairs
     z_out = jnp.asarray(_normals(2 * K, n_outer, seed + 11))
     z_in = jnp.asarray(_normals(K, n_inner, seed + 12))
