@@ -25,10 +25,13 @@ map is ``d^2 int rho_R f h_R`` (Gaussian integration by parts).
 
 Expectations over the pairs use scrambled Sobol points (fixed seeds) mapped through
 the normal inverse CDF; ``R`` independent scramblings give the standard error
-reported as ``integration_error``. Progress is logged on the ``attnlib.se`` logger
+reported as ``integration_error``; :func:`solve_accurate` (:mod:`attnlib.se.accuracy`)
+reports instead the error of the metrics at the fixed point, which the map amplifies,
+and raises ``n_qmc`` until it meets ``rtol``. Progress is logged on the ``attnlib.se`` logger
 (``logging.getLogger("attnlib.se").setLevel(logging.DEBUG)``).
 """
 
+from attnlib.se.accuracy import solve_accurate
 from attnlib.se.drivers import learning_curve, optimal_lambda, solve
 from attnlib.se.input import InputSide, input_side
 from attnlib.se.output import OutputSide, output_side
@@ -53,6 +56,7 @@ __all__ = [
     "OutputSide",
     "InputSide",
     "solve",
+    "solve_accurate",
     "learning_curve",
     "optimal_lambda",
     "test_error_from_overlaps",
