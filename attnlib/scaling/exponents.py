@@ -1,4 +1,4 @@
-"""Derived scaling exponents ``zeta`` of ``e_test - e_0 ~ alpha^{-zeta}`` (book, chapter 5).
+"""Derived scaling exponents ``zeta`` of ``e_test - e_0 ~ alpha^{-zeta}`` (book/08_scaling_laws).
 
 The field is called ``f`` in :class:`ExponentPrediction` for compatibility; in the
 book's notation it is ``zeta`` (``f`` is the spectral map).
@@ -11,6 +11,8 @@ from typing import NamedTuple
 
 from attnlib import _checks
 from attnlib.scaling.schedule import LamSchedule
+
+__all__ = ["ExponentPrediction", "predicted_exponent"]
 
 
 class ExponentPrediction(NamedTuple):
@@ -45,7 +47,7 @@ def predicted_exponent(
 ) -> ExponentPrediction:
     r"""The derived exponent ``f`` in ``e_test - e_0 ~ alpha^{-f}`` (window ``1 << k* << n_modes``).
 
-    Derivation (book, chapter 5). With ``t ~ lam / alpha`` the state-evolution threshold
+    Derivation (book/08_scaling_laws). With ``t ~ lam / alpha`` the state-evolution threshold
     and ``Delta_eff ~ (noise + C e) / alpha`` its effective noise, the error of the
     spectral soft threshold is the bias ``B(t) = sum_k pi_k min(lambda_k, t)^2 ~ t^{2-r}``
     plus ``Delta_eff`` times the recovered degrees of freedom ``~ rho(t) ~ t^{-r}``.

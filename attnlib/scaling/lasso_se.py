@@ -1,4 +1,4 @@
-r"""State evolution of the LASSO (vector compressed sensing), the comparison of chapter 5.
+r"""State evolution of the LASSO (vector compressed sensing), the comparison of book/08_scaling_laws.
 
 ``y = A x0 + sqrt(noise) w`` with ``A`` an ``n x N`` matrix of i.i.d. ``N(0, 1/N)``
 entries (each measurement has variance ``||x0||^2 / N``, like a pre-activation ``h``),
@@ -30,6 +30,8 @@ import scipy.special
 from attnlib import _checks
 from attnlib.scaling.schedule import LamSchedule
 from attnlib.targets import atoms_and_weights
+
+__all__ = ["LassoSE", "lasso_se", "lasso_curve"]
 
 
 def _soft_stats(s, tau, theta):
