@@ -142,7 +142,7 @@ def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4,
     """Per-replicate ``(a_hat, q_hat, m_hat, train_loss, a_hat_stein)``, shape ``(n_rep, 5)``,
     of the zero-scale (projection) channel at ``(m, q, v)``; ``m^2 < q Q0``, ``q, v > 0``."""
     task = _check_task(task)
-    alpha = _checks.in_interval("alpha", alpha, 0.0, _BIG)
+    alpha = _checks.alpha(alpha)
     Q0 = _checks.in_interval("Q0", Q0, 0.0, _BIG)
     q = _checks.in_interval("q", q, 1.0 / _BIG, _BIG, low_open=False)
     v = _checks.in_interval("v", v, 1.0 / _BIG, _BIG, low_open=False)
@@ -201,7 +201,7 @@ def solve(
       maps did not reach ``tol`` (the last iterate is returned with its residual).
     """
     task = _check_task(task)
-    alpha = _checks.in_interval("alpha", alpha, 1.0 / _BIG, _BIG, low_open=False)
+    alpha = _checks.alpha(alpha)
     lam = _checks.in_interval("lam", lam, 1.0 / _BIG, _BIG, low_open=False)
     tol = _checks.positive("tol", tol)
     max_iter = _checks.integer("max_iter", max_iter, 1)

@@ -105,7 +105,7 @@ def _check(task, target, alpha, lam, kappa, on_fail):
     check_task(task)
     if not hasattr(target, "measure") or not hasattr(target, "Q0"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    _checks.positive("alpha", alpha)
+    _checks.alpha(alpha)
     _checks.nonnegative("lam", lam)
     _checks.in_interval("kappa", kappa, 0.0, 1.0)
     _checks.choice("on_fail", on_fail, ("warn", "raise"))
