@@ -73,7 +73,7 @@ def test_colab_setup_cell_offline(tmp_path):
     """Chapter 3's setup cell on a simulated Colab: clone, install, chdir, imports, data."""
     if _git("rev-parse", "--is-inside-work-tree").strip() != "true":
         pytest.skip("not a git checkout")
-    chapter = BOOK / "03_amp_derivation.ipynb"
+    chapter = BOOK / "04_gamp.ipynb"
     content, site = tmp_path / "content", tmp_path / "site"
     content.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ATTNLIB_QUICK")}
