@@ -401,11 +401,9 @@ def test_reading_minutes_counts_words_code_and_figures():
 # xfail: once a chapter passes, the test fails until its name is removed here.
 NOT_YET_A_LECTURE = {
     "02_erm_asymptotics.ipynb",
-    "04_gamp.ipynb",
 }
 NOT_YET_CLEAN = {
     "02_erm_asymptotics.ipynb",
-    "04_gamp.ipynb",
 }
 
 

@@ -70,10 +70,10 @@ def _git(*args) -> str:
 
 
 def test_colab_setup_cell_offline(tmp_path):
-    """Chapter 3's setup cell on a simulated Colab: clone, install, chdir, imports, data."""
+    """A chapter's setup cell on a simulated Colab: clone, install, chdir, imports, data."""
     if _git("rev-parse", "--is-inside-work-tree").strip() != "true":
         pytest.skip("not a git checkout")
-    chapter = BOOK / "04_gamp.ipynb"
+    chapter = BOOK / "05_state_evolution.ipynb"
     content, site = tmp_path / "content", tmp_path / "site"
     content.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ATTNLIB_QUICK")}

@@ -1,4 +1,4 @@
-"""Precompute the heavy parts of chapter 3 (book/03_amp_derivation.ipynb).
+"""Precompute the heavy parts of book/04_gamp.ipynb and book/05_state_evolution.ipynb.
 
 Run from ``book/`` (``make data`` runs every script)::
 
@@ -15,7 +15,7 @@ Writes three small files next to this script:
 - ``amp_fixed_point.npz``: GAMP and the convex solver on the seq2seq data set of
   the chapter's fixed-point check (regenerated in the chapter from the same key),
   and the state-evolution output side at GAMP's overlaps.
-- ``amp_curves.npz``: the final figure of the chapter. For two settings (the
+- ``amp_curves.npz``: the final figure of 05_state_evolution. For two settings (the
   linear task at T = 1 with label noise, softmax seq2seq at T = 2 without noise;
   Wishart target kappa0 = 0.5, nuclear penalty lam = 0.05) it stores, on a grid of
   alpha and for several seeds, GAMP and the convex solver run on the same data
@@ -341,8 +341,9 @@ def compute(part: str, quick: bool = True, runner=None) -> dict:
     return ARRAYS[part](config(quick), runner or C.Runner())
 
 
-# QUICK mode in chapter 3: each returns the dict of arrays of its file (same keys and
-# layout as np.load of it), computed live in this process on the quick grid.
+# QUICK mode in 04_gamp and 05_state_evolution: each returns the dict of arrays of its
+# file (same keys and layout as np.load of it), computed live in this process on the
+# quick grid.
 def run_curves(quick: bool = True) -> dict:
     """``amp_curves.npz``: GAMP and the convex solver on the alpha grid, SE curve.
 

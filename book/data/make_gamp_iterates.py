@@ -1,4 +1,4 @@
-"""GAMP iterate by iterate against the state evolution (chapter 3).
+"""GAMP iterate by iterate against the state evolution (05_state_evolution, methods_gamp_iterates).
 
 For one setting (task, target, alpha, lam) and one seed, :func:`run_point` runs
 undamped GAMP on a sampled data set from ``S_hat = 0``, ``v = V_INIT``, ``g = 0``
