@@ -2,6 +2,7 @@ r"""The Bayes-optimal limit of the attention-indexed model (one idea per module)
 
 - :mod:`attnlib.bayes.denoiser`         the rotationally invariant estimator and ``mmse_den``
 - :mod:`attnlib.bayes.channels`         the Bayes posterior of each task's output channel
+- :mod:`attnlib.bayes.hardmax_exact`    ``T = 2`` hardmax in closed form (Gaussian orthants)
 - :mod:`attnlib.bayes.prediction`       Bayes-optimal and plug-in test errors
 - :mod:`attnlib.bayes.state_evolution`  :func:`solve`, :func:`perfect_recovery`
 - :mod:`attnlib.bayes.gamp_rie`         GAMP-RIE on a finite data set

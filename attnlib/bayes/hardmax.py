@@ -1,4 +1,7 @@
-r"""Bayes posterior of the hardmax channel (noise-free, or noise on the logits).
+r"""Bayes posterior of the hardmax channel (noise-free, or noise on the logits), by nested
+quasi-Monte Carlo: the default at ``T = 3``; ``T = 2`` uses the exact orthant integrals of
+:mod:`attnlib.bayes.hardmax_exact` (this path with ``method="qmc"``: there it was 4-6 %
+low at ``mmse / Q0 = 0.016`` with 2048-8192 outer points, -0.6 % with 16384 x 32768).
 
 Conventions as in :mod:`attnlib.bayes.channels`: ``K`` pairs, ``sigma_ab^2 = 1 +
 delta_ab``, ``omega_ab ~ N(0, sigma_ab^2 (Q0 - mmse))`` and, given ``omega``, the
