@@ -400,10 +400,8 @@ def test_reading_minutes_counts_words_code_and_figures():
 # Chapters not yet rewritten as lectures (issue: lecture-sized chapters). Each is a strict
 # xfail: once a chapter passes, the test fails until its name is removed here.
 NOT_YET_A_LECTURE = {
-    "03_amp_derivation.ipynb",
 }
 NOT_YET_CLEAN = {
-    "03_amp_derivation.ipynb",
 }
 
 
