@@ -141,7 +141,7 @@ class _PointSolver:
 
 
 # ----------------------------------------------------------------------------
-# Chapter 2: train and test error against alpha
+# 03_factorisation: train and test error against alpha
 # ----------------------------------------------------------------------------
 
 
@@ -161,7 +161,7 @@ class ERMSettings(NamedTuple):
 
 
 class ERMExplorer:
-    """Chapter 2's explorer: learning curves and the learned spectrum (bounded cache)."""
+    """03_factorisation's explorer: learning curves and the learned spectrum (bounded cache)."""
 
     def __init__(self, settings: ERMSettings | None = None, cache_size: int = 16):
         self.settings = _settings(ERMSettings, settings)

@@ -29,7 +29,7 @@ computed here. Measured instead (Adam on ``W``, linear task, ``Delta = 0.25``, `
 ``1.05 dim``, ``dim = p d - p (p - 1) / 2``: the width-``kappa`` student interpolates up to
 :func:`counting_bound` where that lies below the convex threshold
 (:func:`attnlib.thresholds.interpolation_se`), and up to the convex threshold where it
-does not (chapter 2: widths 0.1-1, ``d = 40``, to within 5 % of the smaller bound).
+does not (03_factorisation: widths 0.1-1, ``d = 40``, to within 5 % of the smaller bound).
 """
 
 from attnlib.width.counting import counting_bound
