@@ -150,7 +150,10 @@ def train_convex(
     Convergence is measured by the relative gradient mapping
     ``||S - prox(S - grad L(S)/L)||_F / max(||S||_F, ||grad||_F / L)``,
     checked every ``chunk`` iterations; ``tol = 1e-9`` gives ``S`` to about
-    ``cond * 1e-9`` relative accuracy.
+    ``cond * 1e-9`` relative accuracy. Cost: an iteration is a few passes over the
+    data, ``O(n T^2 d^2) = O(alpha T^2 d^4)``; measured (seq2seq ``T = 2``, ``alpha =
+    0.3``, ``lam = 0.01``, 200 iterations, compiled, on a loaded two-core machine):
+    0.7 s of CPU at ``d = 60``, 20 s at ``d = 100``; ``d = 5000`` is out of reach.
 
     Args:
       task, data: the task and the training set (computed in float64).
