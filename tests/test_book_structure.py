@@ -397,20 +397,7 @@ def test_reading_minutes_counts_words_code_and_figures():
     assert minutes == pytest.approx(3 / 120 + 2 / 10 + 1)
 
 
-# Chapters not yet rewritten as lectures (issue: lecture-sized chapters). Each is a strict
-# xfail: once a chapter passes, the test fails until its name is removed here.
-NOT_YET_A_LECTURE = {
-}
-NOT_YET_CLEAN = {
-}
-
-
-def _pending(paths, pending: set[str]):
-    mark = pytest.mark.xfail(strict=True, reason="chapter not yet rewritten as a lecture")
-    return [pytest.param(p, id=p.name, marks=[mark] if p.name in pending else []) for p in paths]
-
-
-@pytest.mark.parametrize("path", _pending(CHAPTERS, NOT_YET_A_LECTURE))
+@pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
 def test_chapter_reads_in_one_lecture(path):
     minutes, words, lines, figures = reading_minutes(_load(path))
     print(f"{path.name}: {minutes:.0f} min ({words} words, {lines} code lines, {figures} figures)")
@@ -434,13 +421,13 @@ def _visible_code(nb: dict) -> list[tuple[int, str]]:
     return [(i, _source(c)) for i, c in enumerate(_code_cells(nb)) if not _tags(c) & _HIDDEN]
 
 
-@pytest.mark.parametrize("path", _pending(CHAPTERS, NOT_YET_CLEAN))
+@pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
 def test_visible_cells_hold_no_glue(path):
     shown = [i for i, src in _visible_code(_load(path)) if _GLUE_CALL.search(src)]
     assert shown == [], f"visible cells calling glue() (indices among code cells): {shown}"
 
 
-@pytest.mark.parametrize("path", _pending(CHAPTERS, NOT_YET_CLEAN))
+@pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
 def test_visible_cells_hold_no_plotting_boilerplate(path):
     shown = [
         (i, sorted({m.group(0) for m in _PLOTTING_CALL.finditer(src)}))
