@@ -17,9 +17,10 @@ with the two proximal maps replaced by Bayes-optimal ones:
 
 ``S_hat``, ``v`` and ``g`` are damped (``new = damping old + (1 - damping) update``).
 Start: the prior mean ``S_hat = (Tr S0 / d) I`` with ``v`` the prior variance (no
-information). Only Gaussian channels (linear; seq2seq without noise or with noise on
-the logits) are implemented. Each iteration costs one ``(d, nT) @ (nT, d)`` product and
-one ``d x d`` eigendecomposition.
+information). Implemented channels: the Gaussian ones (linear; seq2seq without noise or
+with noise on the logits) and ``T = 2`` hardmax (:func:`attnlib.bayes.hardmax_exact.output`).
+Each iteration costs one ``(d, nT) @ (nT, d)`` product and one ``d x d``
+eigendecomposition.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 
 from attnlib import _checks, amp
 from attnlib import tasks as _tasks
-from attnlib.bayes import channels, denoiser
+from attnlib.bayes import channels, denoiser, hardmax_exact
 
 __all__ = ["GAMPRIEResult", "gamp_rie"]
 
@@ -51,9 +52,21 @@ class GAMPRIEResult(NamedTuple):
     residual: float
 
 
+def _exact_hardmax(task) -> bool:
+    return (
+        isinstance(task, _tasks.Hardmax)
+        and task.T == 2
+        and (task.noise == 0.0 or task.noise_on == "logits")
+    )
+
+
 def _check_inputs(task, data, target):
-    if not isinstance(task, _tasks.Task) or not channels.is_gaussian(task):
-        raise ValueError(f"task must be a Task with a Gaussian channel (is_gaussian), got {task!r}")
+    ok = isinstance(task, _tasks.Task) and (channels.is_gaussian(task) or _exact_hardmax(task))
+    if not ok:
+        raise ValueError(
+            f"task must be a Task with a Gaussian channel (is_gaussian) or T = 2 hardmax, "
+            f"got {task!r}"
+        )
     if not hasattr(target, "measure") or not hasattr(target, "Q0"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
     X = np.asarray(data.X, dtype=float)
@@ -68,7 +81,10 @@ def _step(task, target, X, Y, *, S, v, g_old):
     V = s2 * v
     h = np.asarray(_tasks.to_pairs(_tasks.preactivations(jnp.asarray(X), jnp.asarray(S))))
     omega = h - V[None, :] * g_old
-    g, dg = channels.gaussian_output(task, Y, omega, V)
+    if _exact_hardmax(task):
+        g, dg = hardmax_exact.output(task, Y, omega, V)
+    else:
+        g, dg = channels.gaussian_output(task, Y, omega, V)
     a_hat = (n / d**2) * float(np.sum(s2 * np.mean(-dg, axis=0)))
     if not (a_hat > 0 and math.isfinite(a_hat)):
         raise RuntimeError(f"gamp_rie: a_hat = {a_hat} (expected finite and > 0)")
@@ -84,7 +100,8 @@ def gamp_rie(
     r"""Run GAMP-RIE on ``data`` (:class:`attnlib.tasks.Dataset`) with the prior of ``target``.
 
     Args:
-      task: a task with a Gaussian channel (:func:`attnlib.bayes.channels.is_gaussian`).
+      task: a task with a Gaussian channel (:func:`attnlib.bayes.channels.is_gaussian`)
+        or ``T = 2`` hardmax without noise or with noise on the logits.
       data: the data set (``X`` of shape ``(n, T, d)``, labels ``Y``).
       target: the prior of ``S0`` (its limiting spectrum enters the RIE).
       S0: the true target ``(d, d)``, only to record the mse per iteration (optional).
