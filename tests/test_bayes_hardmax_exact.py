@@ -126,12 +126,14 @@ def test_information_against_monte_carlo(mmse):
 
 
 @pytest.mark.slow
-def test_information_against_the_nested_qmc_at_large_sizes():
-    """At mmse = 0.3 (mmse / Q0 = 0.2) the nested QMC channel with 2^14 outer and 2^15
-    inner points is unbiased within its reported error; the exact value must lie inside."""
-    task = tasks.Hardmax(T=2)
+@pytest.mark.parametrize(("noise", "n_outer", "n_inner"), [(0.0, 16384, 32768), (0.1, 8192, 8192)])
+def test_information_against_the_nested_qmc_at_large_sizes(noise, n_outer, n_inner):
+    """At mmse = 0.3 (mmse / Q0 = 0.2) the nested QMC channel at large sizes is unbiased
+    within its reported error (measured: 0.01 of it with logit noise 0.1); the exact value
+    must lie within twice that error."""
+    task = tasks.Hardmax(T=2, noise=noise, noise_on="logits")
     exact = hx.information(task, 0.3, TG.Q0)[1]
-    nested = bayes.information(task, 0.3, TG.Q0, method="qmc", n_outer=16384, n_inner=32768)
+    nested = bayes.information(task, 0.3, TG.Q0, method="qmc", n_outer=n_outer, n_inner=n_inner)
     assert abs(nested.dof - exact) < 2 * nested.error * 0.3, (nested, exact)
 
 
