@@ -16,8 +16,10 @@ network) it waits for MathJax to finish typesetting and fails if
 - the browser console logs an error, or the page asks the server for a file
   that does not exist.
 
-It saves two screenshots of each page under --shots: the first screen
-(NAME.png, 1280 px wide) and the whole page at half scale (NAME-full.png).
+It saves three screenshots of each page under --shots: the first screen
+(NAME.png, 1280 px wide), the whole page at half scale (NAME-full.png), and the
+whole page as a 640-pixel-wide screen shows it, at full scale (NAME-narrow.png),
+to check that multi-panel figures and display equations stay legible there.
 Needs Chromium and its driver (Debian: `apt-get install chromium
 chromium-driver`; `make check-html` installs them) and the Python package
 selenium. Exits 1 and lists every problem when a page fails.
@@ -42,6 +44,7 @@ from selenium.webdriver.chrome.service import Service
 ROOT = Path(__file__).resolve().parents[1]
 MATHJAX_TIMEOUT_S = 60
 FULL_PAGE_MAX_PX = 30000  # CSS pixels; taller pages are cut in the full screenshot
+NARROW_PX = 640  # width of the narrow-screen screenshot
 
 # Runs in the page: resolves when MathJax (if the page loads it) has typeset everything.
 WAIT_FOR_MATHJAX = """
@@ -178,6 +181,33 @@ def _screenshots(driver: webdriver.Chrome, height: int, stem: Path) -> None:
         },
     )
     stem.with_name(stem.name + "-full.png").write_bytes(base64.b64decode(shot["data"]))
+    _narrow_screenshot(driver, stem)
+
+
+def _narrow_screenshot(driver: webdriver.Chrome, stem: Path) -> None:
+    """The page as a 640-pixel-wide screen shows it (a small laptop window, a tablet),
+    at full scale, to check that figures and equations stay legible: ``stem-narrow.png``."""
+    metrics = {"width": NARROW_PX, "height": 1400, "deviceScaleFactor": 1, "mobile": False}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        height = driver.execute_script("return document.documentElement.scrollHeight;")
+        shot = driver.execute_cdp_cmd(
+            "Page.captureScreenshot",
+            {
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {
+                    "x": 0,
+                    "y": 0,
+                    "width": NARROW_PX,
+                    "height": min(height, FULL_PAGE_MAX_PX),
+                    "scale": 1,
+                },
+            },
+        )
+        stem.with_name(stem.name + "-narrow.png").write_bytes(base64.b64decode(shot["data"]))
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 def _link_problems(links: list[str], base: str, html: Path, anchors: dict) -> list[str]:
