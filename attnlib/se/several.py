@@ -47,14 +47,17 @@ def needs_search(pb: point.Problem, a: point.Attempt) -> bool:
 
 
 def _walk(pb, lam, settings):
-    """Continuation from ``lam * 10^WALK[0]`` down to ``lam``: an Attempt or None."""
+    """Continuation from ``lam * 10^WALK[0]`` down to ``lam``: an Attempt or None (the
+    first ``lam`` of the walk where the default start converges within
+    ``robust._PROBE`` maps starts it)."""
     Q0 = float(pb.data.Q0)
     base = lam if lam > 0 else 1e-6
+    probe = settings._replace(max_iter=min(int(settings.max_iter), robust._PROBE))
     a = None
     for k in (*WALK, 0):
         lam_k = base * 10.0**k if k else lam
         x0, prox0 = (robust.default_x0(Q0), None) if a is None else (a.x, a.prox)
-        b = point.attempt(robust._at_lam(pb, lam_k), x0, prox0, settings)
+        b = point.attempt(robust._at_lam(pb, lam_k), x0, prox0, probe if a is None else settings)
         if not b.converged:
             if a is not None:
                 return None
