@@ -17,14 +17,16 @@ Parts and files (``book/data/``):
   warm-started along ``alpha``, for ``ray_seeds`` QMC seeds: the damped iteration ends in
   a small cycle, so the seeds measure the curve's own error) on a dense ``alpha`` grid;
   the same state evolution's iterates from GAMP's start at ``alpha = 0.5``; and the
-  Bayes-optimal state evolution (:func:`attnlib.bayes.solve`) on a coarser grid, at two
-  QMC sizes of its channel integral. -> ``hardmax_theory.npz``: ``alpha`` (ray grid) and,
-  shape ``(seed, alpha)``, ``gamma``, ``test_error``, ``rank_fraction``,
-  ``integration_error``, ``converged``; ``se_iterates`` ``(seed, iteration)``;
-  ``bayes.alpha``, ``bayes.n_outer`` and, shape ``(n_outer, alpha)``,
+  Bayes-optimal state evolution (:func:`attnlib.bayes.solve`) on a coarser grid, with the
+  exact ``T = 2`` channel (:mod:`attnlib.bayes.hardmax_exact`: bivariate Gaussian
+  orthants, a two-dimensional Gauss-Legendre outer integral; no QMC size to choose).
+  -> ``hardmax_theory.npz``: ``alpha`` (ray grid) and, shape ``(seed, alpha)``,
+  ``gamma``, ``test_error``, ``rank_fraction``, ``integration_error``, ``converged``;
+  ``se_iterates`` ``(seed, iteration)``; ``bayes.alpha`` and, shape ``(alpha,)``,
   ``bayes.test_error`` (the best predictor of the label, a posterior average of
   one-hot rows), ``bayes.test_error_plugin`` (hardmax of the posterior-mean
-  pre-activations), ``bayes.mse``, ``bayes.integration_error``, ``bayes.residual``.
+  pre-activations), ``bayes.mse``, ``bayes.integration_error`` (relative error of the
+  channel's ``J``), ``bayes.residual``.
 - ``gamp``    renormalised, undamped GAMP (:func:`attnlib.hardmax.gamp`, 15 iterations
   from the identity with ``v = 0.3``, as ``make_hardmax.py`` at ``alpha = 0.5``) at
   ``alpha`` in ``gamp_alphas``, sizes ``d`` and seeds: the cosine with the target after
@@ -69,7 +71,6 @@ FULL = {
     "ray_tol": 1e-3,
     "ray_seeds": 4,  # QMC seeds of the ray (its iteration ends in a cycle of a few 1e-4)
     "bayes_alphas": [0.1, 0.15, 0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0, 5.6, 8.0],
-    "bayes_outer": [2048, 8192],  # two QMC sizes: their difference shows the integration error
     "gamp_alphas": [0.25, 0.5, 1.0, 2.0],
     "gamp_ds": [100, 150, 200],
     "seeds": 8,
@@ -81,8 +82,6 @@ QUICK = {
     "ray_tol": 1e-2,
     "ray_seeds": 1,
     "bayes_alphas": [0.25, 1.0, 4.0],
-    "bayes_outer": [256],
-    "bayes_inner": 512,  # (the full grid: BayesConfig's default 2048)
     "gamp_alphas": [0.5],
     "gamp_ds": [40],
     "seeds": 2,
@@ -134,13 +133,13 @@ def se_iterates(*, alpha: float, n_qmc: int, n_iter: int, seed: int) -> dict:
     return row
 
 
-def bayes_point(*, alpha: float, n_outer: int, n_inner: int = 2048) -> dict:
-    """The Bayes-optimal fixed point at ``alpha`` with ``n_outer`` outer and ``n_inner``
-    inner QMC points of the channel integral (test-error points: the default of
-    :class:`attnlib.bayes.BayesConfig`); test errors with noise-free labels. ``residual``:
-    relative fixed-point residual (the QMC channel is piecewise constant in ``mmse``, so
-    Brent stops at a jump: a few ``1e-3``)."""
-    cfg = bayes.BayesConfig(n_outer=n_outer, n_inner=n_inner, check_unique=False)
+def bayes_point(*, alpha: float) -> dict:
+    """The Bayes-optimal fixed point at ``alpha`` with the exact ``T = 2`` channel (the QMC
+    sizes of :class:`attnlib.bayes.BayesConfig` are not used by it); test errors with
+    noise-free labels, both in closed form. ``integration_error``: relative error of ``J``
+    (the change from a quadrature rule with 2/3 of the points, ``< 1e-9``); ``residual``:
+    relative fixed-point residual (Brent on a smooth equation: ``~1e-11`` or less)."""
+    cfg = bayes.BayesConfig(check_unique=False)
     r, _ = C.quiet(bayes.solve, task(), target(), alpha, cfg)
     return {
         "residual": r.residual,
@@ -157,11 +156,7 @@ def grids_theory(cfg) -> tuple[sweep.Grid, sweep.Grid, sweep.Grid]:
         seeds=cfg["ray_seeds"],
         chain="alpha",
     )  # fmt: skip
-    bo_axes = {"n_outer": cfg["bayes_outer"], "alpha": cfg["bayes_alphas"]}
-    bo = sweep.Grid(
-        bayes_point,
-        {**bo_axes, **({"n_inner": cfg["bayes_inner"]} if "bayes_inner" in cfg else {})},
-    )
+    bo = sweep.Grid(bayes_point, {"alpha": cfg["bayes_alphas"]})
     it = sweep.Grid(
         se_iterates, {"alpha": ITER_ALPHA, "n_qmc": cfg["ray_qmc"], "n_iter": N_ITER},
         seeds=cfg["ray_seeds"],
@@ -209,12 +204,10 @@ def arrays_theory(cfg, run) -> dict:
     t_ray, t_bo, t_it = run(g_ray), run(g_bo), run(g_it)
     seeds = range(cfg["ray_seeds"])
     arr = {"alpha": np.array(cfg["alphas"]), "bayes.alpha": np.array(cfg["bayes_alphas"])}
-    arr["bayes.n_outer"] = np.array(cfg["bayes_outer"])
-    bo_axes = {"n_outer": cfg["bayes_outer"], "alpha": cfg["bayes_alphas"]}
     for f in ("gamma", "test_error", "rank_fraction", "integration_error", "converged"):
         arr[f] = sweep.pivot(t_ray, f, {"seed": seeds, "alpha": cfg["alphas"]})  # (seed, alpha)
     for f in ("test_error", "test_error_plugin", "mse", "integration_error", "residual"):
-        arr[f"bayes.{f}"] = sweep.pivot(t_bo, f, bo_axes)  # (n_outer, alpha)
+        arr[f"bayes.{f}"] = sweep.pivot(t_bo, f, {"alpha": cfg["bayes_alphas"]})  # (alpha,)
     its = [sweep.pivot(t_it, f"cosine_{t}", {"seed": seeds}) for t in range(N_ITER)]
     arr["se_iterates"] = np.stack(its, axis=-1)  # (seed, iteration) at alpha = ITER_ALPHA
     arr["se_iterates.alpha"] = ITER_ALPHA
