@@ -194,6 +194,16 @@ def test_recovery_mse_ratio_sampled():
     assert thresholds.recovery_mse_ratio(tgt, Delta, t) == pytest.approx(sampled, rel=0.03)
 
 
+def test_perfect_recovery_warns_on_noise():
+    # the label noise is ignored: a warning naming it, and the noise-free value
+    noisy, clean = tasks.Linear(T=1, noise=0.1), tasks.Linear(T=1)
+    with pytest.warns(UserWarning, match=r"noise = 0\.1 > 0.*noise-free threshold"):
+        value = thresholds.perfect_recovery(noisy, Wishart(0.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert value == thresholds.perfect_recovery(clean, Wishart(0.5))
+
+
 def test_perfect_recovery_bad_arguments():
     with pytest.raises(ValueError, match="task"):
         thresholds.perfect_recovery("linear", Wishart(0.5))

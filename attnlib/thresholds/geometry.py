@@ -8,6 +8,7 @@ that matrix; the perfect-recovery threshold ``alpha_PR = delta(kappa0) / m_eff``
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from scipy.optimize import brentq
@@ -110,11 +111,20 @@ def perfect_recovery(task: Task, target) -> float:
     E.g. ``0.2111`` for ``Seq2Seq(T=2)`` with ``Wishart(0.5)``.
 
     The task's label noise is ignored: the value is the threshold of the same task with
-    noise-free labels (only ``task.m_eff`` enters). With noisy labels exact recovery
-    does not happen at any ``alpha``; the noisy counterpart is the interpolation
-    threshold (:func:`interpolation_se`).
+    noise-free labels (only ``task.m_eff`` enters), and a task with ``noise > 0`` raises a
+    ``UserWarning`` saying so. With noisy labels exact recovery does not happen at any
+    ``alpha``; the noisy counterpart is the interpolation threshold
+    (:func:`interpolation_se`).
     """
     task = _check_task(task)
+    if task.noise > 0:
+        warnings.warn(
+            f"task has noise = {task.noise!r} > 0, which perfect_recovery ignores: it returns "
+            "the noise-free threshold (pass the task with noise=0.0; for noisy labels see "
+            "interpolation_se)",
+            UserWarning,
+            stacklevel=2,
+        )
     _check_psd_target(target)
     return statistical_dimension(_target_kappa0(target)) / task.m_eff
 
