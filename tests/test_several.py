@@ -9,7 +9,7 @@ where a direct solve and continuation in ``lam`` must agree.
 
 The simulation that settles which fixed point the ERM reaches there is
 ``book/data/make_seq2lab_fixed_points.py``; :func:`test_seq2lab_erm_objective_record`
-checks its stored record: the ERM's objective per sequence at ``d = 30..80``
+checks its stored record: the ERM's objective per sequence at ``d = 30, 40, 60``
 extrapolated in ``1/d`` against the fixed point's objective, within three standard
 errors of the intercept.
 """
