@@ -510,6 +510,21 @@ def _specs():
         n=8,
     )
     add(
+        se.solve_accurate,
+        dict(task=lin, target=tg, alpha=1.0, lam=0.3),
+        dict(
+            task="task",
+            target="target",
+            alpha="pos",
+            lam="pos",
+            penalty="penalty",
+            rtol="pos",
+            n_seeds="int",
+            n_qmc="int",
+        ),
+        n=8,
+    )
+    add(
         se.optimal_lambda,
         dict(task=lin, target=tg, alpha=1.0),
         dict(task="task", target="target", alpha="pos", penalty="penalty"),

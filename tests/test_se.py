@@ -380,10 +380,10 @@ def test_non_convergence_warns_or_raises_with_residual_and_nan_fields():
     assert all(math.isnan(x) for x in (r.m, r.q, r.v, r.test_error, r.mse, r.train_loss))
     with pytest.raises(RuntimeError, match="residual"):
         se.solve(task, TARGET, 0.5, 0.1, max_iter=1, on_fail="raise")
-    # Frobenius with lam = 0 below alpha = 1/2 (T = 1) has no fixed point: v diverges
-    with pytest.warns(se.SEConvergenceWarning):
-        r = se.solve(task, TARGET, 0.3, 0.0, "frobenius", max_iter=60)
-    assert not r.converged and math.isnan(r.mse)
+    # Frobenius with lam = 0 below alpha = 1/2 (T = 1) has no fixed point (v diverges):
+    # refused at once with advice, rather than searched for and returned as NaN
+    with pytest.raises(ValueError, match="lam = 0 at alpha = 0.3"):
+        se.solve(task, TARGET, 0.3, 0.0, "frobenius", max_iter=60)
 
 
 def test_zero_phase_matches_the_convex_solver():
