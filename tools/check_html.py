@@ -164,23 +164,20 @@ def _driver(chromium: str | None, chromedriver: str | None) -> webdriver.Chrome:
     return driver
 
 
-def _screenshots(driver: webdriver.Chrome, height: int, stem: Path) -> None:
-    driver.save_screenshot(str(stem.with_suffix(".png")))
+def _capture(driver: webdriver.Chrome, path: Path, width: int, height: int, scale: float):
+    """The page from its top, ``width`` x ``min(height, FULL_PAGE_MAX_PX)`` CSS pixels,
+    beyond the viewport, at ``scale``, as a PNG file."""
+    clip = {"x": 0, "y": 0, "width": width, "height": min(height, FULL_PAGE_MAX_PX)}
     shot = driver.execute_cdp_cmd(
         "Page.captureScreenshot",
-        {
-            "format": "png",
-            "captureBeyondViewport": True,
-            "clip": {
-                "x": 0,
-                "y": 0,
-                "width": 1280,
-                "height": min(height, FULL_PAGE_MAX_PX),
-                "scale": 0.5,
-            },
-        },
+        {"format": "png", "captureBeyondViewport": True, "clip": {**clip, "scale": scale}},
     )
-    stem.with_name(stem.name + "-full.png").write_bytes(base64.b64decode(shot["data"]))
+    path.write_bytes(base64.b64decode(shot["data"]))
+
+
+def _screenshots(driver: webdriver.Chrome, height: int, stem: Path) -> None:
+    driver.save_screenshot(str(stem.with_suffix(".png")))
+    _capture(driver, stem.with_name(stem.name + "-full.png"), 1280, height, 0.5)
     _narrow_screenshot(driver, stem)
 
 
@@ -191,21 +188,7 @@ def _narrow_screenshot(driver: webdriver.Chrome, stem: Path) -> None:
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
     try:
         height = driver.execute_script("return document.documentElement.scrollHeight;")
-        shot = driver.execute_cdp_cmd(
-            "Page.captureScreenshot",
-            {
-                "format": "png",
-                "captureBeyondViewport": True,
-                "clip": {
-                    "x": 0,
-                    "y": 0,
-                    "width": NARROW_PX,
-                    "height": min(height, FULL_PAGE_MAX_PX),
-                    "scale": 1,
-                },
-            },
-        )
-        stem.with_name(stem.name + "-narrow.png").write_bytes(base64.b64decode(shot["data"]))
+        _capture(driver, stem.with_name(stem.name + "-narrow.png"), NARROW_PX, height, 1)
     finally:
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
