@@ -32,25 +32,18 @@ import numpy as np
 import pytest
 
 import attnlib  # noqa: F401  (float64)
-from attnlib import se, targets, tasks, train
+from attnlib import finite_size, se, targets, tasks, train
 
 KAPPA0 = 0.5
 
 
 def _fit(ds, rows):
     """Intercept ``a`` and its standard error of ``a + b / d`` fitted to the per-``d``
-    means of ``rows[d]`` (one value per seed), weighted by their standard errors."""
-    x = 1.0 / np.asarray(ds, dtype=float)
-    y = np.array([np.mean(rows[d]) for d in ds])
-    sem = np.array([np.std(rows[d], ddof=1) / math.sqrt(len(rows[d])) for d in ds])
-    sem = np.maximum(sem, 1e-12 + 1e-9 * np.abs(y))
-    A = np.stack([np.ones_like(x), x], axis=1) / sem[:, None]
-    coef, *_ = np.linalg.lstsq(A, y / sem, rcond=None)
-    cov = np.linalg.inv(A.T @ A)
-    dof = len(ds) - 2
-    chi2 = float(np.sum((A @ coef - y / sem) ** 2))
-    inflate = max(1.0, chi2 / dof) if dof > 0 else 1.0
-    return float(coef[0]), float(math.sqrt(cov[0, 0] * inflate))
+    means of ``rows[d]`` (one value per seed), weighted by their standard errors
+    (:func:`attnlib.finite_size.fit_inverse_d`, errors rescaled when chi^2/dof > 1)."""
+    mean, sem = zip(*(finite_size.mean_and_sem(rows[d]) for d in ds), strict=True)
+    fit = finite_size.fit_inverse_d(ds, mean, np.maximum(sem, 1e-12 + 1e-9 * np.abs(mean)))
+    return float(fit.a), float(fit.a_err)
 
 
 @functools.cache
