@@ -124,8 +124,17 @@ def make_target(kind: str):
 # ----------------------------------------------------------------------------
 
 
+# SEResult fields that are not numbers: the warm start and the other fixed points found
+_NOT_STORED = ("warm", "alternatives")
+
+
 def se_dict(r) -> dict:
-    return {k: (v if isinstance(v, (str, bool, int)) else float(v)) for k, v in r._asdict().items()}
+    """The numeric fields of an SEResult (strings, booleans and integers as they are)."""
+    return {
+        k: (v if isinstance(v, (str, bool, int)) else float(v))
+        for k, v in r._asdict().items()
+        if k not in _NOT_STORED
+    }
 
 
 def se_point(*, alpha, lam, penalty, init=None):
