@@ -32,6 +32,23 @@ import numpy as np
 from attnlib import _checks, plotting, scaling, se, sliders, spectrum, targets, thresholds
 from attnlib import tasks as _tasks
 
+__all__ = [
+    "make_task",
+    "BoundedCache",
+    "ERMSettings",
+    "ERMExplorer",
+    "erm_figure",
+    "SpectrumSettings",
+    "SpectrumExplorer",
+    "spectrum_figure",
+    "ScalingSettings",
+    "ScalingExplorer",
+    "scaling_figure",
+    "erm_explorer",
+    "spectrum_explorer",
+    "scaling_explorer",
+]
+
 TASK_KINDS = sliders.TASK_KINDS
 
 

@@ -5,7 +5,9 @@ Rules (the library's code conventions): no function longer than 60 lines (from i
 (a larger one becomes a package with one idea per file), no function with more than
 6 positional parameters (``self``/``cls`` not counted; configuration goes in a
 NamedTuple or dataclass), and every import at the top of its module (an import hidden
-inside a function hides a dependency).
+inside a function hides a dependency). A module that defines public functions or
+classes declares its public interface in ``__all__`` (names it keeps for the library's
+own use may stay out of it), and every name there exists.
 """
 
 from __future__ import annotations
@@ -90,3 +92,51 @@ def test_the_measures_can_fail():
     assert any(isinstance(n, ast.Import) for n in ast.walk(fn))
     method = next(_functions(ast.parse("class A:\n    def m(self, a, *, b):\n        pass\n")))
     assert _positional(method) == 1
+
+
+def _public_definitions(tree: ast.Module) -> set[str]:
+    return {
+        n.name
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and not n.name.startswith("_")
+    }
+
+
+def _declared_all(tree: ast.Module) -> list[str] | None:
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            return [ast.literal_eval(e) for e in node.value.elts]
+    return None
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_public_names_are_declared(module):
+    tree = _tree(module)
+    defined, declared = _public_definitions(tree), _declared_all(tree)
+    if Path(module).name.startswith("_") and Path(module).name != "__init__.py":
+        return  # a private module (attnlib/_checks.py)
+    if not defined and declared is None:
+        return  # a helper module whose names are all private
+    assert declared is not None, f"{module} defines {sorted(defined)} but has no __all__"
+    stored = {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    imported = {
+        a.asname or a.name.split(".")[0]
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
+    names = stored | imported | {n.name for n in tree.body if hasattr(n, "name")}
+    unknown = sorted(set(declared) - names)
+    assert unknown == [], f"{module}: __all__ names nothing by {unknown}"
+
+
+def test_the_declaration_check_can_fail():
+    tree = ast.parse("def f():\n    pass\n\n\ndef _g():\n    pass\n")
+    assert _public_definitions(tree) == {"f"} and _declared_all(tree) is None
+    assert _declared_all(ast.parse("__all__ = ['f']\n")) == ["f"]

@@ -1,4 +1,5 @@
-r"""State evolution of the LASSO (vector compressed sensing), the comparison of book/08_scaling_laws.
+r"""State evolution of the LASSO (vector compressed sensing), the comparison of the
+scaling-laws chapter (book/08_scaling_laws).
 
 ``y = A x0 + sqrt(noise) w`` with ``A`` an ``n x N`` matrix of i.i.d. ``N(0, 1/N)``
 entries (each measurement has variance ``||x0||^2 / N``, like a pre-activation ``h``),

@@ -18,6 +18,20 @@ from attnlib.se.output import lower_minima, output_arrays, summarize
 from attnlib.se.results import SEResult, WarmStart
 from attnlib.se.test_error import test_errors
 
+__all__ = [
+    "Problem",
+    "Attempt",
+    "cold_prox",
+    "attempt",
+    "origin",
+    "image",
+    "sides_at",
+    "objective_of",
+    "result",
+    "failed",
+    "warm_start",
+]
+
 log = logging.getLogger("attnlib.se")
 
 # ``(m, q, v)`` next to the origin, where the output side takes its ``S_hat -> 0`` limit

@@ -21,6 +21,8 @@ import numpy as np
 from attnlib.se import point
 from attnlib.se.engine import Settings
 
+__all__ = ["Found", "default_x0", "find"]
+
 log = logging.getLogger("attnlib.se")
 
 _DAMPINGS = (0.8, 0.95)

@@ -32,6 +32,8 @@ from attnlib.se import point, robust
 from attnlib.se.engine import Settings
 from attnlib.se.results import SEMultipleFixedPointsWarning, SEResult
 
+__all__ = ["needs_search", "distinct", "others", "lowest"]
+
 log = logging.getLogger("attnlib.se")
 
 WALK = (4, 3, 2, 1)  # continuation from lam * 10^4 down to lam, one decade a step

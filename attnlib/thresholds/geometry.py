@@ -17,6 +17,14 @@ from attnlib import _checks
 from attnlib.tasks import Task
 from attnlib.thresholds._common import _check_psd_target, _check_task, _target_kappa0
 
+__all__ = [
+    "semicircle_moment2",
+    "statistical_dimension",
+    "perfect_recovery",
+    "perfect_recovery_bayes",
+    "tangent_cone_dimension",
+]
+
 
 def _semicircle_partial(a: float) -> tuple[float, float, float]:
     r"""``I_k(a) = int_a^1 s^k sqrt(1 - s^2) ds`` for ``k = 0, 1, 2`` and ``a in [-1, 1]``.

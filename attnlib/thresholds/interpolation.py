@@ -46,6 +46,15 @@ from attnlib.thresholds._common import (
 )
 from attnlib.thresholds.geometry import tangent_cone_dimension
 
+__all__ = [
+    "interpolation",
+    "interpolation_small_noise",
+    "InterpolationThreshold",
+    "interpolation_se_bracket",
+    "interpolation_se",
+    "minimal_width",
+]
+
 log = logging.getLogger("attnlib.thresholds")
 
 # a lam = 0 fixed point is accepted when its relative residual is below this (the

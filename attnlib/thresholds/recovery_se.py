@@ -32,6 +32,8 @@ from attnlib import _checks, rmt
 from attnlib.tasks import Task
 from attnlib.thresholds._common import _check_psd_target, _check_task
 
+__all__ = ["recovery_mse_ratio", "perfect_recovery_se"]
+
 
 def _mse_ratio_fn(spec):
     """``t -> mse(Delta, t sqrt(Delta)) / Delta`` on one quadrature of ``rho_R`` (Stein form)."""

@@ -21,6 +21,8 @@ from attnlib import _checks
 from attnlib.train.objective import _direct_objective, _factorized_objective, _sym
 from attnlib.train.progress import Progress
 
+__all__ = ["OptaxConfig", "make_config"]
+
 _OBJECTIVES = {"factorized": _factorized_objective, "direct": _direct_objective}
 
 

@@ -12,6 +12,8 @@ from attnlib.train.adam import _run_optax, make_config
 from attnlib.train.objective import _curvature, _sym
 from attnlib.train.result import TrainResult, _finish, _Run
 
+__all__ = ["train_direct"]
+
 
 def _default_rate(task, X, Y, S0, lam, method):
     """``(learning_rate, decay)`` when none is given: Adam ``0.02``; GD ``1/L``, constant."""

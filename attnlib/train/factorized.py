@@ -14,6 +14,8 @@ from attnlib.tasks import Dataset, Task
 from attnlib.train.adam import _run_optax, make_config
 from attnlib.train.result import TrainResult, _finish, _Run
 
+__all__ = ["train_factorized"]
+
 
 def _initial_factor(key, W_init, shape, init_scale, dt):
     if W_init is None:

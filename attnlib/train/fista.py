@@ -18,6 +18,8 @@ from attnlib.train.progress import Progress
 from attnlib.train.proximal import _prox
 from attnlib.train.result import TrainResult, _finish, _Run
 
+__all__ = ["train_convex"]
+
 
 class _FistaState(NamedTuple):
     x: jax.Array  # current iterate

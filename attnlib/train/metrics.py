@@ -14,6 +14,16 @@ from attnlib import _checks
 from attnlib.tasks import Dataset, Task, sample_sequences
 from attnlib.train.objective import _mean_loss, _preacts
 
+__all__ = [
+    "Overlaps",
+    "TestError",
+    "train_loss",
+    "test_error_stats",
+    "test_error",
+    "mse",
+    "overlaps",
+]
+
 
 class Overlaps(NamedTuple):
     """``m = Tr(S S0)/d``, ``q = Tr(S^2)/d``, ``Q0 = Tr(S0^2)/d``."""

@@ -18,6 +18,8 @@ from attnlib import _checks
 from attnlib.spectral_map import check_penalty
 from attnlib.tasks import Dataset, Task
 
+__all__ = ["objective", "factorized_preactivations"]
+
 
 def _sym(A):
     return (A + A.T) / 2

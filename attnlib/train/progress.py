@@ -13,6 +13,8 @@ import time
 
 from attnlib import _checks
 
+__all__ = ["Progress"]
+
 log = logging.getLogger("attnlib.train")
 
 LOG_EVERY_S = 10.0

@@ -14,6 +14,8 @@ from attnlib import _checks
 from attnlib.spectral_map import SpectralMap
 from attnlib.train.objective import _sym
 
+__all__ = ["prox_nuclear_psd", "prox_frobenius"]
+
 
 @jax.jit
 def _prox_nuclear_psd(B, t):

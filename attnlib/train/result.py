@@ -10,6 +10,8 @@ import numpy as np
 
 from attnlib.train.objective import _mean_loss
 
+__all__ = ["TrainResult"]
+
 
 class TrainResult(NamedTuple):
     """Result of a training run.
