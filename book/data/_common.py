@@ -105,6 +105,19 @@ def se_solve(task, target, alpha, lam, penalty="nuclear", init=None):
     return r, is_zero_phase(r)
 
 
+# SEResult fields that are not numbers: the warm start and the other fixed points found
+_NOT_STORED = ("warm", "alternatives")
+
+
+def se_dict(r) -> dict:
+    """The numeric fields of an SEResult (strings, booleans and integers as they are)."""
+    return {
+        k: (v if isinstance(v, (str, bool, int)) else float(v))
+        for k, v in r._asdict().items()
+        if k not in _NOT_STORED
+    }
+
+
 def warm(r, zero: bool, init):
     """The warm start for the next point: ``r`` if it converged off the zero phase."""
     return r if (r is not None and not zero and r.converged) else init

@@ -42,6 +42,8 @@ try:
 except ImportError:  # a checkout without `pip install -e .`: use the repository's copy
     sys.path.insert(0, str(HERE.parents[1]))
     import attnlib  # noqa: F401
+from data import _common as C  # noqa: E402
+
 from attnlib import rmt, se, spectrum, targets, tasks, train  # noqa: E402
 
 SEED = 411
@@ -147,9 +149,7 @@ def theory(alphas) -> list[dict]:
         if not r.converged:
             raise RuntimeError(f"SE did not converge at alpha={alpha} (residual {r.residual:.1e})")
         init = r
-        row = {
-            k: (v if isinstance(v, (str, bool, int)) else float(v)) for k, v in r._asdict().items()
-        }
+        row = C.se_dict(r)
         row["recovered"] = recovered_theory(r).tolist()
         row["support"] = [list(iv) for iv in rmt.support(target, r.Delta_eff)]
         out.append(row)

@@ -124,19 +124,6 @@ def make_target(kind: str):
 # ----------------------------------------------------------------------------
 
 
-# SEResult fields that are not numbers: the warm start and the other fixed points found
-_NOT_STORED = ("warm", "alternatives")
-
-
-def se_dict(r) -> dict:
-    """The numeric fields of an SEResult (strings, booleans and integers as they are)."""
-    return {
-        k: (v if isinstance(v, (str, bool, int)) else float(v))
-        for k, v in r._asdict().items()
-        if k not in _NOT_STORED
-    }
-
-
 def se_point(*, alpha, lam, penalty, init=None):
     """One SE fixed point (all fields of SEResult under ``result``), chained; in the zero
     phase without a result from ``se.solve``, ``result`` is ``None`` (left out of the file)."""
@@ -149,7 +136,7 @@ def se_point(*, alpha, lam, penalty, init=None):
         f"  SE {penalty:9s} alpha={alpha:<5g} lam={lam:<6g} e_test={r.test_error:.4f} "
         f"rank={r.rank_fraction:.3f}{flag}"
     )
-    return {"result": se_dict(r), "converged": r.converged}, C.warm(r, zero, init)
+    return {"result": C.se_dict(r), "converged": r.converged}, C.warm(r, zero, init)
 
 
 DEC_FIELDS = (
