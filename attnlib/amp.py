@@ -1,6 +1,7 @@
 r"""GAMP for the ERM of the attention-indexed model on a finite data set (matrix form).
 
-The ERM (the book's chapter 3 and notation page) on ``n`` sequences ``X_mu`` of shape ``(T, d)``:
+The ERM (the book's chapters 04_gamp and 05_state_evolution, and its notation page) on
+``n`` sequences ``X_mu`` of shape ``(T, d)``:
 
     nuclear:   min_{S PSD}  sum_mu ||Y_mu - g(h_mu(S))||^2 + d lam Tr S,
     frobenius: min_S        sum_mu ||Y_mu - g(h_mu(S))||^2 + d (lam/2) ||S||_F^2.
@@ -11,7 +12,7 @@ coordinates of symmetric matrices: ``h_ab(S) = <S, Z_ab>_F`` with
     Z_aa = (x_a x_a^T - I) / sqrt(d),   Z_ab = (x_a x_b^T + x_b x_a^T) / (2 sqrt(d))  (a < b),
 
 whose coordinates are nearly i.i.d. with variance ``sigma_ab^2 / d``,
-``sigma_ab^2 = 1 + delta_ab``. GAMP with one scalar variance ``v`` (chapter 3,
+``sigma_ab^2 = 1 + delta_ab``. GAMP with one scalar variance ``v`` (04_gamp,
 the GAMP section) iterates, with ``alpha = n / d^2``:
 
 1. output step (:func:`attnlib.channels.output_step`), for every sequence and pair:

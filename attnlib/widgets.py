@@ -249,7 +249,7 @@ def _draw_erm(s, task, target, curve, point, fig):
 
 
 # ----------------------------------------------------------------------------
-# Chapter 4: learned spectrum and error decomposition
+# 07_spectrum: learned spectrum and error decomposition
 # ----------------------------------------------------------------------------
 
 
@@ -268,7 +268,7 @@ class SpectrumSettings(NamedTuple):
 
 
 class SpectrumExplorer:
-    """Chapter 4's explorer: learned spectrum and error decomposition (bounded cache)."""
+    """The explorer of 07_spectrum: learned spectrum and error decomposition (bounded cache)."""
 
     def __init__(self, settings: SpectrumSettings | None = None, cache_size: int = 16):
         self.settings = _settings(SpectrumSettings, settings)

@@ -1,4 +1,4 @@
-r"""Finite-d ERM against the state evolution (the headline check of chapter 2).
+r"""Finite-d ERM against the state evolution (the headline check of 02_erm_asymptotics).
 
 A small version of the chapter's simulations: for seq2seq softmax (T = 2) and the
 linear task (T = 1), with noisy labels, train the nuclear + PSD ERM on ``SEEDS``

@@ -306,8 +306,9 @@ def test_long_sequences_converge_to_fixed_points(T):
 
 
 def test_perfect_recovery_threshold_noiseless_softmax():
-    """alpha_PR = delta(0.5) / (K - 1) = 0.42218 / 2 = 0.2111 for seq2seq T = 2 (chapter 2):
-    at lam -> 0+ the SE has mse -> 0 above it and mse bounded away from 0 below it."""
+    """alpha_PR = delta(0.5) / (K - 1) = 0.42218 / 2 = 0.2111 for seq2seq T = 2
+    (02_erm_asymptotics): at lam -> 0+ the SE has mse -> 0 above it and mse bounded away
+    from 0 below it."""
     task = tasks.Seq2Seq(T=2)
     above = [se.solve(task, TARGET, 0.3, lam).mse for lam in (1e-3, 1e-4)]
     below = [se.solve(task, TARGET, 0.15, lam).mse for lam in (1e-3, 1e-4)]

@@ -162,7 +162,7 @@ def test_wide_student_interpolates_up_to_the_convex_threshold():
     (pd - p(p-1)/2 = 121 = 0.47 d^2) lies above the convex threshold alpha_interp(Delta)
     (computed live by the state evolution, 0.324), which is then the binding bound: Adam
     at lam_W = 1e-5 fits n = 0.85 alpha_interp d^2 sequences (train loss below 1e-5;
-    measured 4e-10) and not 1.15 alpha_interp d^2 (above 1e-3; measured 4e-3; chapter 2
+    measured 4e-10) and not 1.15 alpha_interp d^2 (above 1e-3; measured 4e-3; 03_factorisation
     finds the same at d = 40 on 3 data sets per point)."""
     d, p = 16, 11
     a_conv = thresholds.interpolation_se(LIN, W05)
@@ -182,7 +182,7 @@ def test_wide_student_interpolates_up_to_the_convex_threshold():
 def test_state_evolution_against_adam_linear():
     """Adam on W at width kappa = kappa*/2 (linear task, d = 60, 6 seeds): train loss
     and test error within 3 standard errors of the seed mean plus the finite-size
-    allowance 2/d (relative; the measured 1/d corrections of chapter 2 are below it)."""
+    allowance 2/d (relative; the measured 1/d corrections of 03_factorisation are below it)."""
     alpha, lam, d, seeds = 0.5, 0.1, 60, 6
     r = width.solve(LIN, W05, alpha, lam, 0.5 * se.solve(LIN, W05, alpha, lam).rank_fraction)
     p = round(r.kappa * d)

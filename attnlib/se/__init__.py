@@ -4,7 +4,7 @@ The ERM is a generalised linear model in the ``D = d (d + 1) / 2`` orthonormal
 coordinates of symmetric matrices, with ``n K`` measurements (``K`` pairs per
 sequence) and a block-wise (per sequence) loss. Its state evolution is a fixed point
 of a map of three scalars ``(m, q, v)`` through the conjugates ``(m_hat, q_hat,
-a_hat)`` (conventions: the book's notation page and chapter 3):
+a_hat)`` (conventions: the book's notation page and the chapter 05_state_evolution):
 
 - output side (:mod:`attnlib.se.output`, jitted; the proximal solve is
   :func:`attnlib.channels.prox`);

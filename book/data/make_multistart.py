@@ -1,4 +1,4 @@
-r"""Chapter 1: does training reach the same solution from different starts?
+r"""01_model: does training reach the same solution from different starts?
 
 Run from ``book/``::
 
@@ -7,7 +7,7 @@ Run from ``book/``::
 
 The softmax empirical risk is not convex in ``S``, so nothing guarantees that two
 optimisers, or one optimiser from two starting points, end at the same minimiser.
-This script measures it on the first trained head of chapter 1 (seq2seq, ``T = 2``,
+This script measures it on the first trained head of 01_model (seq2seq, ``T = 2``,
 noise ``Delta = 0.1`` on the logits, Wishart target ``kappa0 = 0.5``, ``lam = 0.02``):
 one data set, and
 
