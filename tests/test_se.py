@@ -476,9 +476,12 @@ def _map_residual(task, target, r):
 
 def _check_robust_point(task, target, alpha, lam, penalty):
     """Converged and a fixed point, agreeing with continuation from a neighbour in lam;
-    or not converged with NaN fields."""
+    or not converged with NaN fields. Where either solve found several fixed points
+    (``alternatives``), each returned the lowest objective it found, and both return
+    the same point: direct solve and continuation agree on the lowest objective."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", se.SEConvergenceWarning)
+        warnings.simplefilter("ignore", se.SEMultipleFixedPointsWarning)
         r = se.solve(task, target, alpha, lam, penalty)
         if not r.converged:
             assert all(math.isnan(getattr(r, f)) for f in REF_FIELDS)
@@ -491,6 +494,10 @@ def _check_robust_point(task, target, alpha, lam, penalty):
         nb = se.solve(task, target, alpha, 2.0 * lam, penalty)
         back = se.solve(task, target, alpha, lam, penalty, init=nb if nb.converged else None)
     assert back.converged
+    for res in (r, back):
+        assert all(res.objective <= alt[3] for alt in res.alternatives), res.alternatives
+    if r.alternatives or back.alternatives:  # the same lowest objective (QMC points fixed)
+        np.testing.assert_allclose(back.objective, r.objective, rtol=1e-4, atol=1e-10)
     # both stop at residual 1e-6 of the same map (Anderson: error about the residual)
     np.testing.assert_allclose([back.m, back.q], [r.m, r.q], rtol=1e-4, atol=1e-8)
     np.testing.assert_allclose(back.v, r.v, rtol=_v_rtol(r))
@@ -528,6 +535,21 @@ def test_robust_by_default_fast(case):
     name, kappa0, alpha, lam, penalty = case
     r = _check_robust_point(ROBUST_TASKS[name], Wishart(kappa0), alpha, lam, penalty)
     assert r.converged  # these points have a fixed point (found by continuation)
+
+
+def test_solve_next_to_the_zero_phase_boundary():
+    """Seq2seq T=2, noise 0.25, Wishart 0.5, nuclear, alpha 0.02, lam 0.1, just below
+    the zero phase (lam 0.2 is in it): the direct iteration from the default start is
+    thrown into the zero phase and stalls, continuation upwards in lam walks into the
+    zero phase; the old engine returned NaN (residual 13.5 after 98 maps) although cold
+    solves at lam 0.08 and 0.12 converge (rank fractions 0.076 and 0.049). A start
+    shrunk towards the origin finds the fixed point (rank fraction 0.063)."""
+    task, target = tasks.Seq2Seq(T=2, noise=0.25), Wishart(0.5)
+    r = se.solve(task, target, 0.02, 0.1, on_fail="raise")
+    assert _map_residual(task, target, r) < 1e-4
+    assert 0.049 < r.rank_fraction < 0.076
+    warm = se.solve(task, target, 0.02, 0.1, init=se.solve(task, target, 0.02, 0.08))
+    np.testing.assert_allclose([warm.m, warm.q, warm.v], [r.m, r.q, r.v], rtol=1e-4)
 
 
 def test_learning_curve_at_small_lam_returns_only_fixed_points():

@@ -6,8 +6,12 @@ the origin, a restart from the image of the start (one map: a point inside the d
 ``m^2 < q Q0``, which the iteration in ``(m/Q0, log q, log v)`` can leave on its way),
 smaller starts where the map is undefined, the default start (when a warm start was
 given), continuation in ``lam`` (solve at ``lam 10^(k/2)`` for the smallest ``k`` that
-converges, then walk back down to ``lam`` warm-starting each step), and heavier damping
-(0.8, then 0.95). Every accepted point passed the fixed-point test of
+converges, then walk back down to ``lam`` warm-starting each step), starts shrunk
+towards the origin where the direct iteration met the zero phase (next to the boundary
+of the zero phase the fixed point has small ``m``, ``q`` and ``v``, an iteration from a
+larger start is thrown into the region where the input side thresholds everything and
+stalls there, and continuation upwards in ``lam`` walks into the zero phase itself),
+and heavier damping (0.8, then 0.95). Every accepted point passed the fixed-point test of
 :func:`attnlib.se.point.attempt`; if none does, the caller reports NaN.
 """
 
@@ -80,6 +84,12 @@ def _continuation(pb, lam, settings):
     return (a if a.converged else None), n_iter
 
 
+def _shrunk(x0, settings):
+    """Starts ``x0`` with ``m`` and ``v`` halved 1, 2, 4 and 8 times."""
+    shrink = np.array([0.5, 1.0, 0.5])
+    return [(np.asarray(x0, dtype=float) * shrink**k, settings) for k in (1, 2, 4, 8)]
+
+
 def _fallback_starts(pb, lam, a, x0, settings):
     """Restarts after a failed direct attempt ``a``: ``(Found | None, starts)``."""
     Q0 = float(pb.data.Q0)
@@ -95,8 +105,7 @@ def _fallback_starts(pb, lam, a, x0, settings):
     if fx0 is not None:  # the image of the start: inside the domain, often close
         starts.append((fx0, settings))
     if a.n_iter <= 1:  # the map is undefined at the start: smaller m and v
-        shrink = np.array([0.5, 1.0, 0.5])
-        starts += [(np.asarray(x0) * shrink**k, settings) for k in (1, 2, 4, 8)]
+        starts += _shrunk(x0, settings)
     if not np.allclose(x0, default_x0(Q0)):
         starts.append((default_x0(Q0), settings._replace(max_iter=_PROBE)))
     return None, starts
@@ -131,6 +140,10 @@ def find(pb: point.Problem, lam, start, settings: Settings) -> Found:
     n_iter += k
     if c is not None:
         return Found(c, None, n_iter, c.residual)
+    if a.saw_zero and a.n_iter > 1:  # next to the zero phase: smaller starts
+        found, n_iter, best = _first(pb, _shrunk(x0, direct), n_iter, best)
+        if found is not None:
+            return found
     heavy = [(default_x0(Q0), settings._replace(damping=d)) for d in _DAMPINGS]
     found, n_iter, best = _first(pb, heavy, n_iter, best)
     return found if found is not None else Found(None, None, n_iter, best)
