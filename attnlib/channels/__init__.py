@@ -13,20 +13,26 @@ Conventions (see the book's notation page):
 
 One idea per file:
 
+- :mod:`attnlib.channels.channel`: :class:`Channel`, the output channel of one task
+  (labels, ERM prox and output step, the test error from the overlaps, the Bayes
+  posterior, ``m_eff``); :mod:`attnlib.channels.linear`, :mod:`attnlib.channels.softmax`
+  and :mod:`attnlib.channels.hardmax_channel` hold the built-in tasks' channels and
+  :func:`for_task` (:mod:`attnlib.channels.dispatch`) picks one: the one dispatch on
+  the task type;
 - :mod:`attnlib.channels.losses`: the loss, its exact gradient and Hessian, the
-  closed form of the linear task, the label-consistent start of Seq2Seq;
+  closed form of the linear task;
 - :mod:`attnlib.channels.newton`: the safeguarded Newton step (non-convex softmax);
 - :mod:`attnlib.channels.prox`: :func:`prox`, the jitted multi-start proximal solve
-  used by the state evolution and by GAMP, and :func:`output_step`;
+  used by the state evolution and by GAMP, :func:`output_step` and :func:`label_start`,
+  each through the task's channel;
 - :mod:`attnlib.channels.hardmax`: the exact prox of the piecewise-constant hardmax
-  loss (enumeration of regions and faces); :func:`prox`, :func:`finish` and
-  :func:`output_step` dispatch to it for :class:`attnlib.tasks.Hardmax`.
+  loss (enumeration of regions and faces); :class:`HardmaxChannel`
+  (:mod:`attnlib.channels.hardmax_channel`) uses it.
 """
 
 from attnlib.channels import hardmax
 from attnlib.channels.losses import (
     OutputStep,
-    label_start,
     linear_step,
     loss_task,
     pair_loss,
@@ -34,9 +40,17 @@ from attnlib.channels.losses import (
     prox_objective,
     softmax_grad_hess,
 )
-from attnlib.channels.prox import Prox, finish, output_step, prox
+from attnlib.channels.prox import Prox, finish, label_start, output_step, prox
+
+# isort: split
+# last: the channels use the numerics above (and attnlib.bayes, attnlib.se.qmc)
+from attnlib.channels.channel import Channel, TestErrors
+from attnlib.channels.dispatch import for_task
 
 __all__ = [
+    "Channel",
+    "TestErrors",
+    "for_task",
     "OutputStep",
     "Prox",
     "hardmax",

@@ -168,28 +168,6 @@ def linear_step(task, Y, omega, V) -> OutputStep:
     return OutputStep(h=h, g=g, dg=dg, loss=loss)
 
 
-def label_start(task, Y, omega, V):
-    """A point fitting the labels exactly when one exists (Seq2Seq only), else ``None``.
-
-    For ``Y = softmax_rows(beta h)`` with symmetric ``h``: ``log Y_ab = beta h_ab - L_a``;
-    the row constants are fixed (up to a common shift) by least squares on the
-    antisymmetric part ``L_a - L_b = log Y_ba - log Y_ab`` and the common shift is
-    chosen to minimise the quadratic term (flat direction of the loss).
-    """
-    check_args(task, Y=(Y, "labels"), omega=(omega, "pairs"), V=(V, "variances"))
-    if not isinstance(task, _tasks.Seq2Seq):
-        return None
-    logY = jnp.log(jnp.clip(Y, 1e-12, None))
-    r = logY.swapaxes(-1, -2) - logY  # r_ab = L_a - L_b
-    L = jnp.mean(r, axis=-1)
-    bh = 0.5 * (logY + logY.swapaxes(-1, -2)) + 0.5 * (L[..., :, None] + L[..., None, :])
-    p = _tasks.to_pairs(bh / task.beta)
-    shift = jnp.sum((omega - p) / V, axis=-1, keepdims=True) / jnp.sum(
-        1.0 / V, axis=-1, keepdims=True
-    )
-    return p + shift
-
-
 def grad_hess(task, y, p):
     """Gradient and Hessian of the loss in the pairs, one sequence.
 

@@ -23,22 +23,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from attnlib import channels
 from attnlib import tasks as _tasks
-from attnlib.channels import hardmax as _hardmax
 from attnlib.channels import small
 from attnlib.channels.losses import (
     OutputStep,
     check_args,
     grad_hess_batch,
-    label_start,
-    linear_step,
     loss_task,
     objective_batch,
     pair_loss,
 )
 from attnlib.channels.newton import Batch, masked_step
 
-__all__ = ["Prox", "prox", "finish", "output_step"]
+__all__ = ["Prox", "prox", "finish", "output_step", "label_start"]
 
 
 class Prox(NamedTuple):
@@ -68,10 +66,7 @@ def prox(task: _tasks.Task, Y, omega, V, starts, *, tol=1e-12, max_iter: int = 1
     for name, x in (("Y", Y), ("omega", omega), ("V", V)):
         if np.ndim(x) < (1 if name == "Y" else 2) or np.shape(x)[0] != n:
             raise ValueError(f"{name} must have n = len(starts) = {n} rows, got {np.shape(x)}")
-    if isinstance(task, _tasks.Hardmax):  # exact enumeration: the starts are not needed
-        h, obj = _hardmax.prox(task, Y, omega, V)
-        return Prox(h, obj, jnp.asarray(0))
-    return _prox_jit(task, Y, omega, V, starts, tol=tol, max_iter=max_iter)
+    return channels.for_task(task).prox(Y, omega, V, starts, tol=tol, max_iter=max_iter)
 
 
 @functools.partial(jax.jit, static_argnames=("task", "max_iter"))
@@ -160,10 +155,7 @@ def finish(task: _tasks.Task, Y, omega, V, h):
             )
     if np.ndim(Y) < 1 or np.shape(Y)[0] != n:
         raise ValueError(f"Y must have n = len(omega) = {n} rows, got shape {np.shape(Y)}")
-    if isinstance(task, _tasks.Hardmax):  # ``h`` is recomputed by the exact prox
-        out = _hardmax.finish(task, Y, omega, V)
-        return out, jnp.ones(out.loss.shape, dtype=bool)
-    return _finish_jit(task, Y, omega, V, h)
+    return channels.for_task(task).finish(Y, omega, V, h)
 
 
 @functools.partial(jax.jit, static_argnames=("task",))
@@ -171,11 +163,6 @@ def _finish_jit(task, Y, omega, V, h):
     task = loss_task(task)
     (h, g, dg, loss), ok = _finish_batch(task, Y, omega, V, h)
     return OutputStep(h=h, g=g, dg=dg, loss=loss), ok
-
-
-@functools.partial(jax.jit, static_argnames=("task",))
-def _linear_jit(task, Y, omega, V):
-    return linear_step(task, Y, omega, V)
 
 
 def _is_concrete(x) -> bool:
@@ -203,10 +190,17 @@ def _check_step_args(task, Y, omega, V, max_iter, tol):
         raise ValueError(f"tol must be > 0, got {tol!r}")
 
 
-def _all_starts(task, Y, omega, V, starts):
+def label_start(task, Y, omega, V):
+    """A point fitting the labels exactly when one is known (the task's channel:
+    Seq2Seq), else ``None``; ``Y`` ``(n, *task.out_shape)``, ``omega``, ``V`` ``(n, K)``."""
+    check_args(task, Y=(Y, "labels"), omega=(omega, "pairs"), V=(V, "variances"))
+    return channels.for_task(task).label_start(Y, omega, V)
+
+
+def _all_starts(channel, Y, omega, V, starts):
     n, K = omega.shape
     st = [omega[:, None, :]]
-    lab = label_start(task, Y, omega, V)
+    lab = channel.label_start(Y, omega, V)
     if lab is not None:
         st.append(lab[:, None, :])
     if starts is not None:
@@ -248,10 +242,4 @@ def output_step(
     V = jnp.asarray(V, dtype=jnp.float64)
     _check_step_args(task, Y, omega, V, max_iter, tol)
     V = jnp.broadcast_to(V, omega.shape)
-    if isinstance(task, _tasks.Linear):
-        return _linear_jit(task, Y, omega, V)
-    if isinstance(task, _tasks.Hardmax):
-        return _hardmax.finish(task, Y, omega, V)
-    st = _all_starts(task, Y, omega, V, starts)
-    p = _prox_jit(task, Y, omega, V, st, tol=float(tol), max_iter=int(max_iter))
-    return _finish_jit(task, Y, omega, V, p.h)[0]
+    return channels.for_task(task).output_step(Y, omega, V, starts, tol=tol, max_iter=max_iter)

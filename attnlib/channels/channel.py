@@ -1,0 +1,230 @@
+r"""The output channel of one task, as one object: :class:`Channel`.
+
+A channel is everything the theory needs from the output side of a task:
+
+- the labels from the pre-activations (:meth:`Channel.labels`, with the noise normals
+  it needs per sequence, :attr:`Channel.noise_dim`);
+- the ERM proximal step and its output update (:meth:`Channel.prox`,
+  :meth:`Channel.finish`, :meth:`Channel.output_step`; the numerics are those of
+  :mod:`attnlib.channels.prox` and :mod:`attnlib.channels.newton`), and the closed form
+  of the state evolution's output side where it exists (:meth:`Channel.output_means`);
+- the test error from the overlaps ``(Q0, m, q)`` (:meth:`Channel.test_errors`, closed
+  forms where they exist, quasi-Monte Carlo otherwise);
+- the Bayes posterior: whether it is Gaussian, its information ``J(mmse)``
+  (:meth:`Channel.information`) and the Bayes-optimal test error where it has a closed
+  form;
+- ``m_eff``, the number of independent constraints one sequence puts on ``S``.
+
+This class is the generic channel (any differentiable task, e.g.
+:class:`attnlib.tasks.Custom`); the built-in tasks override what they compute in closed
+form (:mod:`attnlib.channels.linear`, :mod:`attnlib.channels.softmax`,
+:mod:`attnlib.channels.hardmax_channel`). :func:`attnlib.channels.for_task` picks the
+channel of a task; it is the one place that asks which task it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib import tasks as _tasks
+from attnlib.bayes import channels as _bayes_channels
+from attnlib.channels.prox import Prox, _all_starts, _finish_jit, _prox_jit
+from attnlib.se import qmc as _qmc
+
+__all__ = ["Channel", "TestErrors", "projected_precision"]
+
+
+class TestErrors(NamedTuple):
+    """Noise-free and noisy test errors from the overlaps, and their QMC standard errors."""
+
+    test_error: float
+    test_error_noisy: float
+    stderr: tuple
+
+
+TestErrors.__test__ = False  # not a pytest test
+
+
+def projected_precision(P: np.ndarray, shift: bool) -> np.ndarray:
+    """``Pi = P - P 1 1^T P / (1^T P 1)`` (``shift``) or ``diag(P)``; precisions ``P`` (..., K)."""
+    Pi = np.zeros(P.shape + (P.shape[-1],))
+    idx = np.arange(P.shape[-1])
+    Pi[..., idx, idx] = P
+    if shift:
+        Pi = Pi - P[..., :, None] * P[..., None, :] / np.sum(P, axis=-1)[..., None, None]
+    return Pi
+
+
+def _stderr(x: np.ndarray) -> float:
+    return float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) > 1 else 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Channel:
+    """The output channel of ``task`` (frozen and hashable, like the task: a static
+    argument of compiled code, one compilation per task)."""
+
+    task: _tasks.Task
+
+    closed_form_output = False  # the output step and the output side in closed form
+    exact_prox = False  # the prox by enumeration (no starts, no Newton)
+    gaussian = False  # the Bayes posterior in closed form
+    shift_invariant = True  # the labels lose a global shift of the logits
+
+    # ---------------------------------------------------------------- labels
+    @property
+    def noise_on_pairs(self) -> bool:
+        """Whether the label noise enters as one normal per pair (on the logits)."""
+        return self.task.noise_on == "logits"
+
+    @property
+    def noise_dim(self) -> int:
+        """Number of noise normals per sequence in the QMC points."""
+        if self.task.noise == 0.0:
+            return 0
+        if self.noise_on_pairs:
+            return self.task.n_pairs
+        return int(np.prod(self.task.out_shape))
+
+    def labels(self, h0, xi):
+        """Labels from target pairs ``h0`` (N, K) and standard normals ``xi``
+        (N, :attr:`noise_dim`); returns ``(Y, start)`` with ``start`` the noisy logits
+        (fit ``Y`` exactly when the noise is on the logits)."""
+        task = self.task
+        T = task.T
+        if task.noise == 0.0:
+            return task.output(_tasks.to_matrix(h0, T)), h0
+        sd = math.sqrt(task.noise)
+        if self.noise_on_pairs:
+            logits = h0 + sd * xi
+            return task.output(_tasks.to_matrix(logits, T)), logits
+        clean = task.output(_tasks.to_matrix(h0, T))
+        return clean + sd * xi.reshape(clean.shape), h0
+
+    @property
+    def m_eff(self) -> int:
+        """Independent linear constraints one exactly fitted sequence puts on ``S``."""
+        return self.task.m_eff
+
+    @property
+    def labels_leave_range(self) -> bool:
+        """Whether additive output noise puts labels outside the range of ``g``."""
+        return self.task.noise != 0.0 and self.task.noise_on == "outputs"
+
+    # ---------------------------------------------------------------- ERM output step
+    def label_start(self, Y, omega, V):
+        """A point fitting the labels exactly when one is known in closed form, else ``None``."""
+        return None
+
+    def prox(self, Y, omega, V, starts, *, tol=1e-12, max_iter: int = 100) -> Prox:
+        """Multi-start safeguarded Newton (arguments checked by :func:`attnlib.channels.prox`)."""
+        return _prox_jit(self.task, Y, omega, V, starts, tol=tol, max_iter=max_iter)
+
+    def finish(self, Y, omega, V, h):
+        """``(OutputStep, ok)`` at prox points ``h`` (see :func:`attnlib.channels.finish`)."""
+        return _finish_jit(self.task, Y, omega, V, h)
+
+    def output_step(self, Y, omega, V, starts, *, tol: float = 1e-12, max_iter: int = 100):
+        """Prox and derivatives from ``omega``, the label-consistent point and ``starts``
+        (arguments checked by :func:`attnlib.channels.output_step`)."""
+        st = _all_starts(self, Y, omega, V, starts)
+        p = _prox_jit(self.task, Y, omega, V, st, tol=float(tol), max_iter=int(max_iter))
+        return _finish_jit(self.task, Y, omega, V, p.h)[0]
+
+    def output_means(self, alpha, Q0, x, n_rep):
+        """Per-replicate ``(a_hat, q_hat, m_hat, train_loss)`` ``(n_rep, 4)`` in closed form,
+        or ``None`` (then the state evolution averages the prox on QMC points)."""
+        return None
+
+    # ---------------------------------------------------------------- test error
+    def test_errors(self, Q0, m, q, qmc) -> TestErrors:
+        """Noise-free and noisy test errors at the overlaps; ``qmc = (n_qmc, n_rep, seed)``
+        (the points use ``seed + 7919``)."""
+        n_qmc, n_rep, seed = qmc
+        dim = 2 * self.task.n_pairs + self.noise_dim
+        z = jnp.asarray(_qmc.qmc_normals(dim, n_qmc, n_rep, seed + 7919))
+        e0, e1 = _test_error_jit(self, z, jnp.float64(Q0), jnp.float64(m), jnp.float64(q))
+        e0, e1 = np.asarray(e0), np.asarray(e1)
+        return TestErrors(float(e0.mean()), float(e1.mean()), (_stderr(e0), _stderr(e1)))
+
+    def mse_test_error(self, mse: float):
+        """The test error from the mean squared error alone where it depends on nothing
+        else (a closed form), else ``None``."""
+        return None
+
+    def best_scale(self, m: float, q: float):
+        """The rescaling ``c`` of ``S`` that minimises the test error, in closed form, or
+        ``None`` (then it is searched numerically)."""
+        return None
+
+    # ---------------------------------------------------------------- Bayes posterior
+    def gaussian_information(self, mmse: float):
+        """``(J, J mmse, 0)`` of a Gaussian channel (:attr:`gaussian`)."""
+        task = self.task
+        s2 = _tasks.pair_variances(task.T)
+        if mmse == 0.0 and task.noise == 0.0:
+            raise ValueError(
+                "mmse must be > 0 for a noise-free channel (the information is infinite)"
+            )
+        P = 1.0 / (s2 * mmse + task.noise)
+        Pi = projected_precision(P, self.shift_invariant)
+        J = float(np.sum(s2 * np.diagonal(Pi)))
+        return J, J * mmse, 0.0
+
+    def information(self, mmse, Q0, method, qmc):
+        """``(J, dof, error)`` of the Bayes channel by the nested integral; ``qmc =
+        (n_outer, n_inner, seed)``, arguments checked by :func:`attnlib.bayes.information`."""
+        n_outer, n_inner, seed = qmc
+        return tuple(_bayes_channels._qmc_information(self.task, mmse, Q0, n_outer, n_inner, seed))
+
+    @property
+    def exact_posterior_output(self) -> bool:
+        """Whether :meth:`posterior_output` is available (closed form or exact integral)."""
+        return self.gaussian
+
+    def observed_logits(self, Y):
+        """The pairs ``u`` a Gaussian channel observes (``Y = u`` up to its invariances)."""
+        raise ValueError(f"task must have a Gaussian channel (see is_gaussian), got {self.task!r}")
+
+    def posterior_output(self, Y, omega, V):
+        """GAMP output step of the Bayes channel, ``(g, dg)`` each ``(n, K)``; here the
+        Gaussian one: ``g = Pi (u - omega)``, ``dg = -diag(Pi)`` with ``u`` the observed
+        logits and ``Pi`` the (shift-projected) precision of ``V + Delta``; ``V`` ``(K,)``."""
+        if not self.gaussian:
+            raise ValueError(f"task must have a Gaussian channel, got {self.task!r}")
+        omega = np.asarray(omega, dtype=float)
+        u = self.observed_logits(Y)
+        Pi = projected_precision(1.0 / (V + self.task.noise), self.shift_invariant)
+        g = (u - omega) @ Pi  # Pi symmetric
+        dg = np.broadcast_to(-np.diagonal(Pi), omega.shape)
+        return g, dg
+
+    def bayes_test_error(self, mmse: float, Q0: float, plugin: float):
+        """The Bayes-optimal test error in closed form, or ``None``."""
+        return None
+
+
+@functools.partial(jax.jit, static_argnames=("channel",))
+def _test_error_jit(channel, z, Q0, m, q):
+    task = channel.task
+    R, N, _ = z.shape
+    K = task.n_pairs
+    z = z.reshape(R * N, -1)
+    s = jnp.sqrt(jnp.asarray(_tasks.pair_variances(task.T), dtype=jnp.float64))
+    u1, u2, u3 = z[:, :K], z[:, K : 2 * K], z[:, 2 * K :]
+    h0 = s * jnp.sqrt(Q0) * u1
+    h = s * ((m / jnp.sqrt(Q0)) * u1 + jnp.sqrt(jnp.maximum(q - m * m / Q0, 0.0)) * u2)
+    pred = task.output(_tasks.to_matrix(h, task.T))
+    clean = task.output(_tasks.to_matrix(h0, task.T))
+    noisy, _ = channel.labels(h0, u3)
+    ax = tuple(range(1, pred.ndim))
+    e0 = jnp.sum((clean - pred) ** 2, axis=ax) if ax else (clean - pred) ** 2
+    e1 = jnp.sum((noisy - pred) ** 2, axis=ax) if ax else (noisy - pred) ** 2
+    return jnp.mean(e0.reshape(R, N), axis=1), jnp.mean(e1.reshape(R, N), axis=1)
