@@ -16,7 +16,8 @@ and ``a_hat`` takes its Stein form too
 (:func:`attnlib.channels.hardmax.stein_a_hat`). Expectations use the fixed QMC points
 ``z`` ``(R, N, 2K + noise dims)`` of :func:`attnlib.se.qmc_normals`; the ``R``
 scramblings give standard errors.
-The linear task is Gaussian and uses closed forms.
+The linear task is Gaussian and uses closed forms (its channel's
+:meth:`~attnlib.channels.Channel.output_means`).
 """
 
 from __future__ import annotations
@@ -73,44 +74,19 @@ def check_task(task) -> _tasks.Task:
 
 def noise_dim(task) -> int:
     """Number of noise normals per sequence in the QMC points."""
-    if task.noise == 0.0:
-        return 0
-    if task.noise_on == "logits" or isinstance(task, _tasks.Linear):
-        return task.n_pairs
-    return int(np.prod(task.out_shape))
+    return channels.for_task(task).noise_dim
 
 
 def labels(task, h0, xi):
     """Labels from target pairs ``h0`` (N, K) and standard normals ``xi`` (N, noise_dim);
     returns ``(Y, start)`` with ``start`` the noisy logits (fit ``Y`` exactly when the
-    noise is on the logits)."""
-    T = task.T
-    if task.noise == 0.0:
-        return task.output(_tasks.to_matrix(h0, T)), h0
-    sd = math.sqrt(task.noise)
-    if task.noise_on == "logits" or isinstance(task, _tasks.Linear):
-        logits = h0 + sd * xi
-        return task.output(_tasks.to_matrix(logits, T)), logits
-    clean = task.output(_tasks.to_matrix(h0, T))
-    return clean + sd * xi.reshape(clean.shape), h0
+    noise is on the logits; :meth:`attnlib.channels.Channel.labels`)."""
+    return channels.for_task(task).labels(h0, xi)
 
 
 def _sigmas(task):
     s2 = jnp.asarray(_tasks.pair_variances(task.T), dtype=jnp.float64)
     return s2, jnp.sqrt(s2)
-
-
-def _linear_means(task, alpha, Q0, x, n_rep):
-    """Closed form for the linear task (every average is Gaussian)."""
-    m, q, v = x[0], x[1], x[2]
-    w = jnp.asarray(channels.pair_weights(task.T))
-    s2, _ = _sigmas(task)
-    den = 1.0 + 2.0 * w * s2 * v
-    err = s2 * (Q0 - 2.0 * m + q) + task.noise  # E (y - omega)^2 per pair
-    a_hat = alpha * jnp.sum(s2 * 2.0 * w / den)
-    q_hat = 0.5 * alpha * jnp.sum(s2 * 4.0 * w**2 * err / den**2)
-    train = jnp.sum(w * err / den**2)
-    return jnp.broadcast_to(jnp.stack([a_hat, q_hat, a_hat, train]), (n_rep, 4))
 
 
 class Pairs(NamedTuple):
@@ -173,8 +149,8 @@ def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
     :class:`OutputArrays` (means scaled by ``alpha``; ``m_hat`` in its Stein form).
     """
     R, N, _ = z.shape
-    if isinstance(task, _tasks.Linear):
-        means = _linear_means(task, alpha, Q0, x, R)
+    means = channels.for_task(task).output_means(alpha, Q0, x, R)  # closed form, or None
+    if means is not None:
         return OutputArrays(means, prox, jnp.zeros(prox.shape[0]), jnp.asarray(0))
     K = task.n_pairs
     zf = z.reshape(R * N, -1)
@@ -236,7 +212,7 @@ def summarize(means) -> OutputSide:
 
 def qmc_points(task, n_qmc, n_rep, seed):
     """The output side's QMC points ``(R, N, 2K + noise_dim)`` as a JAX array."""
-    if isinstance(task, _tasks.Linear):
+    if channels.for_task(task).closed_form_output:  # no QMC average
         return jnp.zeros((n_rep, 1, 1))
     dim = 2 * task.n_pairs + noise_dim(task)
     return jnp.asarray(qmc_normals(dim, n_qmc, n_rep, seed))
