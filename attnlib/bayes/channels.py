@@ -53,10 +53,8 @@ import numpy as np
 import scipy.stats
 
 from attnlib import _checks
+from attnlib import channels as _channels
 from attnlib import tasks as _tasks
-from attnlib.bayes import hardmax_exact
-from attnlib.bayes.hardmax import hardmax_information
-from attnlib.bayes.level_set import level_set_information
 
 __all__ = [
     "Information",
@@ -83,35 +81,8 @@ def _check_task(task) -> _tasks.Task:
 
 def is_gaussian(task) -> bool:
     """True for the closed-form channels: linear (any noise) and seq2seq with no
-    noise or noise on the logits."""
-    task = _check_task(task)
-    if isinstance(task, _tasks.Linear):
-        return True
-    return type(task) is _tasks.Seq2Seq and (task.noise == 0.0 or task.noise_on == "logits")
-
-
-def _shift_invariant(task) -> bool:
-    return not isinstance(task, _tasks.Linear)
-
-
-def _projected_precision(P: np.ndarray, shift: bool) -> np.ndarray:
-    """``Pi = P - P 1 1^T P / (1^T P 1)`` (``shift``) or ``P``; precisions ``P`` (..., K)."""
-    Pi = np.zeros(P.shape + (P.shape[-1],))
-    idx = np.arange(P.shape[-1])
-    Pi[..., idx, idx] = P
-    if shift:
-        Pi = Pi - P[..., :, None] * P[..., None, :] / np.sum(P, axis=-1)[..., None, None]
-    return Pi
-
-
-def _gaussian_information(task, mmse: float) -> Information:
-    s2 = _tasks.pair_variances(task.T)
-    if mmse == 0.0 and task.noise == 0.0:
-        raise ValueError("mmse must be > 0 for a noise-free channel (the information is infinite)")
-    P = 1.0 / (s2 * mmse + task.noise)
-    Pi = _projected_precision(P, _shift_invariant(task))
-    J = float(np.sum(s2 * np.diagonal(Pi)))
-    return Information(J, J * mmse, 0.0)
+    noise or noise on the logits (:attr:`attnlib.channels.Channel.gaussian`)."""
+    return _channels.for_task(_check_task(task)).gaussian
 
 
 @functools.lru_cache(maxsize=16)
@@ -194,23 +165,14 @@ def information(
     if not mmse <= Q0:
         raise ValueError(f"mmse must lie in [0, Q0] with Q0 = {Q0!r}, got {mmse!r}")
     _checks.choice("method", method, ("auto", "qmc"))
-    if method == "auto" and is_gaussian(task):
-        return _gaussian_information(task, mmse)
+    channel = _channels.for_task(task)
+    if method == "auto" and channel.gaussian:
+        return Information(*channel.gaussian_information(mmse))
     for name, n in (("n_outer", n_outer), ("n_inner", n_inner)):
         n = _checks.integer(name, n, 2)
         if n & (n - 1):
             raise ValueError(f"{name} must be a power of 2 >= 2, got {n}")
-    if isinstance(task, _tasks.Hardmax) and (task.noise == 0.0 or task.noise_on == "logits"):
-        if not mmse > 0.0:
-            raise ValueError(f"mmse must be > 0 for the hardmax channel, got {mmse}")
-        if task.T == 2 and method == "auto":
-            return Information(*hardmax_exact.information(task, mmse, Q0))
-        return Information(*hardmax_information(task, mmse, Q0, n_outer, n_inner, int(seed))[:3])
-    if isinstance(task, _tasks.Seq2Lab) and (task.noise == 0.0 or task.noise_on == "logits"):
-        if not mmse > 0.0:
-            raise ValueError(f"mmse must be > 0 for the seq2lab delta channel, got {mmse}")
-        return Information(*level_set_information(task, mmse, Q0, n_outer, n_inner, int(seed)))
-    return _qmc_information(task, mmse, Q0, n_outer, n_inner, int(seed))
+    return Information(*channel.information(mmse, Q0, method, (n_outer, n_inner, int(seed))))
 
 
 def logits_from_attention(Y, beta: float) -> np.ndarray:
@@ -238,12 +200,4 @@ def gaussian_output(task, Y, omega, V):
     if not is_gaussian(task):
         raise ValueError(f"task must have a Gaussian channel (see is_gaussian), got {task!r}")
     V = np.asarray(_checks.finite_array("V", V, ndim=1), dtype=float)
-    omega = np.asarray(omega, dtype=float)
-    if isinstance(task, _tasks.Linear):
-        u = np.asarray(_tasks.to_pairs(jnp.asarray(Y)))
-    else:
-        u = logits_from_attention(Y, task.beta)
-    Pi = _projected_precision(1.0 / (V + task.noise), _shift_invariant(task))
-    g = (u - omega) @ Pi  # Pi symmetric
-    dg = np.broadcast_to(-np.diagonal(Pi), omega.shape)
-    return g, dg
+    return _channels.for_task(task).posterior_output(Y, omega, V)

@@ -32,8 +32,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _checks, amp
+from attnlib import channels as _channels
 from attnlib import tasks as _tasks
-from attnlib.bayes import channels, denoiser, hardmax_exact
+from attnlib.bayes import denoiser
 
 __all__ = ["GAMPRIEResult", "gamp_rie"]
 
@@ -52,16 +53,8 @@ class GAMPRIEResult(NamedTuple):
     residual: float
 
 
-def _exact_hardmax(task) -> bool:
-    return (
-        isinstance(task, _tasks.Hardmax)
-        and task.T == 2
-        and (task.noise == 0.0 or task.noise_on == "logits")
-    )
-
-
 def _check_inputs(task, data, target):
-    ok = isinstance(task, _tasks.Task) and (channels.is_gaussian(task) or _exact_hardmax(task))
+    ok = isinstance(task, _tasks.Task) and _channels.for_task(task).exact_posterior_output
     if not ok:
         raise ValueError(
             f"task must be a Task with a Gaussian channel (is_gaussian) or T = 2 hardmax, "
@@ -81,10 +74,7 @@ def _step(task, target, X, Y, *, S, v, g_old):
     V = s2 * v
     h = np.asarray(_tasks.to_pairs(_tasks.preactivations(jnp.asarray(X), jnp.asarray(S))))
     omega = h - V[None, :] * g_old
-    if _exact_hardmax(task):
-        g, dg = hardmax_exact.output(task, Y, omega, V)
-    else:
-        g, dg = channels.gaussian_output(task, Y, omega, V)
+    g, dg = _channels.for_task(task).posterior_output(Y, omega, V)  # Gaussian, or T = 2 hardmax
     a_hat = (n / d**2) * float(np.sum(s2 * np.mean(-dg, axis=0)))
     if not (a_hat > 0 and math.isfinite(a_hat)):
         raise RuntimeError(f"gamp_rie: a_hat = {a_hat} (expected finite and > 0)")
