@@ -73,7 +73,7 @@ import numpy as np
 from attnlib import _checks, channels
 from attnlib.rmt import spectral_divergence
 from attnlib.spectral_map import PENALTIES, SpectralMap, check_penalty
-from attnlib.tasks import Dataset, Linear, Task, pair_variances, preactivations, to_pairs
+from attnlib.tasks import Dataset, Task, pair_variances, preactivations, to_pairs
 
 __all__ = [
     "PENALTIES",
@@ -178,7 +178,7 @@ def _output(task, Y, omega, V, warm, opts):
     ends at a strict local minimum with a small gradient) or the multi-start
     :func:`attnlib.channels.output_step` (``robust=True``)."""
     n_newton, robust = opts
-    if isinstance(task, Linear):
+    if channels.for_task(task).closed_form_output:
         return channels.output_step(task, Y, omega, V), jnp.asarray(True)
     if robust:
         return channels.output_step(task, Y, omega, V, starts=warm), jnp.asarray(True)

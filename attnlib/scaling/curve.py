@@ -12,7 +12,6 @@ from typing import NamedTuple
 import numpy as np
 
 from attnlib import _checks, channels, se
-from attnlib import tasks as _tasks
 from attnlib.scaling.recovery import count_recovered, spectral_summary
 from attnlib.scaling.schedule import LamSchedule
 from attnlib.targets import Target
@@ -59,9 +58,9 @@ def _schedule(alphas, lam):
 
 def _errors(task, Q0, res, mse):
     """``(test_error, e0)`` at a fixed point, with the accurate ``mse`` (Stein form)."""
-    if isinstance(task, _tasks.Linear):
-        wts = channels.pair_weights(task.T) * _tasks.pair_variances(task.T)
-        return float(np.sum(wts)) * mse, 0.0
+    closed = channels.for_task(task).mse_test_error(mse)  # linear: a function of mse alone
+    if closed is not None:
+        return closed, 0.0
     m = 0.5 * (Q0 + res.q - mse)
     te = se.test_error_from_overlaps(task, Q0, m, res.q)
     return te, se.test_error_from_overlaps(task, Q0, Q0, Q0)

@@ -10,8 +10,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.optimize
 
-from attnlib import _checks, se, train
-from attnlib import tasks as _tasks
+from attnlib import _checks, channels, se, train
 from attnlib.spectrum.common import (
     _DEFAULT_NODES,
     _check_se,
@@ -90,8 +89,8 @@ def optimal_scale(task, Q0: float, m: float, q: float) -> tuple[float, float]:
 
     if q == 0.0:
         return 1.0, e(1.0)
-    if isinstance(task, _tasks.Linear):
-        c = max(m, 0.0) / q
+    c = channels.for_task(task).best_scale(m, q)  # closed form (linear), or None
+    if c is not None:
         return c, e(c)
     ref = max(abs(m) / q, 1e-3)
     grid = np.unique(np.concatenate([[0.0, 1.0], ref * np.geomspace(0.05, 20.0, 27)]))

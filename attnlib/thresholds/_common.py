@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlib.tasks import Linear, Task
+from attnlib import channels
+from attnlib.tasks import Task
 
 PENALTIES = ("nuclear", "frobenius")
 
@@ -50,6 +51,4 @@ def _labels_leave_range(task: Task) -> bool:
     """Whether additive output noise puts labels outside the range of ``g`` almost surely
     (output dimension above ``m_eff``) or with positive probability per sequence (the
     bounded softmax readouts)."""
-    if isinstance(task, Linear) or task.noise == 0.0 or task.noise_on != "outputs":
-        return False
-    return True
+    return channels.for_task(task).labels_leave_range
