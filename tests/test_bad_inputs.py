@@ -519,8 +519,8 @@ def _specs():
             lam="pos",
             penalty="penalty",
             rtol="pos",
-            n_seeds="int",
             n_qmc="int",
+            max_n_qmc="int",
         ),
         n=8,
     )

@@ -1,4 +1,5 @@
-"""solve_accurate: the reported error of the metrics covers their spread over QMC seeds."""
+"""integration_error is the error of the metrics at the fixed point: it covers their
+spread over QMC seeds, and ``rtol`` raises ``n_qmc`` until it is met."""
 
 import numpy as np
 import pytest
@@ -7,28 +8,57 @@ from attnlib import se, tasks
 from attnlib.se import accuracy
 from attnlib.targets import Wishart
 
+N_SEEDS = 16
+CASES = {
+    # seq2seq softmax at the issue's settings; n_qmc 2048 keeps 16 solves cheap
+    "T2": (tasks.Seq2Seq(T=2), Wishart(0.5), 0.3, 0.1),
+    "T3": (tasks.Seq2Seq(T=3, noise=0.1), Wishart(0.3), 0.3, 0.01),
+}
 
-def test_reported_error_covers_the_spread_over_seeds():
-    """Seq2seq T = 2, Wishart(0.5), alpha 0.3, lam 0.1 at 2048 QMC points: the error of
-    one solve reported from seeds 0-3, against the spread of the metrics over four other
-    seeds (4-7) and their distance to the returned point. Standard deviations from 4
-    samples scatter by a factor up to ~3 (chi-square, 3 dof, 1-99 %)."""
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_reported_error_covers_the_spread_over_seeds(case):
+    """The same point solved with 16 independent QMC seeds at 2048 points: the observed
+    relative standard deviation of the metrics (largest over train loss, test error,
+    mse) against the reported ``integration_error`` (root mean square over the seeds).
+
+    Statistics: the observed standard deviation from 16 seeds has 15 degrees of
+    freedom, so it lies within [0.48, 1.58] times the true one with probability 99.8 %
+    (chi-square); the reported one pools 16 x 3 degrees of freedom (4 scramblings a
+    solve), within [0.75, 1.3] at 99.8 %. A factor 2 each way therefore fails with
+    probability below 0.5 % for a correct error bar. The integrals' QMC error at the
+    point (the previous definition) is below the observed spread by a factor 2.5 (T = 2)
+    and 5 (T = 3) here, so the test fails on it."""
+    task, target, alpha, lam = CASES[case]
+    first = se.solve(task, target, alpha, lam, n_qmc=2048)
+    rs = [first] + [
+        se.solve(task, target, alpha, lam, n_qmc=2048, seed=s, init=first)
+        for s in range(1, N_SEEDS)
+    ]
+    assert all(r.converged for r in rs)
+    observed = accuracy.fixed_point_error(rs)
+    reported = float(np.sqrt(np.mean([r.integration_error**2 for r in rs])))
+    assert reported / 2 < observed < 2 * reported, (observed, reported)
+
+
+def test_rtol_doubles_n_qmc_until_met_and_warns_when_it_cannot():
     task, target = tasks.Seq2Seq(T=2), Wishart(0.5)
-    r = accuracy.solve_accurate(task, target, 0.3, 0.1, rtol=0.5, n_qmc=2048)
-    assert r.converged and 0 < r.integration_error < 0.5
-    others = [se.solve(task, target, 0.3, 0.1, n_qmc=2048, seed=s, init=r) for s in range(4, 8)]
-    spread = accuracy.fixed_point_error(others)
-    assert spread / 3 < r.integration_error < 3 * spread, (r.integration_error, spread)
-    for f in accuracy.METRICS:
-        values = np.array([getattr(o, f) for o in others])
-        rel = np.abs(values / getattr(r, f) - 1)
-        assert np.all(rel < 4 * r.integration_error), (f, rel, r.integration_error)
+    coarse = se.solve(task, target, 0.3, 0.1, n_qmc=512)
+    assert coarse.converged and coarse.integration_error > 5e-3
+    r = se.solve(task, target, 0.3, 0.1, n_qmc=512, rtol=5e-3)
+    n_qmc = r.warm.key[1]  # (task, n_qmc, n_rep, seed) of the QMC points
+    assert r.converged and r.integration_error <= 5e-3 and n_qmc > 512
+    again = accuracy.solve_accurate(task, target, 0.3, 0.1, n_qmc=512, rtol=5e-3)
+    assert (again.mse, again.integration_error) == (r.mse, r.integration_error)
+    with pytest.warns(RuntimeWarning, match="relative error of the metrics .* > rtol"):
+        capped = se.solve(task, target, 0.3, 0.1, n_qmc=512, rtol=1e-5, max_n_qmc=1024)
+    assert capped.converged and capped.warm.key[1] == 1024
 
 
 def test_linear_task_is_exact_and_arguments_are_checked():
     r = accuracy.solve_accurate(tasks.Linear(T=1, noise=0.1), Wishart(0.5), 0.3, 0.1)
     assert r.converged and r.integration_error == 0.0
-    with pytest.raises(ValueError, match="n_seeds"):
-        accuracy.solve_accurate(tasks.Linear(T=1), Wishart(0.5), 0.3, 0.1, n_seeds=1)
-    with pytest.raises(ValueError, match="seed"):
-        accuracy.solve_accurate(tasks.Linear(T=1), Wishart(0.5), 0.3, 0.1, seed=3)
+    with pytest.raises(ValueError, match="rtol"):
+        se.solve(tasks.Linear(T=1), Wishart(0.5), 0.3, 0.1, rtol=0.0)
+    with pytest.raises(ValueError, match="max_n_qmc"):
+        se.solve(tasks.Seq2Seq(T=2), Wishart(0.5), 0.3, 0.1, rtol=1e-3, max_n_qmc=1024)

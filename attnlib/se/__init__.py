@@ -24,10 +24,11 @@ the penalty at ``B = c (S0 + sqrt(Delta_eff) W_goe)``. The divergence of a spect
 map is ``d^2 int rho_R f h_R`` (Gaussian integration by parts).
 
 Expectations over the pairs use scrambled Sobol points (fixed seeds) mapped through
-the normal inverse CDF; ``R`` independent scramblings give the standard error
-reported as ``integration_error``; :func:`solve_accurate` (:mod:`attnlib.se.accuracy`)
-reports instead the error of the metrics at the fixed point, which the map amplifies,
-and raises ``n_qmc`` until it meets ``rtol``. Progress is logged on the ``attnlib.se`` logger
+the normal inverse CDF; ``R`` independent scramblings give their standard error, which
+the fixed point amplifies: ``integration_error`` is the error of the metrics at the
+fixed point, propagated through the map's Jacobian (:mod:`attnlib.se.propagation`), and
+``solve(..., rtol=...)`` (or :func:`solve_accurate`) raises ``n_qmc`` until it meets
+``rtol``. Progress is logged on the ``attnlib.se`` logger
 (``logging.getLogger("attnlib.se").setLevel(logging.DEBUG)``).
 """
 

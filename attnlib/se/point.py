@@ -11,7 +11,7 @@ import numpy as np
 
 from attnlib import fixed_point
 from attnlib import tasks as _tasks
-from attnlib.se import engine
+from attnlib.se import engine, propagation
 from attnlib.se.input import InputSide, input_side, input_trace
 from attnlib.se.output import cold_prox as _cold_prox
 from attnlib.se.output import lower_minima, output_arrays, summarize
@@ -69,7 +69,8 @@ class Attempt(NamedTuple):
     residual: float
     n_iter: int
     saw_zero: bool
-    sides: tuple | None = None  # (OutputSide, image (m, q, v, rank)) at x, when converged
+    # (OutputSide, image (m, q, v, rank), (prox, per-scrambling means)) at x, when converged
+    sides: tuple | None = None
     history: tuple | None = None  # the Anderson history at the end (a warm history)
     checks: int = 0  # re-solves after the multi-start check found lower prox minima
 
@@ -147,7 +148,8 @@ def attempt(pb: Problem, x0, prox0, settings: engine.Settings, history=None) -> 
         else:
             break
         y = fp.x
-    sides = (summarize(means), np.asarray(image)) if converged else None
+    image = np.asarray(image)
+    sides = (summarize(means), image, (prox, np.asarray(means), image)) if converged else None
     a = Attempt(x, prox, converged, float(fp.residual), n_iter, bool(saw_zero), sides)
     return a._replace(history=history if converged else None, checks=checks)
 
@@ -185,7 +187,8 @@ def image(pb: Problem, lam, x):
     return fx if ok else None
 
 
-def _rel_errors(o, te):
+def _integrals_error(o, te) -> float:
+    """Largest relative QMC error of the integrals at the point (not propagated)."""
     vals = (o.a_hat, o.q_hat, o.m_hat, o.train_loss)
     rel = [se / max(abs(v), 1e-12) for se, v in zip(o.stderr, vals, strict=True)]
     rel.append(te.stderr[0] / max(te.test_error, 1e-12))
@@ -193,11 +196,13 @@ def _rel_errors(o, te):
 
 
 def sides_at(lam, sides) -> tuple:
-    """``(OutputSide, InputSide)`` at a converged point from the map's last evaluation."""
-    o, image = sides
+    """``(OutputSide, InputSide, fixed)`` at a converged point from the map's last
+    evaluation (``fixed``: what :func:`attnlib.se.propagation.metric_error` needs;
+    ``(OutputSide, InputSide)`` from ``sides = (OutputSide, image)`` without it)."""
+    o, image = sides[:2]
     c, tau = o.m_hat / o.a_hat, lam / o.a_hat
-    i = InputSide(*(float(t) for t in image), o.q_hat / o.m_hat**2, c, tau)
-    return o, i
+    i = InputSide(*(float(t) for t in image[:4]), o.q_hat / o.m_hat**2, c, tau)
+    return (o, i, *sides[2:])
 
 
 def objective_of(penalty, alpha, lam, train_loss, trace_q) -> float:
@@ -209,12 +214,24 @@ def objective_of(penalty, alpha, lam, train_loss, trace_q) -> float:
 
 
 def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None) -> SEResult:
-    """:class:`SEResult` at a fixed point ``x`` with ``sides = (OutputSide, InputSide)``;
-    ``trace``: ``lim Tr S_hat / d`` if known (else computed from the convex input side)."""
+    """:class:`SEResult` at a fixed point ``x`` with ``sides = (OutputSide, InputSide[,
+    fixed])`` (:func:`sides_at`; without ``fixed``, as in the zero phase, ``x`` is exact
+    and ``integration_error`` is the metrics' own QMC error, else their error at the
+    fixed point, :func:`attnlib.se.propagation.metric_error`); ``trace``: ``lim Tr
+    S_hat / d`` if known (else computed from the convex input side)."""
     Q0 = float(pb.data.Q0)
     m, q, v = (float(t) for t in x)
-    o, i = sides
+    o, i = sides[:2]
     te = test_errors(pb.task, Q0, m, q, pb.qmc)
+    mse = Q0 - 2 * m + q
+    if len(sides) > 2:
+        error = propagation.metric_error(pb, lam, x, sides[2], (o.train_loss, te, mse))
+    elif _linear(pb):
+        error = 0.0
+    elif q == 0.0:  # the zero phase: x = 0 exactly
+        error = propagation.own_error(o.train_loss, o.stderr[3], te)
+    else:  # a map without a propagated error (attnlib.width): the integrals' error
+        error = _integrals_error(o, te)
     if trace is None:
         trace = 0.0 if q == 0.0 else input_trace(pb.target, i.Delta_eff, i.c, i.tau, pb.penalty)
     alpha = float(pb.data.alpha)
@@ -223,8 +240,8 @@ def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None) -> SEResult:
         alpha=alpha, lam=float(lam), penalty=pb.penalty, m=m, q=q, v=v,
         m_hat=o.m_hat, q_hat=o.q_hat, a_hat=o.a_hat, Delta_eff=i.Delta_eff, tau=i.tau,
         c=i.c, Q0=Q0, train_loss=o.train_loss, test_error=te.test_error,
-        test_error_noisy=te.test_error_noisy, mse=Q0 - 2 * m + q,
-        rank_fraction=i.rank_fraction, integration_error=_rel_errors(o, te),
+        test_error_noisy=te.test_error_noisy, mse=mse,
+        rank_fraction=i.rank_fraction, integration_error=error,
         trace=float(trace), objective=objective_of(pb.penalty, alpha, lam, o.train_loss, tq),
         **extra,
     )  # fmt: skip

@@ -67,8 +67,11 @@ class SEResult(NamedTuple):
     the engine never returns a point that is not a fixed point), ``residual`` (the
     largest change of ``(m/Q0, log q, log v)`` under one SE map at the returned point,
     or the best one seen when not converged), ``n_iter`` (SE maps evaluated, all
-    attempts together), ``integration_error`` (largest relative QMC standard error
-    among ``a_hat, q_hat, m_hat, train_loss, test_error``; 0 for closed forms).
+    attempts together), ``integration_error`` (the relative standard error of the
+    metrics ``train_loss, test_error, mse`` at the fixed point, the largest of the
+    three: the QMC error of the integrals propagated through the map's Jacobian,
+    :mod:`attnlib.se.propagation`; 0 for closed forms; ``rtol`` of
+    :func:`attnlib.se.solve` bounds it).
     ``warm``: a :class:`WarmStart` for a neighbouring solve (``init=``).
 
     The minimised objective (appended fields; NaN when not converged, and in results
