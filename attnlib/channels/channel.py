@@ -73,6 +73,10 @@ class Channel:
 
     task: _tasks.Task
 
+    def __post_init__(self):
+        if not isinstance(self.task, _tasks.Task):
+            raise ValueError(f"task must be an attnlib.tasks.Task, got {self.task!r}")
+
     closed_form_output = False  # the output step and the output side in closed form
     exact_prox = False  # the prox by enumeration (no starts, no Newton)
     gaussian = False  # the Bayes posterior in closed form
