@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attnlib import _checks, rmt
+from attnlib.denoisers.spectral import integrate
 
 __all__ = ["MMSE", "mmse_den", "mmse_den_parts", "prior_variance", "rie_function", "rie_denoise"]
 
@@ -58,8 +59,7 @@ def mmse_den_parts(target, Delta: float) -> MMSE:
     _check_target(target)
     Delta = _checks.positive("Delta", Delta)
     spec = rmt.deformed_spectrum(target, Delta)
-    f = spec.x - 2 * Delta * spec.hilbert
-    overlap = float(target.Q0 - np.sum(spec.w * f * f))
+    overlap = float(target.Q0 - integrate(spec, rmt.conditional_overlap(spec)).q)
     cubic = float(Delta - (4 * math.pi**2 / 3) * Delta**2 * np.sum(spec.w * spec.density**2))
     return MMSE(overlap, cubic)
 

@@ -15,6 +15,7 @@ import jax
 import numpy as np
 
 from attnlib import _checks
+from attnlib.denoisers.spectral import integrate
 from attnlib.rmt.law import _chunks
 from attnlib.rmt.quadrature import DeformedSpectrum
 from attnlib.spectral_map import array_namespace as _xp
@@ -62,13 +63,10 @@ def _values(spec: DeformedSpectrum, f) -> np.ndarray:
 
 
 def spectral_integrals(spec: DeformedSpectrum, f: Callable) -> SpectralIntegrals:
-    """``q, m, div`` of the spectral map with scalar function ``f`` (vectorized callable)."""
-    fx = _values(spec, f)
-    return SpectralIntegrals(
-        float(np.sum(spec.w * fx**2)),
-        float(np.sum(spec.w * fx * conditional_overlap(spec))),
-        float(np.sum(spec.w * fx * spec.hilbert)),
-    )
+    """``q, m, div`` of the spectral map with scalar function ``f`` (vectorized callable);
+    :func:`attnlib.denoisers.integrate` also gives the trace and the rank."""
+    s = integrate(spec, _values(spec, f))
+    return SpectralIntegrals(s.q, s.m, s.div)
 
 
 def stein_mse(spec: DeformedSpectrum, f: Callable) -> float:
@@ -86,8 +84,8 @@ def stein_mse(spec: DeformedSpectrum, f: Callable) -> float:
     ``spec``: a :class:`~attnlib.rmt.DeformedSpectrum`; ``f``: a vectorized callable.
     """
     fx = _values(spec, f)
-    x, w, h, D = spec.x, spec.w, spec.hilbert, float(spec.Delta)
-    return float(np.sum(w * (fx - x) ** 2) + 4.0 * D * np.sum(w * fx * h) - D)
+    x, w, D = spec.x, spec.w, float(spec.Delta)
+    return float(np.sum(w * (fx - x) ** 2) + 4.0 * D * integrate(spec, fx).div - D)
 
 
 def _eigen_values(xp, name, values):

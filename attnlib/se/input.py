@@ -8,8 +8,9 @@ semicircle, :func:`attnlib.rmt.deformed_spectrum`) and ``h_R`` its Hilbert trans
     q = int rho_R f^2,  m = int rho_R f (x - 2 Delta_eff h_R),  v = (1/m_hat) int rho_R f h_R.
 
 The Frobenius penalty is Gaussian and has closed forms (``int rho_R x^2 = Q0 + Delta``,
-``int rho_R x h_R = 1/2``). The nuclear input side needs the free convolution, which is
-computed on the host (numpy, :func:`host_nuclear`): the nuclear fixed point is driven
+``int rho_R x h_R = 1/2``). The nuclear input side needs the free convolution: its
+integrals are those of the one spectral integrator (:mod:`attnlib.denoisers`), computed
+on the host (numpy, :func:`host_nuclear`): the nuclear fixed point is driven
 from the host (:mod:`attnlib.se.engine`), so that its compiled programs hold no host
 callback and JAX's persistent compilation cache keeps them; :func:`input_arrays` is a
 traceable version (through ``jax.pure_callback``) for use inside ``jax.jit``.
@@ -24,7 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, rmt
+from attnlib import _checks
+from attnlib.denoisers.nuclear import nuclear_integrals
 from attnlib.spectral_map import PENALTIES, SpectralMap
 
 __all__ = [
@@ -49,14 +51,8 @@ class InputSide(NamedTuple):
 
 
 def _nuclear(target, Delta, c, tau, m_hat):
-    spec = rmt.deformed_spectrum(target, Delta, breakpoints=(tau / c,))
-    x, w, h = np.asarray(spec.x), np.asarray(spec.w), np.asarray(spec.hilbert)
-    fmap = SpectralMap(c, tau, "nuclear")
-    f = fmap.f(x)
-    q = float(np.sum(w * f * f))
-    m = float(np.sum(w * f * (x - 2.0 * Delta * h)))
-    v = float(np.sum(w * f * h)) / m_hat
-    return m, q, v, float(np.sum(w[fmap.kept(x)]))
+    s = nuclear_integrals(target, Delta, c, tau)
+    return s.m, s.q, s.div / m_hat, s.rank
 
 
 def input_side(target, m_hat, q_hat, a_hat, lam, penalty="nuclear", *, Q0=None) -> InputSide:
@@ -93,10 +89,7 @@ def input_trace(target, Delta, c, tau, penalty="nuclear", *, cut=-np.inf) -> flo
     fmap = SpectralMap(c, tau, penalty)
     if penalty == "frobenius":
         return float(fmap.slope * target.measure().moment(1))
-    cuts = (tau / c, cut) if np.isfinite(cut) else (tau / c,)
-    spec = rmt.deformed_spectrum(target, Delta, breakpoints=cuts)
-    x, w = np.asarray(spec.x), np.asarray(spec.w)
-    return float(np.sum(w * fmap.f(x) * (x > cut)))
+    return nuclear_integrals(target, Delta, c, tau, cut).trace
 
 
 # Targets reached from the jitted fixed point are named by an integer token (an

@@ -32,8 +32,8 @@ import math
 import numpy as np
 
 from attnlib import _checks, rmt
+from attnlib.denoisers.nuclear import nuclear_integrals
 from attnlib.se.input import InputSide, input_trace
-from attnlib.spectral_map import SpectralMap
 
 __all__ = ["rank_cutoff", "constrained_input_side", "constrained_trace", "spectral_integrals"]
 
@@ -70,14 +70,10 @@ def rank_cutoff(target, Delta: float, kappa: float) -> float:
 
 
 def spectral_integrals(target, Delta, c, tau, cut):
-    """``(m, q, int rho_R f h_R, rank_fraction)`` of ``f(x) = (c x - tau)_+ 1[x > cut]``."""
-    cuts = (tau / c, cut) if math.isfinite(cut) else (tau / c,)
-    spec = rmt.deformed_spectrum(target, Delta, breakpoints=cuts)
-    x, w, h = np.asarray(spec.x), np.asarray(spec.w), np.asarray(spec.hilbert)
-    f = SpectralMap(c, tau, "nuclear").f(x) * (x > cut)
-    q = float(np.sum(w * f * f))
-    m = float(np.sum(w * f * (x - 2.0 * Delta * h)))
-    return m, q, float(np.sum(w * f * h)), float(np.sum(w[f > 0]))
+    """``(m, q, int rho_R f h_R, rank_fraction)`` of ``f(x) = (c x - tau)_+ 1[x > cut]``
+    (:func:`attnlib.denoisers.nuclear_integrals`)."""
+    s = nuclear_integrals(target, Delta, c, tau, cut)
+    return s.m, s.q, s.div, s.rank
 
 
 def _cut(target, Delta, c, tau, kappa) -> float:

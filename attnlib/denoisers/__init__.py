@@ -1,0 +1,15 @@
+"""Spectral denoisers: the input side of the state evolution, one integrator for all.
+
+:mod:`~attnlib.denoisers.spectral` integrates any spectral map against ``rho_R``
+(``q, m, div, trace, rank``); :mod:`~attnlib.denoisers.nuclear` is the soft threshold of
+the nuclear + PSD penalty (cut for the rank-constrained student). The library's layout
+and the moves still to come are in ``attnlib/ARCHITECTURE.md``.
+"""
+
+from __future__ import annotations
+
+# spectral first: it is numpy only, and attnlib.rmt (which nuclear imports) calls it
+from attnlib.denoisers.spectral import Integrals, integrate  # isort: skip
+from attnlib.denoisers.nuclear import nuclear_integrals
+
+__all__ = ["Integrals", "integrate", "nuclear_integrals"]
