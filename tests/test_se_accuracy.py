@@ -44,15 +44,13 @@ def test_reported_error_covers_the_spread_over_seeds(case):
 def test_rtol_doubles_n_qmc_until_met_and_warns_when_it_cannot():
     task, target = tasks.Seq2Seq(T=2), Wishart(0.5)
     coarse = se.solve(task, target, 0.3, 0.1, n_qmc=512)
-    assert coarse.converged and coarse.integration_error > 5e-3
-    r = se.solve(task, target, 0.3, 0.1, n_qmc=512, rtol=5e-3)
+    assert coarse.converged and coarse.integration_error > 1e-2
+    r = se.solve(task, target, 0.3, 0.1, n_qmc=512, rtol=1e-2)
     n_qmc = r.warm.key[1]  # (task, n_qmc, n_rep, seed) of the QMC points
-    assert r.converged and r.integration_error <= 5e-3 and n_qmc > 512
-    again = accuracy.solve_accurate(task, target, 0.3, 0.1, n_qmc=512, rtol=5e-3)
-    assert (again.mse, again.integration_error) == (r.mse, r.integration_error)
+    assert r.converged and r.integration_error <= 1e-2 and n_qmc > 512
     with pytest.warns(RuntimeWarning, match="relative error of the metrics .* > rtol"):
-        capped = se.solve(task, target, 0.3, 0.1, n_qmc=512, rtol=1e-5, max_n_qmc=1024)
-    assert capped.converged and capped.warm.key[1] == 1024
+        capped = accuracy.solve_accurate(task, target, 0.3, 0.1, n_qmc=512, max_n_qmc=1024)
+    assert capped.converged and capped.warm.key[1] == 1024 and capped.integration_error > 1e-3
 
 
 def test_linear_task_is_exact_and_arguments_are_checked():

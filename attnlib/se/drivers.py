@@ -174,9 +174,9 @@ def solve(
         gives the accuracy reached); None (default): one solve at ``n_qmc``.
 
     ``integration_error``: the relative error of the metrics at the fixed point
-    (:mod:`attnlib.se.propagation`). Measured at 8192 points, seq2seq T = 2 or 3:
-    4e-4 to 7e-3 at lam 0.05-0.1, alpha <= 0.3; 3-9e-2 at lam 1e-3 or alpha 1 and 0.4
-    at alpha 2 (a small mse); it falls like ``n_qmc^-1/2``: ask for ``rtol``.
+    (:mod:`attnlib.se.propagation`). Measured at 8192 points, seq2seq: T = 2 4e-4 to
+    7e-3 at lam 0.05-0.1, alpha <= 0.3, 3-9e-2 at lam 1e-3 or alpha 1, 0.4 at alpha 2
+    (a small mse); T = 3 1e-2. It falls like ``n_qmc^-1/2`` to ``^-3/4``: ask ``rtol``.
 
     Returns:
       :class:`SEResult`: a fixed point (``converged=True``), or ``converged=False`` with
@@ -226,7 +226,7 @@ def _solve_to_rtol(args, kw, rtol, max_n_qmc) -> SEResult:
         warnings.warn(
             f"se.solve: relative error of the metrics {r.integration_error:.2e} > rtol = "
             f"{rtol:g} at n_qmc = {kw['n_qmc']} (max_n_qmc = {max_n_qmc}); raise max_n_qmc "
-            "for more (the error falls about like n_qmc^-1/2)",
+            "for more (the error falls like n_qmc^-1/2 to n_qmc^-3/4)",
             RuntimeWarning,
             stacklevel=3,
         )

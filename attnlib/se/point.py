@@ -17,6 +17,7 @@ from attnlib.se.output import cold_prox as _cold_prox
 from attnlib.se.output import lower_minima, output_arrays, summarize
 from attnlib.se.results import SEResult, WarmStart
 from attnlib.se.test_error import test_errors
+from attnlib.spectral_map import SpectralMap
 
 __all__ = [
     "Problem",
@@ -224,8 +225,14 @@ def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None) -> SEResult:
     o, i = sides[:2]
     te = test_errors(pb.task, Q0, m, q, pb.qmc)
     mse = Q0 - 2 * m + q
+    spec = None
+    if trace is None and q != 0.0 and pb.penalty == "nuclear" and len(sides) > 2:
+        # one spectrum for the trace (as input_trace computes it) and the error
+        spec = propagation.nuclear_spectrum(pb.target, i.Delta_eff, i.c, i.tau)
+        fx = SpectralMap(i.c, i.tau, "nuclear").f(np.asarray(spec.x))
+        trace = float(np.sum(np.asarray(spec.w) * fx * (np.asarray(spec.x) > -np.inf)))
     if len(sides) > 2:
-        error = propagation.metric_error(pb, lam, x, sides[2], (o.train_loss, te, mse))
+        error = propagation.metric_error(pb, lam, x, sides[2], (o.train_loss, te, mse), spec)
     elif _linear(pb):
         error = 0.0
     elif q == 0.0:  # the zero phase: x = 0 exactly

@@ -17,11 +17,11 @@ is taken over the ``R`` propagated deviations, so the correlations are kept.
 
 Costs per converged point: the output side at ``x`` and its three neighbours on the
 first ``PROBE_POINTS`` QMC points of the first scrambling (common random numbers), one
-extra spectrum for the nuclear input side (its derivatives in ``c`` and ``tau`` are
-integrals over the same spectrum), and the test error at three ``(m, q)`` on
-``PROBE_POINTS`` points. The Jacobians carry a QMC error of their own: with 256 to
-2048 probe points, or the Jacobian from all points, the error bar of the T = 3 point
-below moved by at most 8 %.
+spectrum for the nuclear input side, the one the trace of ``S_hat`` needs anyway (its
+derivatives are integrals over that spectrum, :func:`_nuclear_jacobian`), and the test
+error at three ``(m, q)`` on ``PROBE_POINTS`` points. The Jacobians carry a QMC error
+of their own: with 256 to 2048 probe points, or the Jacobian from all points, the
+error bar of the T = 3 point below moved by at most 8 %.
 
 Measured against the spread of the metrics over independent QMC seeds (relative
 standard deviation over seeds / root mean square of the reported error, largest metric;
@@ -34,6 +34,7 @@ seeds: 0.76-0.93 (mse 0.037-0.087 over the seeds, reported 0.43 relative).
 
 from __future__ import annotations
 
+import logging
 import math
 
 import jax.numpy as jnp
@@ -45,10 +46,19 @@ from attnlib.se.input import input_side
 from attnlib.se.output import output_arrays
 from attnlib.se.test_error import test_errors
 
-__all__ = ["PROBE_POINTS", "STEP", "metric_errors", "metric_error", "own_error"]
+__all__ = [
+    "PROBE_POINTS",
+    "STEP",
+    "nuclear_spectrum",
+    "metric_errors",
+    "metric_error",
+    "own_error",
+]
 
 PROBE_POINTS = 1024
 """QMC points of the finite-difference Jacobians (first scrambling, first points)."""
+log = logging.getLogger("attnlib.se")
+
 STEP = 1e-3
 """Finite-difference step in ``(m / Q0, log q, log v)`` (``m`` moves towards 0)."""
 
@@ -91,28 +101,36 @@ def _output_jacobian(pb, x, prox, steps):
     return np.stack(cols, axis=1)
 
 
-def _nuclear_jacobian(pb, lam, conj, image):
-    """``d (m, q, v) / d (m_hat, q_hat, a_hat)`` of the nuclear input side: one extra
-    spectrum at ``Delta + dDelta``; the derivatives in ``c`` and ``tau`` at fixed
-    ``Delta`` are integrals over it (``f = (c x - tau)_+`` vanishes at its kink)."""
+def nuclear_spectrum(target, Delta, c, tau):
+    """The spectrum of ``R`` at the fixed point, with the nuclear map's kink as a
+    breakpoint: what :func:`attnlib.se.input.input_trace` integrates (shared with it)."""
+    return rmt.deformed_spectrum(target, Delta, breakpoints=(tau / c,))
+
+
+def _nuclear_jacobian(lam, conj, spec):
+    """``d (m, q, v) / d (m_hat, q_hat, a_hat)`` of the nuclear input side from the
+    spectrum ``spec`` at the fixed point. In ``c`` and ``tau`` at fixed ``Delta`` the
+    derivatives are integrals of ``df`` (``f = (c x - tau)_+`` vanishes at its kink);
+    in ``Delta`` they follow from the complex Burgers equation ``dG/dDelta = -G dG/dz``
+    of the free convolution with a semicircle: ``d/dDelta int rho phi = int rho h phi'``
+    and ``d/dDelta int rho h phi = int rho (h^2 - pi^2 rho^2 / 3) phi'``."""
     m_hat, q_hat, a_hat = conj
     D, c, tau = q_hat / m_hat**2, m_hat / a_hat, lam / a_hat
-    dD = 1e-4 * D if D > 0 else 1e-10
-    spec = rmt.deformed_spectrum(pb.target, D + dD, breakpoints=(tau / c,))
     x, w, h = np.asarray(spec.x), np.asarray(spec.w), np.asarray(spec.hilbert)
+    rho = np.asarray(spec.density)
     kept = (c * x > tau).astype(float)
     f = np.maximum(c * x - tau, 0.0)
-    u = x - 2.0 * (D + dD) * h
-    p1 = np.array([np.sum(w * f * u), np.sum(w * f * f), np.sum(w * f * h)])
-    p0 = np.array([image[0], image[1], image[2] * m_hat])  # (m, q, s = v m_hat) at D
-    dP = np.stack(
+    u = x - 2.0 * D * h
+    s = np.sum(w * f * h)  # v m_hat
+    ds = c * np.sum(w * kept * (h * h - np.pi**2 * rho * rho / 3.0))
+    dP = np.array(
         [
-            (p1 - p0) / dD,
-            [np.sum(w * kept * x * u), 2 * np.sum(w * f * x), np.sum(w * kept * x * h)],
-            [-np.sum(w * kept * u), -2 * np.sum(w * f), -np.sum(w * kept * h)],
-        ],
-        axis=1,
-    )  # d (m, q, s) / d (Delta, c, tau)
+            [np.sum(w * h * (c * x * kept + f)) - 2 * s - 2 * D * ds,
+             np.sum(w * kept * x * u), -np.sum(w * kept * u)],
+            [2 * c * np.sum(w * f * h), 2 * np.sum(w * f * x), -2 * np.sum(w * f)],
+            [ds, np.sum(w * kept * x * h), -np.sum(w * kept * h)],
+        ]
+    )  # fmt: skip  # d (m, q, s) / d (Delta, c, tau)
     chain = np.array(
         [
             [-2 * q_hat / m_hat**3, 1 / m_hat**2, 0.0],
@@ -121,15 +139,19 @@ def _nuclear_jacobian(pb, lam, conj, image):
         ]
     )  # d (Delta, c, tau) / d (m_hat, q_hat, a_hat)
     G = dP @ chain
-    G[2] = G[2] / m_hat - np.array([p0[2] / m_hat**2, 0.0, 0.0])  # v = s / m_hat
+    G[2] = G[2] / m_hat - np.array([s / m_hat**2, 0.0, 0.0])  # v = s / m_hat
     return G
 
 
-def _input_jacobian(pb, lam, conj, image):
-    """``d (m, q, v) / d (m_hat, q_hat, a_hat)`` at the fixed point (``image``: the input
-    side there); the Frobenius input side is closed-form (forward differences)."""
+def _input_jacobian(pb, lam, conj, spec=None):
+    """``d (m, q, v) / d (m_hat, q_hat, a_hat)`` at the fixed point (``spec``: its
+    spectrum, :func:`nuclear_spectrum`, computed if None); the Frobenius input side is
+    closed-form (forward differences)."""
     if pb.penalty == "nuclear":
-        return _nuclear_jacobian(pb, lam, conj, image)
+        if spec is None:
+            m_hat, q_hat, a_hat = conj
+            spec = nuclear_spectrum(pb.target, q_hat / m_hat**2, m_hat / a_hat, lam / a_hat)
+        return _nuclear_jacobian(lam, conj, spec)
     Q0 = float(pb.data.Q0)
 
     def g(cj):
@@ -150,29 +172,35 @@ def _test_gradient(pb, x, steps):
     return np.array([dm, dq])
 
 
-def metric_error(pb, lam, x, fixed, metrics) -> float:
-    """The largest of :func:`metric_errors`: ``SEResult.integration_error``."""
-    return float(np.max(metric_errors(pb, lam, x, fixed, metrics)))
+def metric_error(pb, lam, x, fixed, metrics, spec=None) -> float:
+    """The largest of :func:`metric_errors`: ``SEResult.integration_error`` (NaN where
+    the Jacobians cannot be evaluated, e.g. a singular ``I - J``)."""
+    try:
+        return float(np.max(metric_errors(pb, lam, x, fixed, metrics, spec)))
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as err:
+        log.warning("no error estimate at x = %s: %s", np.round(np.asarray(x), 6), err)
+        return math.nan
 
 
-def metric_errors(pb, lam, x, fixed, metrics) -> np.ndarray:
+def metric_errors(pb, lam, x, fixed, metrics, spec=None) -> np.ndarray:
     """Relative errors of ``metrics = (train_loss, te, mse)`` (``te`` a
     :class:`attnlib.se.test_error.TestErrors`) at the fixed point ``x = (m, q, v)``:
     the per-scrambling QMC deviations propagated through ``(I - J)^{-1}`` (module
     docstring). ``fixed = (prox, means, image)``: the prox points, per-scrambling
     output means ``(R, 4)`` (``a_hat, q_hat, m_hat, train_loss``) and the input side
-    ``(m, q, v, rank)`` of the map's evaluation at ``x``. 0 for the linear task (closed
-    forms); NaN with a single scrambling (no error estimate)."""
+    ``(m, q, v, rank)`` of the map's evaluation at ``x``; ``spec``: the nuclear input
+    side's spectrum there (:func:`nuclear_spectrum`; computed if None). 0 for the
+    linear task (closed forms); NaN with a single scrambling (no error estimate)."""
     if isinstance(pb.task, _tasks.Linear):
         return np.zeros(3)
-    prox, means, image = fixed
+    prox, means, _ = fixed
     means = np.asarray(means, dtype=float)
     x = np.asarray(x, dtype=float)
     dev = means - means.mean(axis=0)  # (R, 4): a_hat, q_hat, m_hat, train_loss
     steps = _steps(x, float(pb.data.Q0))
     C = _output_jacobian(pb, x, prox, steps)[[2, 1, 0, 3]]  # rows m_hat, q_hat, a_hat, loss
     conj = means.mean(axis=0)[[2, 1, 0]]
-    G = _input_jacobian(pb, lam, conj, np.asarray(image, dtype=float))
+    G = _input_jacobian(pb, lam, conj, spec)
     dx = np.linalg.solve(np.eye(3) - G @ C[:3], G @ dev[:, [2, 1, 0]].T).T  # (R, 3)
     train_loss, te, mse = metrics
     d_train = dx @ C[3] + dev[:, 3]
