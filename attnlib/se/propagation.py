@@ -184,7 +184,7 @@ def metric_error(pb, lam, x, fixed, metrics, spec=None) -> float:
 
 def metric_errors(pb, lam, x, fixed, metrics, spec=None) -> np.ndarray:
     """Relative errors of ``metrics = (train_loss, te, mse)`` (``te`` a
-    :class:`attnlib.se.test_error.TestErrors`) at the fixed point ``x = (m, q, v)``:
+    :class:`attnlib.channels.TestErrors`) at the fixed point ``x = (m, q, v)``:
     the per-scrambling QMC deviations propagated through ``(I - J)^{-1}`` (module
     docstring). ``fixed = (prox, means, image)``: the prox points, per-scrambling
     output means ``(R, 4)`` (``a_hat, q_hat, m_hat, train_loss``) and the input side
