@@ -698,3 +698,22 @@ def test_accepted_points_have_a_settled_mse_even_when_it_is_tiny():
         assert r.converged
         assert abs(r.mse / ref.mse - 1) < 1e-3, (r.mse, ref.mse)
         assert abs(r.Delta_eff / ref.Delta_eff - 1) < 1e-2, (r.Delta_eff, ref.Delta_eff)
+
+
+def test_interpolation_bound_follows_where_the_noise_enters():
+    """lam = 0 is refused below 1/(4 m_eff) (nuclear; 1/(2 m_eff) Frobenius) only where the
+    noisy labels stay in the readout's range: noise on the logits, or on the outputs of
+    the linear task (its readout is the identity); softmax labels with noise added to
+    the outputs leave the simplex, the train loss stays positive and nothing is refused."""
+    from attnlib.se import drivers
+
+    logits, outputs = (
+        tasks.Seq2Seq(T=2, noise=0.1),
+        tasks.Seq2Seq(T=2, noise=0.1, noise_on="outputs"),
+    )
+    lin = tasks.Linear(T=1, noise=0.1, noise_on="outputs")
+    assert drivers._interpolation_bound(logits, "nuclear") == 0.25 / logits.m_eff
+    assert drivers._interpolation_bound(logits, "frobenius") == 0.5 / logits.m_eff
+    assert drivers._interpolation_bound(lin, "nuclear") == 0.25 / lin.m_eff
+    assert drivers._interpolation_bound(outputs, "nuclear") == 0.0
+    assert drivers._interpolation_bound(tasks.Seq2Seq(T=2), "nuclear") == 0.0

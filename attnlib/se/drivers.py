@@ -15,8 +15,7 @@ import warnings
 import numpy as np
 import scipy.optimize
 
-from attnlib import _checks
-from attnlib import tasks as _tasks
+from attnlib import _checks, channels
 from attnlib.se import engine, point, robust, several
 from attnlib.se.input import target_token
 from attnlib.se.output import check_task, qmc_points
@@ -106,7 +105,7 @@ def _check_solve_args(task, target, alpha, lam, penalty, kw):
     _checks.in_interval("damping", kw["damping"], 0.0, 1.0, low_open=False, high_open=True)
     _checks.integer("anderson", kw["anderson"], 0)
     _checks.choice("on_fail", kw["on_fail"], ("warn", "raise"))
-    if not isinstance(task, _tasks.Linear):
+    if not channels.for_task(task).closed_form_output:
         qmc_normals(2, kw["n_qmc"], kw["n_rep"])  # validates n_qmc / n_rep
 
 
@@ -118,7 +117,7 @@ def _interpolation_bound(task, penalty) -> float:
     outside the range of the readout)."""
     if task.noise == 0.0 or task.m_eff <= 0:
         return 0.0
-    if getattr(task, "noise_on", "") == "outputs" and not isinstance(task, _tasks.Linear):
+    if channels.for_task(task).labels_leave_range:
         return 0.0  # labels off the readout's range: the train loss stays positive
     return (0.25 if penalty == "nuclear" else 0.5) / task.m_eff
 
