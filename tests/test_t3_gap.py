@@ -1,12 +1,16 @@
 """The stored T = 3 gap study (book/data/t3_gap.npz, book/data/make_t3_gap.py) against a
 fresh state-evolution solve: the record fails when the engine's fixed point moves."""
 
+import json
+import subprocess
+import sys
+import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from attnlib import finite_size, se, targets, tasks
+from attnlib import finite_size
 from attnlib.se import accuracy
 
 RECORD = Path(__file__).resolve().parents[1] / "book" / "data" / "t3_gap.npz"
@@ -21,14 +25,33 @@ def record() -> dict:
         return {k: f[k] for k in f.files}
 
 
+# The fresh solve runs in a child process. In the long unit-test process JAX 0.10.2
+# crashed while (de)serialising this 32768-point program for its persistent compilation
+# cache (a segmentation fault reading the entry, an abort writing it into an empty
+# cache), deterministically at this point of a full `make test` and never in a fresh
+# process or with the cache off. The fault lies in JAX's serialisation and has not been
+# isolated further.
+_SOLVE = """
+import json, sys
+from attnlib import se, targets, tasks
+s = json.loads(sys.argv[1])
+task, target = tasks.Seq2Seq(T=s["T"], noise=s["noise"]), targets.Wishart(s["kappa0"])
+r = se.solve(task, target, s["alpha"], s["lam"], n_qmc=s["n_qmc"], seed=0)
+fields = ("train_loss", "test_error", "mse", "objective")
+print(json.dumps({"converged": bool(r.converged), **{k: float(getattr(r, k)) for k in fields}}))
+"""
+
+
 @pytest.fixture(scope="module")
 def fresh(record):
-    """se.solve at the record's second QMC level (32768 points), seed 0, cold: a few
-    seconds."""
-    n_qmc = int(record["theory.n_qmc"][1])
-    task = tasks.Seq2Seq(T=SETTING["T"], noise=SETTING["noise"])
-    target = targets.Wishart(SETTING["kappa0"])
-    r = se.solve(task, target, SETTING["alpha"], SETTING["lam"], n_qmc=n_qmc, seed=0)
+    """se.solve at the record's second QMC level (32768 points), seed 0, cold, in a
+    child process: a few seconds."""
+    settings = {**SETTING, "n_qmc": int(record["theory.n_qmc"][1])}
+    out = subprocess.run(
+        [sys.executable, "-c", _SOLVE, json.dumps(settings)],
+        capture_output=True, text=True, check=True, timeout=900,
+    )  # fmt: skip
+    r = types.SimpleNamespace(**json.loads(out.stdout.strip().splitlines()[-1]))
     assert r.converged
     return r
 
