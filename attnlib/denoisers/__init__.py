@@ -10,6 +10,6 @@ from __future__ import annotations
 
 # spectral first: it is numpy only, and attnlib.rmt (which nuclear imports) calls it
 from attnlib.denoisers.spectral import Integrals, integrate  # isort: skip
-from attnlib.denoisers.nuclear import nuclear_integrals
+from attnlib.denoisers.nuclear import nuclear_integrals, nuclear_spectrum
 
-__all__ = ["Integrals", "integrate", "nuclear_integrals"]
+__all__ = ["Integrals", "integrate", "nuclear_integrals", "nuclear_spectrum"]

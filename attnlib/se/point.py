@@ -9,15 +9,14 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import fixed_point
-from attnlib import tasks as _tasks
+from attnlib import channels, fixed_point
+from attnlib.denoisers.nuclear import nuclear_integrals, nuclear_spectrum
 from attnlib.se import engine, propagation
 from attnlib.se.input import InputSide, input_side, input_trace
 from attnlib.se.output import cold_prox as _cold_prox
 from attnlib.se.output import lower_minima, output_arrays, summarize
 from attnlib.se.results import SEResult, WarmStart
 from attnlib.se.test_error import test_errors
-from attnlib.spectral_map import SpectralMap
 
 __all__ = [
     "Problem",
@@ -77,7 +76,7 @@ class Attempt(NamedTuple):
 
 
 def _linear(pb) -> bool:
-    return isinstance(pb.task, _tasks.Linear)
+    return channels.for_task(pb.task).closed_form_output
 
 
 def cold_prox(pb: Problem, x):
@@ -228,9 +227,8 @@ def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None) -> SEResult:
     spec = None
     if trace is None and q != 0.0 and pb.penalty == "nuclear" and len(sides) > 2:
         # one spectrum for the trace (as input_trace computes it) and the error
-        spec = propagation.nuclear_spectrum(pb.target, i.Delta_eff, i.c, i.tau)
-        fx = SpectralMap(i.c, i.tau, "nuclear").f(np.asarray(spec.x))
-        trace = float(np.sum(np.asarray(spec.w) * fx * (np.asarray(spec.x) > -np.inf)))
+        spec = nuclear_spectrum(pb.target, i.Delta_eff, i.c, i.tau)
+        trace = nuclear_integrals(pb.target, i.Delta_eff, i.c, i.tau, spec=spec).trace
     if len(sides) > 2:
         error = propagation.metric_error(pb, lam, x, sides[2], (o.train_loss, te, mse), spec)
     elif _linear(pb):

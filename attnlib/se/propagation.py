@@ -40,8 +40,8 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import rmt
-from attnlib import tasks as _tasks
+from attnlib import channels
+from attnlib.denoisers.nuclear import nuclear_spectrum
 from attnlib.se.input import input_side
 from attnlib.se.output import output_arrays
 from attnlib.se.test_error import test_errors
@@ -49,7 +49,6 @@ from attnlib.se.test_error import test_errors
 __all__ = [
     "PROBE_POINTS",
     "STEP",
-    "nuclear_spectrum",
     "metric_errors",
     "metric_error",
     "own_error",
@@ -101,12 +100,6 @@ def _output_jacobian(pb, x, prox, steps):
     return np.stack(cols, axis=1)
 
 
-def nuclear_spectrum(target, Delta, c, tau):
-    """The spectrum of ``R`` at the fixed point, with the nuclear map's kink as a
-    breakpoint: what :func:`attnlib.se.input.input_trace` integrates (shared with it)."""
-    return rmt.deformed_spectrum(target, Delta, breakpoints=(tau / c,))
-
-
 def _nuclear_jacobian(lam, conj, spec):
     """``d (m, q, v) / d (m_hat, q_hat, a_hat)`` of the nuclear input side from the
     spectrum ``spec`` at the fixed point. In ``c`` and ``tau`` at fixed ``Delta`` the
@@ -145,8 +138,8 @@ def _nuclear_jacobian(lam, conj, spec):
 
 def _input_jacobian(pb, lam, conj, spec=None):
     """``d (m, q, v) / d (m_hat, q_hat, a_hat)`` at the fixed point (``spec``: its
-    spectrum, :func:`nuclear_spectrum`, computed if None); the Frobenius input side is
-    closed-form (forward differences)."""
+    spectrum, :func:`attnlib.denoisers.nuclear_spectrum`, computed if None); the
+    Frobenius input side is closed-form (forward differences)."""
     if pb.penalty == "nuclear":
         if spec is None:
             m_hat, q_hat, a_hat = conj
@@ -189,9 +182,9 @@ def metric_errors(pb, lam, x, fixed, metrics, spec=None) -> np.ndarray:
     docstring). ``fixed = (prox, means, image)``: the prox points, per-scrambling
     output means ``(R, 4)`` (``a_hat, q_hat, m_hat, train_loss``) and the input side
     ``(m, q, v, rank)`` of the map's evaluation at ``x``; ``spec``: the nuclear input
-    side's spectrum there (:func:`nuclear_spectrum`; computed if None). 0 for the
+    side's spectrum there (:func:`attnlib.denoisers.nuclear_spectrum`; computed if None). 0 for the
     linear task (closed forms); NaN with a single scrambling (no error estimate)."""
-    if isinstance(pb.task, _tasks.Linear):
+    if channels.for_task(pb.task).closed_form_output:
         return np.zeros(3)
     prox, means, _ = fixed
     means = np.asarray(means, dtype=float)

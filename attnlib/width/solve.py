@@ -10,8 +10,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, fixed_point, se
-from attnlib import tasks as _tasks
+from attnlib import _checks, channels, fixed_point, se
 from attnlib.se import engine as se_engine
 from attnlib.se import point, robust
 from attnlib.se.output import check_task, output_arrays, qmc_points
@@ -59,7 +58,7 @@ def _problem(task, target, point_, qmc, memory):
 
 
 def _check_global(pb, x, prox):
-    if isinstance(pb.task, _tasks.Linear):
+    if channels.for_task(pb.task).closed_form_output:
         return prox, 0
     d = pb.data
     out = output_arrays(pb.task, d.z, d.alpha, d.Q0, jnp.asarray(x), prox, mode="full")
