@@ -14,7 +14,7 @@ unexport XLA_FLAGS
 # JAX's persistent compilation cache, shared by the book build, nbval, the tests
 # and class mode: a fresh kernel reads compiled functions from disk instead of
 # compiling them again. It lives in the user's cache directory, the folder that
-# importing attnlib selects by default ($ATTNLIB_JAX_CACHE, else
+# attnlib.configure_jax() selects by default ($ATTNLIB_JAX_CACHE, else
 # $XDG_CACHE_HOME/attnlib/jax, else ~/.cache/attnlib/jax); delete it to clear it.
 # Override with `make JAX_CACHE=DIR ...`; ATTNLIB_JAX_CACHE=off turns it off.
 ATTNLIB_CACHE_SETTING := $(filter-out off,$(ATTNLIB_JAX_CACHE))

@@ -1,21 +1,27 @@
 """attnlib: high-dimensional theory of single-head tied attention.
 
-Importing attnlib switches JAX to float64 (``jax_enable_x64``): every theory
-computation in the library is done in double precision. Training routines
-take an explicit ``dtype`` when single precision is wanted for speed.
+Importing attnlib changes no JAX configuration. The theory computes in double
+precision: call :func:`attnlib.configure_jax` once, at the top of a script or
+notebook and before anything is compiled, to turn on ``jax_enable_x64`` and JAX's
+persistent compilation cache (in ``~/.cache/attnlib/jax``; see its docstring for
+the folder, ``ATTNLIB_JAX_CACHE`` and a cache configured through JAX). A theory
+function called in float32 mode raises a RuntimeError that names the switch; the
+data and training routines run in either mode (they take an explicit ``dtype``).
 
-Importing attnlib also turns on JAX's persistent compilation cache, so that a new
-process reads the compiled state-evolution engine from disk instead of compiling
-it again (the first ``se.solve`` of a script: tens of seconds of compilation
-without the cache, a few with it; ``benchmarks/fresh_process.py`` measures it).
-The cache lives in ``$XDG_CACHE_HOME/attnlib/jax`` (default
-``~/.cache/attnlib/jax``), or in ``$ATTNLIB_JAX_CACHE`` when that names a folder;
-programs that take at least 0.2 s to compile are stored (unless
-``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` says otherwise). It is set only when
-the user has not configured a cache (``JAX_COMPILATION_CACHE_DIR`` or
-``jax.config.update("jax_compilation_cache_dir", ...)`` before importing attnlib),
-and ``ATTNLIB_JAX_CACHE=off`` leaves it off. Import attnlib before compiling
-anything: JAX fixes its cache at the first compilation. Delete the folder to clear it.
+::
+
+    import attnlib
+
+    attnlib.configure_jax()  # float64 and the compilation cache, for this process
+
+Why a switch and not float64 scoped to each call: JAX 0.10 still has the scoped
+form (``with jax.enable_x64(True):``; ``jax.experimental.enable_x64`` is gone),
+but arrays made inside such a scope are silently cut to float32 when the caller
+computes with them outside it, and the book's simulations (data sets, training,
+GAMP) rely on process-wide float64 as much as the state evolution does. The
+compilation cache is process configuration too, so it moved into the same switch:
+with it, a fresh script's first ``se.solve`` reads the compiled engine from disk
+(``benchmarks/fresh_process.py``).
 
 Modules and packages (one idea per file; every public name is importable from the
 module or package named here):
@@ -39,41 +45,8 @@ module or package named here):
 Conventions and notation: the book's "Notation and conventions" page (``book/notation.md``).
 """
 
-import os
-import pathlib
+from attnlib._jax_config import configure_jax
 
-import jax
-
-jax.config.update("jax_enable_x64", True)
-
-_MIN_COMPILE_TIME_S = 0.2  # the Makefile's value: the engine's small programs too
-
-
-def _default_cache_dir():
-    """attnlib's compilation-cache folder, or None (turned off, or configured by the
-    user through JAX)."""
-    setting = os.environ.get("ATTNLIB_JAX_CACHE", "").strip()
-    if setting.lower() == "off" or jax.config.jax_compilation_cache_dir:
-        return None
-    if setting:
-        return pathlib.Path(setting).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
-    return pathlib.Path(base) / "attnlib" / "jax"
-
-
-def _enable_compilation_cache():
-    folder = _default_cache_dir()
-    if folder is None:
-        return
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:  # a read-only home: run without the cache
-        return
-    jax.config.update("jax_compilation_cache_dir", str(folder))
-    if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", _MIN_COMPILE_TIME_S)
-
-
-_enable_compilation_cache()
+__all__ = ["__version__", "configure_jax"]
 
 __version__ = "0.1.0"

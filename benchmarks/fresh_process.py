@@ -1,9 +1,10 @@
 """A script's first se.solve in a fresh process, with and without the compilation cache.
 
-Importing attnlib turns on JAX's persistent compilation cache (see attnlib's package
-docstring). This script times, each in a new interpreter, the script
+``attnlib.configure_jax()`` turns on JAX's persistent compilation cache (with float64;
+see attnlib's package docstring). This script times, each in a new interpreter, the script
 
     import attnlib; from attnlib import se, tasks; from attnlib.targets import Wishart
+    attnlib.configure_jax()
     se.solve(tasks.Seq2Seq(T=2), Wishart(0.5), 0.3, 0.1)
 
 (wall time from before the import to the result, compilation included) with
@@ -28,6 +29,7 @@ import time
 
 SCRIPT = (
     "import attnlib; from attnlib import se, tasks; from attnlib.targets import Wishart;"
+    "attnlib.configure_jax();"
     "r = se.solve(tasks.Seq2Seq(T=2), Wishart(0.5), 0.3, 0.1); print(r.converged)"
 )
 

@@ -38,7 +38,10 @@ os.environ.setdefault(
 
 import jax  # noqa: E402
 
+import attnlib  # noqa: E402
 from attnlib import sweep, targets, tasks, train  # noqa: E402
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 LAM = 0.1
 

@@ -31,8 +31,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import attnlib
 from attnlib import targets, tasks, train
 from attnlib.train.adam import _optax_chunk, _optimizer, _Static
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 D, T, ALPHA = 100, 2, 1.0
 CHUNK = 10  # Adam steps per timed call

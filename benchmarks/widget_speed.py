@@ -21,7 +21,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+import attnlib  # noqa: E402
 from attnlib import widgets  # noqa: E402
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 FIRST_BUDGET_S = 5.0
 UPDATE_BUDGET_S = 0.3

@@ -1,8 +1,8 @@
 """Test-wide settings: float64 JAX (theory is computed in double precision), a
 non-interactive matplotlib backend, and JAX's persistent compilation cache.
 
-Both JAX settings are attnlib's own, made when it is imported (see its package
-docstring): the compilation cache keeps compiled XLA programs on disk between
+Both JAX settings are made by ``attnlib.configure_jax()`` (importing attnlib makes
+none; see its package docstring): the compilation cache keeps compiled XLA programs on disk between
 processes, so that a fresh test run (or book build, or script) does not recompile
 the state-evolution engine. It lives in ``$XDG_CACHE_HOME/attnlib/jax`` (default
 ``~/.cache/attnlib/jax``), or in ``$ATTNLIB_JAX_CACHE`` when that names a folder;
@@ -16,13 +16,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-import attnlib  # noqa: E402, F401  (float64 and the compilation cache)
+import attnlib  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)
+attnlib.configure_jax()  # float64 and the compilation cache, before any test compiles
 
 
 def _symmetric_basis(d: int) -> list:

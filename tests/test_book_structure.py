@@ -128,7 +128,11 @@ if "google.colab" in sys.modules and not os.path.isdir("data"):
     subprocess.run(["git", "clone", "--depth=1", REPOSITORY, "attnlib-book"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "./attnlib-book[book]"], check=True)
     os.chdir("attnlib-book/book")
-QUICK = os.environ.get("ATTNLIB_QUICK", "0") == "1"'''
+QUICK = os.environ.get("ATTNLIB_QUICK", "0") == "1"
+
+import attnlib
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles'''
 
 
 def _repository_url() -> str:

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import bayes, channels, se, tasks
 from attnlib.se import output as se_output
 from attnlib.se import test_error as se_test_error

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import channels, tasks
 from attnlib.channels import losses, small
 from attnlib.channels.losses import grad_hess_batch

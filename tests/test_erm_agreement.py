@@ -32,7 +32,7 @@ import jax
 import numpy as np
 import pytest
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import se, targets, tasks, train
 
 D = 40

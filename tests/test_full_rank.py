@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pytest
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import bayes, se, targets, tasks, thresholds, train
 
 W2 = targets.Wishart(2.0)

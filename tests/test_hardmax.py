@@ -16,7 +16,7 @@ import pytest
 import scipy.optimize
 import scipy.stats
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import amp, bayes, channels, hardmax, se, targets, tasks, thresholds
 from attnlib.channels import hardmax as hm
 from attnlib.hardmax import state_evolution as hse

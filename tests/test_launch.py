@@ -31,7 +31,9 @@ SIMULATE = textwrap.dedent(
     import json, os, subprocess, sys, types
     site, repo, chapter = sys.argv[1:4]
     sys.path.insert(0, site)  # stands for Colab's site-packages
-    sys.modules["google.colab"] = types.ModuleType("google.colab")
+    colab = types.ModuleType("google.colab")
+    colab.output = types.ModuleType("google.colab.output")  # jax imports it on Colab
+    sys.modules["google.colab"] = colab
     real_run = subprocess.run
 
     def offline_run(cmd, **kw):

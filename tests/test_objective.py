@@ -31,7 +31,7 @@ import jax
 import numpy as np
 import pytest
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import finite_size, se, targets, tasks, train
 
 KAPPA0 = 0.5

@@ -12,7 +12,7 @@ import jax
 import numpy as np
 import pytest
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import scaling, se, tasks, train
 from attnlib.scaling import (
     LamSchedule,

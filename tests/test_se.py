@@ -33,7 +33,7 @@ import pytest
 from data.make_se_reference import FIELDS as REF_FIELDS  # the grid the reference was made on
 from data.make_se_reference import TASKS as REF_TASKS
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import channels, fixed_point, scaling, se, tasks, train
 from attnlib.targets import Wishart
 

@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 import pytest
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import se, targets, tasks
 from attnlib.se import drivers, engine, point, several
 

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pytest
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import rmt, se, spectrum, targets, tasks, train
 
 D = 1000  # overlap checks

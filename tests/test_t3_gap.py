@@ -33,7 +33,9 @@ def record() -> dict:
 # isolated further.
 _SOLVE = """
 import json, sys
+import attnlib
 from attnlib import se, targets, tasks
+attnlib.configure_jax()
 s = json.loads(sys.argv[1])
 task, target = tasks.Seq2Seq(T=s["T"], noise=s["noise"]), targets.Wishart(s["kappa0"])
 r = se.solve(task, target, s["alpha"], s["lam"], n_qmc=s["n_qmc"], seed=0)

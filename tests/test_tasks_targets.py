@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import targets, tasks
 
 # ----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 from scipy import integrate
 from scipy.optimize import minimize_scalar
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import se, tasks, thresholds, train
 from attnlib.targets import Explicit, PowerLaw, Wishart
 

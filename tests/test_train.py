@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import targets, tasks, train
 from attnlib.train.objective import _factorized_objective, _preacts, _value_and_sym_grad
 

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pytest
 
-import attnlib  # noqa: F401  (float64)
+import attnlib  # noqa: F401
 from attnlib import rmt, se, targets, tasks, thresholds, train, width
 
 W05 = targets.Wishart(0.5)
@@ -49,7 +49,7 @@ def test_rank_cutoff_and_input_side_against_sampled_matrices():
     f, fp = _truncated(c, tau, x[-p - 1])  # the map at finite d keeps exactly p values
     F = (U * f(x)) @ U.T
     m_emp, q_emp = np.sum(F * S0) / d, np.sum(F * F) / d
-    div_emp = rmt.divergence_spectral(x, f, fp) / d**2
+    div_emp = rmt.spectral_divergence(x, f, fp) / d**2
     m_hat = 1.0
     side = width.constrained_input_side(W05, m_hat, Delta * m_hat**2, m_hat / c, tau * m_hat / c,
                                         kappa)  # fmt: skip
@@ -78,7 +78,7 @@ def test_divergence_of_truncated_map_by_finite_differences(symmetric_basis):
     div = sum(np.sum(E * (F(B + eps * E) - F(B - eps * E))) / (2 * eps) for E in symmetric_basis(d))
     x = np.linalg.eigvalsh(B)
     f, fp = _truncated(1.5, 0.2, 0.5 * (x[-p] + x[-p - 1]))
-    assert abs(rmt.divergence_spectral(x, f, fp) - div) < 1e-6
+    assert abs(rmt.spectral_divergence(x, f, fp) - div) < 1e-6
 
 
 def test_input_side_inactive_constraint_is_the_convex_one():

@@ -20,6 +20,10 @@ This class is the generic channel (any differentiable task, e.g.
 form (:mod:`attnlib.channels.linear`, :mod:`attnlib.channels.softmax`,
 :mod:`attnlib.channels.hardmax_channel`). :func:`attnlib.channels.for_task` picks the
 channel of a task; it is the one place that asks which task it is.
+
+Every theory computation in JAX goes through a channel, so a channel is where the
+theory asks for float64: making one in float32 mode raises a RuntimeError that names
+:func:`attnlib.configure_jax`.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from attnlib import _jax_config
 from attnlib import tasks as _tasks
 from attnlib.bayes import channels as _bayes_channels
 from attnlib.channels.prox import Prox, _all_starts, _finish_jit, _prox_jit
@@ -76,6 +81,7 @@ class Channel:
     def __post_init__(self):
         if not isinstance(self.task, _tasks.Task):
             raise ValueError(f"task must be an attnlib.tasks.Task, got {self.task!r}")
+        _jax_config.require_float64(f"the output channel of {self.task!r}")
 
     closed_form_output = False  # the output step and the output side in closed form
     exact_prox = False  # the prox by enumeration (no starts, no Newton)

@@ -56,7 +56,6 @@ from __future__ import annotations
 from attnlib.rmt.divergence import (
     SpectralIntegrals,
     conditional_overlap,
-    divergence_spectral,
     spectral_divergence,
     spectral_integrals,
     stein_mse,
@@ -75,7 +74,6 @@ __all__ = [
     "conditional_overlap",
     "deformed_spectrum",
     "density",
-    "divergence_spectral",
     "isolated_eigenvalues",
     "outliers",
     "semicircle_density",

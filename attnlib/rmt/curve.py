@@ -10,6 +10,8 @@ import numpy as np
 from attnlib.rmt.law import _F0, _G, _TINY, _F_Fy, _G_real, _Law
 from attnlib.rmt.roots import _bracketed_newton
 
+__all__: list[str] = []  # helpers of attnlib.rmt's public functions, no public name
+
 # |1/F - Delta| at this multiple of eps Delta is rounding: y is then the root to float64
 _ROUND = 4.0 * np.finfo(float).eps
 

@@ -26,7 +26,6 @@ __all__ = [
     "spectral_integrals",
     "stein_mse",
     "spectral_divergence",
-    "divergence_spectral",
 ]
 
 
@@ -99,17 +98,31 @@ def _eigen_values(xp, name, values):
     return xp.asarray(a) if xp is not np else np.asarray(a, dtype=float)
 
 
+def _apply_maps(x, f, fprime):
+    """``(x, f(x), fprime(x))`` for callables ``f`` and ``fprime`` (numpy unless ``x`` is
+    a jax array)."""
+    if not (callable(f) and callable(fprime)):
+        raise ValueError("f and fprime must both be arrays of shape (d,) or both callables")
+    if not isinstance(x, jax.Array):
+        x = np.asarray(_checks.finite_array("x", x, ndim=1), dtype=float)
+        return x, np.asarray(f(x), dtype=float), np.asarray(fprime(x), dtype=float)
+    return x, f(x), fprime(x)
+
+
 def spectral_divergence(x, f, fprime, *, block: int = 1 << 22):
     r"""Divergence of the spectral map ``F(B) = O f(diag(x)) O^T`` at a symmetric ``B``.
 
-    ``x`` (``(d,)``): the eigenvalues of ``B``; ``f``, ``fprime`` (``(d,)``): the values
-    ``f(x_i)`` and ``f'(x_i)``. Over the ``D = d(d+1)/2`` orthonormal coordinates of
+    ``x`` (``(d,)``): the eigenvalues of ``B``; ``f``, ``fprime``: the values ``f(x_i)``
+    and ``f'(x_i)`` (arrays ``(d,)``), or vectorized callables mapping ``(d,)`` to
+    ``(d,)``, applied to ``x``. Over the ``D = d(d+1)/2`` orthonormal coordinates of
     symmetric matrices
     ``div F = sum_i f'(x_i) + sum_{i<j} (f(x_i) - f(x_j)) / (x_i - x_j)``; eigenvalues
     closer than ``1e-12 max(1, max|x|)`` count as tied and use ``(f'(x_i) + f'(x_j)) / 2``.
     Works on numpy arrays (returns a float) and on jax arrays (returns a jax scalar,
     also under ``jax.jit``); memory ``O(block)`` per row block.
     """
+    if callable(f) or callable(fprime):
+        x, f, fprime = _apply_maps(x, f, fprime)
     xp = _xp(x, f, fprime)
     x, f, fprime = (_eigen_values(xp, n, v) for n, v in (("x", x), ("f", f), ("fprime", fprime)))
     d = x.shape[0]
@@ -129,19 +142,3 @@ def spectral_divergence(x, f, fprime, *, block: int = 1 << 22):
         upper = np.arange(d)[None, :] > rows[:, None]
         total = total + xp.sum(xp.where(upper, q, 0.0))
     return float(total) if xp is np else total
-
-
-def divergence_spectral(eigs, f: Callable, fprime: Callable) -> float:
-    """:func:`spectral_divergence` with callables: ``f`` and ``fprime`` applied to ``eigs``.
-
-    ``eigs`` (``(d,)``, finite): eigenvalues of the symmetric matrix; ``f``, ``fprime``:
-    vectorized callables mapping ``(d,)`` to ``(d,)``.
-    """
-    x = np.asarray(_checks.finite_array("eigs", eigs, ndim=1), dtype=float)
-    if not (callable(f) and callable(fprime)):
-        raise ValueError("f and fprime must be vectorized callables")
-    fx = np.asarray(f(x), dtype=float)
-    dx = np.asarray(fprime(x), dtype=float)
-    if fx.shape != x.shape or dx.shape != x.shape:
-        raise ValueError("f and fprime must map eigs (d,) to arrays of shape (d,)")
-    return spectral_divergence(x, fx, dx)

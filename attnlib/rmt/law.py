@@ -20,6 +20,8 @@ import numpy as np
 from attnlib import _checks
 from attnlib.targets import SpectralMeasure, Spiked, Target, Wishart
 
+__all__: list[str] = []  # helpers of attnlib.rmt's public functions, no public name
+
 _TINY = 1e-300
 
 

@@ -6,6 +6,8 @@ import warnings
 
 import numpy as np
 
+__all__: list[str] = []  # helpers of attnlib.rmt's public functions, no public name
+
 
 def _bracketed_newton(fun, a, b, fa_sign, *, x0=None, xtol=1e-14, maxiter=200, name="rmt"):
     """Solve ``fun(x)[0] = 0`` for each entry, given brackets ``[a, b]`` (either order).

@@ -34,8 +34,7 @@ Modules: :mod:`~attnlib.sweep.grid` (declaration, keys), :mod:`~attnlib.sweep.ca
 :mod:`~attnlib.sweep.runner` (Dask, progress), :mod:`~attnlib.sweep.table` (results).
 """
 
-from .cache import Cache, CorruptEntry
-from .cache import default_dir as default_cache_dir
+from .cache import Cache, CorruptEntry, default_cache_dir
 from .execute import ERROR, NOT_CONVERGED, OK
 from .grid import Grid, product
 from .runner import local_client, run

@@ -20,14 +20,14 @@ import tempfile
 import warnings
 from pathlib import Path
 
-__all__ = ["default_dir", "CorruptEntry", "Cache"]
+__all__ = ["default_cache_dir", "CorruptEntry", "Cache"]
 
 MAGIC = b"ATTNLIB-SWEEP-1\n"
 _DIGEST = 32
 log = logging.getLogger(__name__)
 
 
-def default_dir() -> Path:
+def default_cache_dir() -> Path:
     """``$ATTNLIB_SWEEP_CACHE``, else ``$XDG_CACHE_HOME/attnlib/sweep``
     (``~/.cache/attnlib/sweep``)."""
     env = os.environ.get("ATTNLIB_SWEEP_CACHE")

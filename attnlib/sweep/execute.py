@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from attnlib import _jax_config
+
 __all__ = ["call_point", "run_task"]
 
 OK, NOT_CONVERGED, ERROR = "ok", "not_converged", "error"
@@ -55,10 +57,16 @@ def call_point(fn: Callable, point: Mapping, chained: bool, init) -> dict:
     }
 
 
-def run_task(fn: Callable, points: Sequence[Mapping], chained: bool = False, init=None):
+def run_task(
+    fn: Callable, points: Sequence[Mapping], chained: bool = False, init=None, *, float64=False
+):
     """Evaluate ``fn`` at ``points`` in order; along a chain, each point starts from the
     state of the previous one (an errored point hands on the state it received).
+    ``float64=True`` (the caller is in float64 mode) runs :func:`attnlib.configure_jax`
+    first, in a worker process before it computes: importing attnlib does not.
     Returns the list of records."""
+    if float64:
+        _jax_config.configure_jax()
     records = []
     for point in points:
         rec = call_point(fn, point, chained, init)

@@ -30,7 +30,9 @@ from typing import NamedTuple
 from distributed import Client, LocalCluster, as_completed
 from tqdm.auto import tqdm
 
-from .cache import Cache, default_dir
+from attnlib import _jax_config
+
+from .cache import Cache, default_cache_dir
 from .execute import ERROR, OK, run_task
 from .grid import Grid
 from .table import SweepResult, make_table
@@ -173,9 +175,12 @@ def _execute(grid: Grid, tasks, sink: _Sink, dask) -> None:
             )
         return
     futures = {}
+    float64 = _jax_config.float64_enabled()  # the workers compute in this process's precision
     for indices, init in tasks:
         points = [grid.points[i] for i in indices]
-        futures[dask.submit(run_task, grid.fn, points, chained, init, pure=False)] = indices
+        futures[
+            dask.submit(run_task, grid.fn, points, chained, init, float64=float64, pure=False)
+        ] = indices
     for fut in as_completed(futures):
         indices = futures.pop(fut)
         try:
@@ -225,7 +230,7 @@ def run(
     if not isinstance(grid, Grid):
         raise ValueError(f"grid must be an attnlib.sweep.Grid, got {type(grid).__name__}")
     t0 = time.perf_counter()
-    store = Cache(cache_dir or default_dir(), grid.name) if cache else None
+    store = Cache(cache_dir or default_cache_dir(), grid.name) if cache else None
     keys = grid.keys()
     records = [store.load(k) if store is not None else None for k in keys]
     for rec in records:

@@ -42,7 +42,10 @@ import jax
 import numpy as np
 from data import _common as C
 
+import attnlib
 from attnlib import amp, se, sweep, targets, tasks, train
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 TARGET = targets.Wishart(0.5)
 LAM = 0.05

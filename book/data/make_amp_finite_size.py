@@ -24,9 +24,10 @@ import jax
 import numpy as np
 from data import _common as C
 
+import attnlib
 from attnlib import se, targets, tasks, train
 
-jax.config.update("jax_enable_x64", True)
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 HERE = Path(__file__).resolve().parent
 TARGET = targets.Wishart(0.5)

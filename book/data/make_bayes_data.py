@@ -35,7 +35,10 @@ import jax
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+import attnlib
 from attnlib import bayes, se, targets, tasks
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 HERE = Path(__file__).resolve().parent
 TARGET = targets.Wishart(0.5)

@@ -38,13 +38,15 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 try:
-    import attnlib  # noqa: F401
+    import attnlib
 except ImportError:  # a checkout without `pip install -e .`: use the repository's copy
     sys.path.insert(0, str(HERE.parents[1]))
-    import attnlib  # noqa: F401
+    import attnlib
 from data import _common as C  # noqa: E402
 
 from attnlib import rmt, se, spectrum, targets, tasks, train  # noqa: E402
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 SEED = 411
 NOISE = 0.25  # label-noise variance on the logits (as in the rest of the spectrum lecture)

@@ -49,6 +49,8 @@ from data import _common as C
 import attnlib
 from attnlib import sweep, targets, tasks, train
 
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
+
 SEED = 2025
 
 # ----------------------------------------------------------------------------

@@ -43,9 +43,11 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from data import make_finite_size as FS  # noqa: E402
 
-import attnlib  # noqa: E402, F401  (float64)
+import attnlib  # noqa: E402
 from attnlib import channels, se, targets, tasks, train  # noqa: E402
 from attnlib.se import output as se_output  # noqa: E402
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 OUT = HERE / "finite_size_checks.json"
 FULL = {"solver": {"d": 40, "seeds": (0, 1, 2)}, "n_qmc": 32768}

@@ -27,8 +27,11 @@ if __package__ in (None, ""):  # run as a file: make `data` importable
 import jax
 import numpy as np
 
+import attnlib
 from attnlib import hardmax, targets, tasks
 from attnlib.hardmax import state_evolution as hse
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 TASK = tasks.Hardmax(T=2)
 TARGET = targets.Wishart(0.5)

@@ -54,9 +54,11 @@ import jax
 import numpy as np
 from data import _common as C
 
-import attnlib  # noqa: F401  (float64)
+import attnlib
 from attnlib import bayes, hardmax, sweep, targets, tasks, train
 from attnlib.hardmax import state_evolution as hse
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 SEED = 1414
 KAPPA0 = 0.5

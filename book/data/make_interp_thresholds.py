@@ -19,8 +19,10 @@ import json
 import time
 from pathlib import Path
 
-import attnlib  # noqa: F401  (float64)
+import attnlib
 from attnlib import targets, tasks, thresholds
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "interp_thresholds.json"

@@ -34,11 +34,13 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 try:
-    import attnlib  # noqa: F401
+    import attnlib
 except ImportError:  # a checkout without `pip install -e .`: use the repository's copy
     sys.path.insert(0, str(HERE.parents[1]))
-    import attnlib  # noqa: F401
+    import attnlib
 from attnlib import targets, tasks, train  # noqa: E402
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 SEED = 101
 KAPPA0, NOISE, LAM, ALPHA, T = 0.5, 0.1, 0.02, 0.4, 2

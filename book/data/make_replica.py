@@ -24,9 +24,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import attnlib
 from attnlib import targets, tasks, train
 
-jax.config.update("jax_enable_x64", True)
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 HERE = Path(__file__).resolve().parent
 KEY = jax.random.PRNGKey(25)

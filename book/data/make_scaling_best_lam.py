@@ -19,7 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+import attnlib
 from attnlib import scaling, tasks
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 HERE = Path(__file__).resolve().parent
 TASK = tasks.Linear(T=2, noise=0.1)

@@ -51,6 +51,8 @@ from data import _common as C
 import attnlib
 from attnlib import scaling, se, sweep, tasks, train
 
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
+
 SEED = 505
 
 # ----------------------------------------------------------------------------

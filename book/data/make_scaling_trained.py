@@ -24,9 +24,10 @@ from pathlib import Path
 import jax
 import numpy as np
 
+import attnlib
 from attnlib import scaling, se, tasks, train
 
-jax.config.update("jax_enable_x64", True)
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 HERE = Path(__file__).resolve().parent
 TASK = tasks.Linear(T=2)

@@ -47,8 +47,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import attnlib  # noqa: F401  (float64)
+import attnlib
 from attnlib import se, targets, tasks, train
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 HERE = Path(__file__).resolve().parent
 KEY = jax.random.PRNGKey(2525)

@@ -54,6 +54,8 @@ from data import _common as C
 import attnlib
 from attnlib import spectrum, sweep, targets, tasks, train
 
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
+
 SEED = 404
 MINILM_HEADS = 12  # attention heads per layer of all-MiniLM-L6-v2
 

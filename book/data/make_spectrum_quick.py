@@ -22,10 +22,12 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 try:
-    import attnlib  # noqa: F401
+    import attnlib
 except ImportError:  # a checkout without `pip install -e .`: use the repository's copy
     sys.path.insert(0, str(HERE.parents[1]))
 from attnlib import spectrum, targets, tasks, train  # noqa: E402
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 SEED = 404
 DEC_FIELDS = (

@@ -29,11 +29,13 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 try:
-    import attnlib  # noqa: F401
+    import attnlib
 except ImportError:  # a checkout without `pip install -e .`: use the repository's copy
     sys.path.insert(0, str(HERE.parents[1]))
-    import attnlib  # noqa: F401
+    import attnlib
 from attnlib import rmt, se, spectrum, targets, tasks  # noqa: E402
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 SIZES = (150, 300)  # the sizes of spectrum_spiked_small.npz and spectrum_spiked.npz
 

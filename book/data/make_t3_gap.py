@@ -53,8 +53,10 @@ import jax
 import numpy as np
 from data import _common as C
 
-import attnlib  # noqa: F401  (float64)
+import attnlib
 from attnlib import se, sweep, targets, tasks, train
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 SEED = 2609
 T = 3

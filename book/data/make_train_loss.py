@@ -41,8 +41,10 @@ from pathlib import Path
 import jax
 import numpy as np
 
-import attnlib  # noqa: F401  (float64)
+import attnlib
 from attnlib import se, targets, tasks, train
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "train_loss_fs.npz"

@@ -50,8 +50,10 @@ import jax
 import numpy as np
 from data import _common as C
 
-import attnlib  # noqa: F401  (float64)
+import attnlib
 from attnlib import rmt, se, sweep, targets, tasks, train, width
+
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 SEED = 4242
 KAPPA0 = 0.5

@@ -1,0 +1,80 @@
+"""attnlib's one switch of JAX's process configuration: :func:`configure_jax`.
+
+Importing attnlib changes no JAX setting. The theory computes in double precision,
+so it needs ``jax_enable_x64``; :func:`configure_jax` turns it on, together with
+JAX's persistent compilation cache, and :func:`require_float64` is the check with
+which the theory refuses to run in float32 (naming the switch).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import jax
+
+__all__ = ["configure_jax", "float64_enabled", "require_float64"]
+
+_MIN_COMPILE_TIME_S = 0.2  # the Makefile's value: the engine's small programs too
+
+
+def _default_cache_dir():
+    """attnlib's compilation-cache folder, or None (turned off, or configured by the
+    user through JAX)."""
+    setting = os.environ.get("ATTNLIB_JAX_CACHE", "").strip()
+    if setting.lower() == "off" or jax.config.jax_compilation_cache_dir:
+        return None
+    if setting:
+        return pathlib.Path(setting).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
+    return pathlib.Path(base) / "attnlib" / "jax"
+
+
+def _enable_compilation_cache() -> None:
+    folder = _default_cache_dir()
+    if folder is None:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only home: run without the cache
+        return
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", _MIN_COMPILE_TIME_S)
+
+
+def configure_jax() -> None:
+    """Set this process up for attnlib's theory: float64 and the compilation cache.
+
+    Call it once, at the top of a script or notebook, before anything is compiled
+    with JAX. It turns on ``jax_enable_x64`` (every theory computation of attnlib is
+    done in double precision; the training routines take an explicit ``dtype`` when
+    single precision is wanted) and JAX's persistent compilation cache, so that a
+    new process reads the compiled state-evolution engine from disk instead of
+    compiling it again. The cache lives in ``$XDG_CACHE_HOME/attnlib/jax`` (default
+    ``~/.cache/attnlib/jax``), or in ``$ATTNLIB_JAX_CACHE`` when that names a folder;
+    programs that take at least 0.2 s to compile are stored (unless
+    ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` says otherwise). A cache the user
+    configured through JAX (``JAX_COMPILATION_CACHE_DIR`` or
+    ``jax.config.update("jax_compilation_cache_dir", ...)``) is left as it is, and
+    ``ATTNLIB_JAX_CACHE=off`` leaves the cache off. JAX fixes its cache at its first
+    compilation: called later, the cache is not used in this process. Calling it
+    again changes nothing.
+    """
+    jax.config.update("jax_enable_x64", True)
+    _enable_compilation_cache()
+
+
+def require_float64(what: str) -> None:
+    """Raise a RuntimeError naming :func:`configure_jax` unless JAX is in float64 mode."""
+    if not float64_enabled():
+        raise RuntimeError(
+            f"attnlib's theory computes in float64 ({what}), but JAX is in float32 mode "
+            "(jax_enable_x64 is off): call attnlib.configure_jax() once at the start of "
+            "the program (or jax.config.update('jax_enable_x64', True))"
+        )
+
+
+def float64_enabled() -> bool:
+    """Whether JAX is in float64 mode (``jax_enable_x64``) in this process."""
+    return bool(jax.config.jax_enable_x64)
