@@ -789,8 +789,10 @@ def _later_specs(add, c):
     )
     add(
         hardmax.gamp,
-        dict(task=hm, data=hdata, Q0=1.5, max_iter=3),
-        dict(task="task", data="task", Q0="pos", damping="unit", max_iter="int", v_init="pos"),
+        dict(task=hm, data=hdata, target=c["target"], max_iter=3),
+        dict(
+            task="task", data="task", target="target", damping="unit", max_iter="int", v_init="pos"
+        ),
     )
     add(widgets.BoundedCache, dict(), dict(maxsize="int"))
     for cls in (widgets.ERMExplorer, widgets.SpectrumExplorer, widgets.ScalingExplorer):

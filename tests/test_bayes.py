@@ -255,7 +255,7 @@ def _gamp_mse(task, alpha, d, seeds):
         S0 = W05.sample(k1, d)
         data = tasks.make_dataset(k2, task, S0, tasks.n_samples(alpha, d))
         r = bayes.gamp_rie(task, data, W05, S0=S0, max_iter=100, tol=1e-4)
-        out.append(r.mse[-1])
+        out.append(r.trace[-1])  # the mse of the last iterate
     return np.array(out)
 
 

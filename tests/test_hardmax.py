@@ -294,7 +294,7 @@ def test_gamp_on_data_follows_the_state_evolution_iteration_by_iteration():
             return np.sum(S * S0) / np.sqrt(np.sum(S**2) * np.sum(S0**2))
 
         with pytest.warns(RuntimeWarning, match="residual"):
-            r = hardmax.gamp(task, data, Q0, max_iter=n_it, tol=1e-300, damping=0.0,
+            r = hardmax.gamp(task, data, tg, max_iter=n_it, tol=1e-300, damping=0.0,
                              v_init=0.3, observe=cosine)  # fmt: skip
         runs.append(r.trace)
     runs = np.array(runs)

@@ -14,7 +14,7 @@ arXiv:2408.03733 (GAMP-RIE).
 
 from attnlib.bayes.channels import information, is_gaussian
 from attnlib.bayes.denoiser import mmse_den, rie_denoise, rie_function
-from attnlib.bayes.gamp_rie import GAMPRIEResult, gamp_rie
+from attnlib.bayes.gamp_rie import gamp_rie
 from attnlib.bayes.state_evolution import (
     BayesConfig,
     BayesResult,
@@ -26,7 +26,6 @@ from attnlib.bayes.state_evolution import (
 __all__ = [
     "BayesConfig",
     "BayesResult",
-    "GAMPRIEResult",
     "gamp_rie",
     "information",
     "is_gaussian",

@@ -10,7 +10,7 @@ the labels) is :mod:`attnlib.channels.hardmax`.
   renormalised after each iteration, :func:`gamp`.
 """
 
-from attnlib.hardmax.gamp import HardmaxGAMP, gamp
+from attnlib.hardmax.gamp import gamp
 from attnlib.hardmax.state_evolution import HardmaxSE, output_side, solve
 
-__all__ = ["HardmaxSE", "HardmaxGAMP", "gamp", "output_side", "solve"]
+__all__ = ["HardmaxSE", "gamp", "output_side", "solve"]

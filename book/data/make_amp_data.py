@@ -108,13 +108,13 @@ def robust_gamp(task, data, damping, lam=LAM):
     """GAMP with the given damping; if it breaks down or does not converge, heavier damping."""
     res = None
     for damp in (damping, 0.85, 0.95):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                res = amp.gamp(task, data, lam, damping=damp, tol=1e-7, max_iter=6000)
-        except FloatingPointError as err:
-            C.log(f"   GAMP broke down with damping {damp} ({err})")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            r = amp.gamp(task, data, lam, damping=damp, tol=1e-7, max_iter=6000)
+        if r.status == "breakdown":
+            C.log(f"   GAMP broke down with damping {damp} (after {r.n_iter} iterations)")
             continue
+        res = r
         if res.converged:
             return res
         C.log(f"   GAMP did not converge with damping {damp} (residual {res.residual:.1e})")

@@ -131,13 +131,13 @@ def gamp_point(setting: str, alpha: float, d: int, seed: int, max_iter: int = 15
     bound = 2 * (TARGET.Q0 - TARGET.measure().moment(1) ** 2)
     for damping in DAMPINGS:  # heavier damping when an iteration blows up
         r = bayes.gamp_rie(task, data, TARGET, S0=S0, max_iter=max_iter, tol=1e-5, damping=damping)
-        if np.all(np.isfinite(r.v)) and r.v[-1] < bound:
+        if np.all(np.isfinite(r.trajectory.v)) and r.trajectory.v[-1] < bound:
             break
         log(f"   gamp {setting} alpha={alpha} d={d} seed={seed}: diverged at damping {damping}")
     return {
         "damping": damping,
-        "mse": float(r.mse[-1]),
-        "Delta_eff": float(r.Delta_eff[-1]),
+        "mse": float(r.trace[-1]),  # the mse of each iterate (the observe hook of gamp_rie)
+        "Delta_eff": float(1.0 / (2 * r.trajectory.a_hat[-1])),
         "n_iter": float(r.n_iter),
         "converged": float(r.converged),
     }
@@ -207,11 +207,11 @@ def run_seeds_a005(grid: dict = SEEDS_A005) -> dict:
                 r = bayes.gamp_rie(
                     task, data, TARGET, S0=S0, max_iter=150, tol=1e-5, damping=damping
                 )
-                if np.all(np.isfinite(r.v)) and r.v[-1] < bound:
+                if np.all(np.isfinite(r.trajectory.v)) and r.trajectory.v[-1] < bound:
                     break
             res["damping"][j, s] = damping
-            tail = np.asarray(r.mse[-grid["tail"] :])
-            values = (r.mse[-1], tail.mean(), tail.std(), r.converged, r.n_iter)
+            tail = np.asarray(r.trace[-grid["tail"] :])
+            values = (r.trace[-1], tail.mean(), tail.std(), r.converged, r.n_iter)
             for k, v in zip(keys, values, strict=True):
                 res[k][j, s] = float(v)
             log(f"gamp seeds alpha={a} d={d} seed={seed}: mse {res['mse'][j, s]:.4f}")

@@ -29,16 +29,16 @@ Run from book/ as ``python -m data.make_gamp_iterates`` (writes
 
 from __future__ import annotations
 
-import math
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import amp, channels, se, targets, tasks
+from attnlib import gamp, se, targets, tasks
 
 jax.config.update("jax_enable_x64", True)
 
@@ -80,32 +80,31 @@ def sequence_weights(X) -> jax.Array:
 def gamp_trajectory(task, data, S0, lam, n_iter, per_sequence=True):
     """Undamped GAMP from S_hat = 0; per-iteration (m, q, v, loss), each of shape (n_iter,).
 
+    The loop is :func:`attnlib.gamp.run` with the multi-start ERM output step started at
+    ``h(S_hat)``; ``(m, q)`` of each iterate come back through its ``observe`` hook, ``v``
+    and the output-step loss in its trajectory. ``m``, ``q``, ``v`` at iteration ``t`` are
+    those of the estimate the ``t``-th output step sees (the start at ``t = 0``).
     ``per_sequence``: variances weighted by :func:`sequence_weights` (else uniform)."""
-    X, Y = jnp.asarray(data.X), jnp.asarray(data.Y)
-    n, T, d = X.shape
-    s2 = jnp.asarray(tasks.pair_variances(T))
-    r = sequence_weights(X) if per_sequence else jnp.ones((n, task.n_pairs))
-    alpha = n / d**2
-    S, v = jnp.zeros((d, d)), V_INIT
-    g = jnp.zeros((n, task.n_pairs))
+    d = data.X.shape[2]
     S0 = jnp.asarray(S0)
-    rec = {k: [] for k in ("m", "q", "v", "loss")}
-    for _ in range(n_iter):
-        h = tasks.to_pairs(tasks.preactivations(X, S))
-        V = s2 * v * r
-        omega = h - V * g
-        out = channels.output_step(task, Y, omega, V, starts=h)
-        a_hat = alpha * float(jnp.sum(s2 * jnp.mean(-out.dg * r, axis=0)))
-        if not (math.isfinite(a_hat) and a_hat > 0):
-            raise FloatingPointError(f"GAMP broke down: a_hat = {a_hat}")
-        rec["m"].append(float(jnp.sum(S * S0)) / d)
-        rec["q"].append(float(jnp.sum(S * S)) / d)
-        rec["v"].append(float(v))
-        rec["loss"].append(float(jnp.mean(out.loss)))
-        B = S + amp.data_gradient_sum(X, out.g) / (d * a_hat)
-        S, div = amp.spectral_prox(B, lam / a_hat, "nuclear")
-        v, g = float(div) / (d**2 * a_hat), out.g
-    return {k: np.array(x) for k, x in rec.items()}
+
+    def overlaps(S):
+        S = jnp.asarray(S)
+        return float(jnp.sum(S * S0)) / d, float(jnp.sum(S * S)) / d
+
+    settings = gamp.GAMPSettings(damping=0.0, max_iter=n_iter, tol=1e-300, observe=overlaps)
+    output = gamp.ERMOutput(task, robust=True, warm=False)
+    weights = sequence_weights(jnp.asarray(data.X)) if per_sequence else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a fixed number of iterations
+        start = gamp.Start(jnp.zeros((d, d)), V_INIT)
+        r = gamp.run(output, gamp.SpectralProx("nuclear"), data, start, lam,
+                     settings=settings, weights=weights)  # fmt: skip
+    if r.status == "breakdown":
+        raise FloatingPointError(f"GAMP broke down: a_hat = {r.trajectory.a_hat[-1]}")
+    m, q = np.concatenate([[[0.0, 0.0]], r.trace[:-1]]).T
+    v = np.concatenate([[V_INIT], r.trajectory.v[:-1]])
+    return {"m": m, "q": q, "v": v, "loss": r.trajectory.loss}
 
 
 def run_point(name: str, d: int, seed: int, n_iter: int, per_sequence: bool = True) -> dict:

@@ -65,9 +65,9 @@ def point(d: int, seed: int, n_iter: int = N_ITER) -> dict:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # no convergence asked for
-        r = hardmax.gamp(TASK, data, TARGET.Q0, max_iter=n_iter, tol=1e-300, damping=0.0,
+        r = hardmax.gamp(TASK, data, TARGET, max_iter=n_iter, tol=1e-300, damping=0.0,
                          v_init=V0, observe=cosine)  # fmt: skip
-    return {"cosine": r.trace, "kappa_scale": r.kappa_scale}
+    return {"cosine": r.trace, "kappa_scale": r.trajectory.scale[-1]}
 
 
 def run(quick: bool = False) -> dict:

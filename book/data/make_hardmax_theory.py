@@ -183,7 +183,7 @@ def gamp_point(*, alpha: float, d: int, n_test: int, seed: int) -> dict:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # no convergence asked for
-        r = hardmax.gamp(task(), data, target().Q0, max_iter=N_ITER, tol=1e-300, damping=0.0,
+        r = hardmax.gamp(task(), data, target(), max_iter=N_ITER, tol=1e-300, damping=0.0,
                          v_init=V0, observe=cosine)  # fmt: skip
     row = {f"cosine_{t}": float(c) for t, c in enumerate(r.trace)}
     row["test_error_last"] = float(train.test_error(k_test, task(), S0, r.S, n_test=n_test))

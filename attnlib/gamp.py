@@ -1,0 +1,477 @@
+r"""One GAMP loop on a data set: a channel's output step composed with a spectral denoiser.
+
+The ERM of the attention-indexed model on ``n`` sequences ``X_mu`` of shape ``(T, d)`` is a
+generalised linear model in the ``D = d (d + 1) / 2`` orthonormal coordinates of
+symmetric matrices: ``h_ab(S) = <S, Z_ab>_F`` with
+
+    Z_aa = (x_a x_a^T - I) / sqrt(d),   Z_ab = (x_a x_b^T + x_b x_a^T) / (2 sqrt(d))  (a < b),
+
+whose coordinates are nearly i.i.d. with variance ``sigma_ab^2 / d``,
+``sigma_ab^2 = 1 + delta_ab`` (the book's 04_gamp chapter and its notation page). GAMP
+with one scalar variance ``v`` iterates, with ``alpha = n / d^2``:
+
+1. output step (the *channel*), for every sequence and pair: ``V_ab = sigma_ab^2 v``,
+   ``omega = h(S_hat) - V g_old`` (Onsager term), then ``(g, dg)``: for the ERM
+   ``h* = argmin_h loss(Y, h) + sum_ab (h_ab - omega_ab)^2 / (2 V_ab)``, ``g = (h* -
+   omega) / V``, ``dg = diag dg/domega`` (:class:`ERMOutput`); the zero-scale projection
+   of hardmax attention (:class:`ProjectionOutput`); the Bayes posterior
+   (:class:`PosteriorOutput`);
+2. ``a_hat = alpha sum_ab sigma_ab^2 mean_mu(-dg_ab)``;
+3. ``B = S_hat + (1 / (d a_hat)) sum_mu sum_ab g_ab Z_ab`` (:func:`data_gradient_sum`,
+   without forming the ``Z``);
+4. ``S_hat, v = F(B)`` (the *denoiser*, a spectral map on the matrix ``B``): the
+   proximal map of the penalty with threshold ``tau = lam / a_hat``, eigenvalues ``x ->
+   max(x - tau, 0)`` (nuclear + PSD) or ``x -> x / (1 + tau)`` (Frobenius), with ``v =
+   div F(B) / (d^2 a_hat)`` (:class:`SpectralProx`); or the RIE of a prior
+   (:class:`attnlib.bayes.gamp_rie.RIE`). The divergence is over the ``D`` orthonormal
+   coordinates, ``sum_i f'(x_i) + sum_{i<j} (f(x_i) - f(x_j)) / (x_i - x_j)``.
+
+Then, where asked (hardmax), ``S_hat`` and ``v`` are divided by ``sqrt(Tr(S_hat^2) / (d
+Q0))``, and ``S_hat``, ``v``, ``g`` are damped: ``new = beta old + (1 - beta) update``
+(damping does not move a fixed point). The residual of an iteration is the relative
+change ``||S_new - S_old||_F / max(||S_new||_F, 1e-12)`` before damping.
+
+:func:`run` is the loop; :func:`attnlib.amp.gamp` (ERM), :func:`attnlib.hardmax.gamp`
+(renormalised hardmax) and :func:`attnlib.bayes.gamp_rie` (Bayes-optimal) are its
+configurations. Where both sides are JAX (the ERM and hardmax outputs with the spectral
+prox) one iteration is one compiled call; otherwise (the Bayes posterior and the RIE,
+numpy) it runs on the host. Failure policy: a run that does not reach ``tol`` in
+``max_iter`` iterations returns its last iterate with ``converged=False``; a run that
+breaks down (a non-finite residual or ``a_hat``, or ``a_hat <= 0``) stops and returns NaN
+for ``S``, ``v`` and ``a_hat``; both warn (``RuntimeWarning``) and set
+:attr:`GAMPResult.status`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib import _checks, channels
+from attnlib.rmt import spectral_divergence
+from attnlib.spectral_map import SpectralMap, check_penalty
+from attnlib.tasks import Task, pair_variances, preactivations, to_pairs
+
+__all__ = [
+    "ERMOutput",
+    "GAMPResult",
+    "GAMPSettings",
+    "GAMPTrajectory",
+    "PosteriorOutput",
+    "ProjectionOutput",
+    "SpectralProx",
+    "Start",
+    "data_gradient_sum",
+    "run",
+    "spectral_prox",
+]
+
+
+class GAMPTrajectory(NamedTuple):
+    """Per-iteration scalars of a run, each ``(n_iter,)``: ``v`` (after damping),
+    ``a_hat`` (of the output step), ``loss`` (mean output-step loss ``mean_mu loss(Y_mu,
+    h*_mu)``, NaN for an output step without one) and ``scale`` (the renormalisation
+    factor, NaN when the run is not renormalised)."""
+
+    v: np.ndarray
+    a_hat: np.ndarray
+    loss: np.ndarray
+    scale: np.ndarray
+
+
+class GAMPResult(NamedTuple):
+    """Result of every GAMP of attnlib (:func:`run` and its configurations).
+
+    Attributes:
+      S: the estimate ``S_hat`` ``(d, d)`` (numpy float64) after the last iteration (NaN
+        after a breakdown).
+      v: the scalar GAMP variance after the last iteration.
+      a_hat: ``alpha sum_ab sigma_ab^2 mean(-dg_ab)`` of the last iteration.
+      history: the residual of each iteration (relative change of ``S_hat`` before
+        damping), ``(n_iter,)``.
+      converged: whether the residual fell below ``tol``.
+      n_iter: number of iterations run.
+      residual: the last residual.
+      n_fallback: iterations whose output step needed its last fallback (the multi-start
+        solver of :func:`attnlib.channels.output_step` for the ERM).
+      trace: the values of ``observe(S_hat)`` after each iteration (``(n_iter,)``, or
+        ``(n_iter, k)`` for ``k`` values), empty without ``observe``.
+      trajectory: :class:`GAMPTrajectory`, the per-iteration scalars.
+      status: ``"converged"``, ``"max_iter"`` or ``"breakdown"``.
+    """
+
+    S: np.ndarray
+    v: float
+    a_hat: float
+    history: np.ndarray
+    converged: bool
+    n_iter: int
+    residual: float
+    n_fallback: int = 0
+    trace: np.ndarray = np.zeros(0)
+    trajectory: GAMPTrajectory | None = None
+    status: str = "converged"
+
+
+class GAMPSettings(NamedTuple):
+    """Settings of :func:`run`: ``damping`` in ``[0, 1)`` (weight of the old ``S_hat``,
+    ``v``, ``g``), ``max_iter >= 1``, ``tol > 0`` (on the residual), ``observe`` (``None``
+    or a callable of the numpy ``S_hat`` returning a float or a tuple of floats, recorded
+    after each iteration) and ``name`` (in the warnings)."""
+
+    damping: float = 0.5
+    max_iter: int = 2000
+    tol: float = 1e-8
+    observe: Callable | None = None
+    name: str = "gamp"
+
+
+class Start(NamedTuple):
+    """Where :func:`run` starts: symmetric ``S`` ``(d, d)``, ``v > 0``, ``g`` ``(n, K)``
+    (default zero: no Onsager term at the first step)."""
+
+    S: Any
+    v: float
+    g: Any = None
+
+
+def _check_settings(settings: GAMPSettings) -> GAMPSettings:
+    """Validated settings (ValueError naming the argument and its range)."""
+    damping = _checks.in_interval(
+        "damping", settings.damping, 0.0, 1.0, low_open=False, high_open=True
+    )
+    max_iter = _checks.integer("max_iter", settings.max_iter, 1)
+    tol = _checks.positive("tol", settings.tol)
+    if settings.observe is not None and not callable(settings.observe):
+        raise ValueError(f"observe must be None or a callable of S, got {settings.observe!r}")
+    return settings._replace(damping=damping, max_iter=max_iter, tol=tol)
+
+
+def data_gradient_sum(X: jax.Array, g: jax.Array) -> jax.Array:
+    r"""``sum_mu sum_{a<=b} g_ab Z_ab`` for ``X`` ``(n, T, d)`` and pair values ``g`` ``(n, K)``.
+
+    Equal to ``(sum_mu X_mu^T G_mu X_mu - sum_mu Tr(G_mu) I) / sqrt(d)`` with
+    ``G_aa = g_aa``, ``G_ab = G_ba = g_ab / 2``, because ``X^T G X = sum_a g_aa x_a x_a^T
+    + sum_{a<b} (g_ab / 2)(x_a x_b^T + x_b x_a^T)``; the sum over ``mu`` is one ``(d, n
+    T) @ (n T, d)`` product. With ``g = dloss/dh`` it is the gradient (in ``S``) of
+    ``sum_mu loss(h_mu(S))``.
+    """
+    if not isinstance(X, jax.core.Tracer) and not isinstance(g, jax.core.Tracer):
+        Xa = _checks.finite_array("X", X, ndim=3, max_abs=_checks.MAX_ABS)
+        Xa = np.asarray(Xa)
+        if min(Xa.shape) < 1:
+            raise ValueError(f"X must have shape (n, T, d) with n, T, d >= 1, got {Xa.shape}")
+        K = Xa.shape[1] * (Xa.shape[1] + 1) // 2
+        want = (Xa.shape[0], K)
+        _checks.finite_array("g", g, ndim=2, shape=want, against="X", max_abs=_checks.MAX_ABS)
+    return _data_gradient_sum(jnp.asarray(X), jnp.asarray(g))
+
+
+def _data_gradient_sum(X, g):
+    n, T, d = X.shape
+    ia, ib = np.triu_indices(T)
+    half = jnp.where(jnp.asarray(ia == ib), 1.0, 0.5).astype(g.dtype)
+    G = jnp.zeros((n, T, T), g.dtype).at[:, ia, ib].set(g * half).at[:, ib, ia].set(g * half)
+    GX = jnp.einsum("nab,nbi->nai", G, X)
+    M = X.reshape(n * T, d).T @ GX.reshape(n * T, d)
+    tr = jnp.sum(g * (ia == ib))
+    return (0.5 * (M + M.T) - tr * jnp.eye(d, dtype=g.dtype)) / math.sqrt(d)
+
+
+def spectral_prox(B: jax.Array, tau: float, penalty: str = "nuclear"):
+    """``(F(B), div F(B))`` for the penalty's spectral prox with threshold ``tau >= 0``:
+    eigenvalues ``x -> max(x - tau, 0)`` (nuclear + PSD) or ``x / (1 + tau)`` (Frobenius)."""
+    check_penalty(penalty)
+    tau = _checks.nonnegative("tau", tau)
+    B = jnp.asarray(B)
+    if B.ndim != 2 or B.shape[0] != B.shape[1]:
+        raise ValueError(f"B must be a square (d, d) matrix, got shape {B.shape}")
+    if not isinstance(B, jax.core.Tracer):  # stays differentiable under jax transforms
+        _checks.finite_array("B", np.asarray(B))
+    return _spectral_prox(B, tau, penalty)
+
+
+@functools.partial(jax.jit, static_argnames=("penalty",))
+def _spectral_prox(B, tau, penalty):
+    x, U = jnp.linalg.eigh(0.5 * (B + B.T))
+    fmap = SpectralMap(1.0, tau, penalty)
+    f, fp = fmap.f(x), fmap.fprime(x)
+    S = (U * f[None, :]) @ U.T
+    return 0.5 * (S + S.T), spectral_divergence(x, f, fp)
+
+
+@dataclasses.dataclass(frozen=True)
+class ERMOutput:
+    """The ERM output step of ``task``'s channel: the closed form where the channel has
+    one; else ``n_newton`` safeguarded Newton steps of :func:`attnlib.channels.prox` from
+    the previous ``h*`` (``ok``: every sequence ends at a strict local minimum), or
+    (``robust``) the multi-start :func:`attnlib.channels.output_step` started at the
+    previous ``h*`` (``warm``) or at the current ``h(S_hat)``."""
+
+    task: Task
+    n_newton: int = 4
+    robust: bool = False
+    warm: bool = True
+    jittable = True
+
+    def __call__(self, Y, omega, V, start):
+        task = self.task
+        if channels.for_task(task).closed_form_output:
+            return channels.output_step(task, Y, omega, V), jnp.asarray(True)
+        if self.robust:
+            return channels.output_step(task, Y, omega, V, starts=start), jnp.asarray(True)
+        Vb = jnp.broadcast_to(V, omega.shape)
+        p = channels.prox(task, Y, omega, Vb, start[:, None, :], max_iter=self.n_newton)
+        out, ok = channels.finish(task, Y, omega, Vb, p.h)
+        return out, jnp.all(ok)
+
+    def fallbacks(self) -> tuple:
+        """The output steps tried, in order, when this one is not trusted."""
+        if self.robust or channels.for_task(self.task).closed_form_output:
+            return ()
+        more = dataclasses.replace(self, n_newton=8 * self.n_newton)
+        return (more, dataclasses.replace(self, robust=True))
+
+
+@dataclasses.dataclass(frozen=True)
+class ProjectionOutput:
+    """The zero-scale output step of hardmax attention: the ``1/V``-weighted projection
+    of ``omega`` on the closed region of each sequence's labels
+    (:func:`attnlib.channels.hardmax.projection`)."""
+
+    task: Task
+    warm = True
+    jittable = True
+
+    def __call__(self, Y, omega, V, start):
+        out = channels.hardmax._projection(self.task, Y, omega, jnp.broadcast_to(V, omega.shape))
+        return out, jnp.asarray(True)
+
+    def fallbacks(self) -> tuple:
+        return ()
+
+
+class _Posterior(NamedTuple):
+    g: np.ndarray
+    dg: np.ndarray
+    h: None = None
+    loss: None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PosteriorOutput:
+    """The Bayes-optimal output step of ``task``'s channel, ``g = d/domega log Z_out``,
+    ``dg = diag dg/domega`` (:meth:`attnlib.channels.Channel.posterior_output`, numpy)."""
+
+    task: Task
+    warm = True
+    jittable = False
+
+    def __call__(self, Y, omega, V, start):
+        g, dg = channels.for_task(self.task).posterior_output(Y, omega, V)
+        return _Posterior(g, dg), True
+
+    def fallbacks(self) -> tuple:
+        return ()
+
+
+@dataclasses.dataclass(frozen=True)
+class SpectralProx:
+    """The ERM denoiser: the spectral prox of the penalty at threshold ``lam / a_hat``,
+    ``v = div F(B) / (d^2 a_hat)`` (``lam`` is an operand of :func:`run`)."""
+
+    penalty: str = "nuclear"
+    jittable = True
+
+    def __call__(self, B, a_hat, lam):
+        S, div = _spectral_prox(B, lam / a_hat, self.penalty)
+        return S, div / (B.shape[0] ** 2 * a_hat)
+
+
+class _State(NamedTuple):
+    S: Any
+    v: Any
+    g: Any
+    hstar: Any  # last proximal points (warm start of the output step)
+
+
+class _Aux(NamedTuple):
+    res: Any
+    a_hat: Any
+    loss: Any
+    scale: Any
+
+
+class _Operands(NamedTuple):
+    X: Any
+    Y: Any
+    lam: Any
+    damping: Any
+    Q0: Any  # renormalise Tr S^2 / d to Q0 (None: no renormalisation)
+    r: Any  # per-sequence variance weights (n, K), or None
+
+
+def _iteration(output, denoiser, ops, st):
+    """One GAMP iteration: ``(state, aux, ok)``; on the host (numpy) where a side is not
+    JAX. On the host a breakdown of ``a_hat`` stops before the denoiser (NaN residual)."""
+    xp = jnp if output.jittable and denoiser.jittable else np
+    X, r = ops.X, ops.r
+    n, T, d = X.shape
+    sig2 = xp.asarray(pair_variances(T), X.dtype)
+    h = to_pairs(preactivations(X, st.S))
+    h = h if xp is jnp else np.asarray(h)
+    V = sig2 * st.v if r is None else sig2 * st.v * r
+    omega = h - V * st.g
+    out, ok = output(ops.Y, omega, V, st.hstar if output.warm else h)
+    a_hat = (n / d**2) * xp.sum(sig2 * xp.mean(-out.dg if r is None else -out.dg * r, axis=0))
+    if xp is np and not (math.isfinite(a_hat) and a_hat > 0):
+        return st, _Aux(math.nan, a_hat, math.nan, math.nan), ok
+    dgs = _data_gradient_sum(X, out.g if xp is jnp else jnp.asarray(out.g))
+    B = st.S + (dgs if xp is jnp else np.asarray(dgs)) / (d * a_hat)
+    S_new, v_new = denoiser(B, a_hat, ops.lam)
+    scale = xp.nan
+    if ops.Q0 is not None:  # renormalised: Tr S^2 / d = Q0
+        scale = xp.sqrt(xp.sum(S_new**2) / (d * ops.Q0))
+        S_new, v_new = S_new / scale, v_new / scale
+    res = xp.linalg.norm(S_new - st.S) / xp.maximum(xp.linalg.norm(S_new), 1e-12)
+    b = ops.damping
+    S, v, g = b * st.S + (1 - b) * S_new, b * st.v + (1 - b) * v_new, b * st.g + (1 - b) * out.g
+    loss = xp.nan if out.loss is None else xp.mean(out.loss)
+    return _State(S, v, g, out.h), _Aux(res, a_hat, loss, scale), ok
+
+
+_iteration_jit = jax.jit(_iteration, static_argnames=("output", "denoiser"))
+
+
+def _step(chain, denoiser, ops, st):
+    """One iteration with the output step's fallbacks: ``(state, aux, used the last)``."""
+    for i, output in enumerate(chain):
+        jit = output.jittable and denoiser.jittable
+        new, aux, ok = (_iteration_jit if jit else _iteration)(output, denoiser, ops, st)
+        last = i == len(chain) - 1
+        if last or bool(ok):
+            return new, aux, last and i > 0
+    raise AssertionError("unreachable")
+
+
+def _operands(output, denoiser, data, lam, damping, extra):
+    """Operands and initial arrays: ``(ops, xp)``; ``extra = (Q0, weights)``."""
+    jit = output.jittable and denoiser.jittable
+    X = jnp.asarray(np.asarray(data.X, dtype=np.float64))
+    Y = np.asarray(data.Y, dtype=np.float64)
+    Q0, r = extra
+    if jit:
+        Y, lam, damping = jnp.asarray(Y), jnp.asarray(lam), jnp.asarray(damping)
+        Q0 = None if Q0 is None else jnp.float64(Q0)
+    r = None if r is None else (jnp.asarray(r) if jit else np.asarray(r))
+    return _Operands(X, Y, lam, damping, Q0, r), (jnp if jit else np)
+
+
+def _initial(start: Start, ops, xp, task_pairs) -> _State:
+    n, _, d = ops.X.shape
+    S = xp.asarray(start.S)
+    if S.shape != (d, d):
+        raise ValueError(f"start.S must have shape ({d}, {d}), got {S.shape}")
+    g = xp.zeros((n, task_pairs)) if start.g is None else xp.asarray(start.g)
+    v = xp.asarray(start.v) if xp is jnp else start.v
+    hstar = to_pairs(preactivations(ops.X, S)) if xp is jnp else None
+    return _State(S, v, g, hstar)
+
+
+class _Record(NamedTuple):
+    res: list
+    v: list
+    a_hat: list
+    loss: list
+    scale: list
+    trace: list
+
+
+def _broke_down(aux) -> bool:
+    res, a_hat = float(aux.res), float(aux.a_hat)
+    return not (math.isfinite(res) and math.isfinite(a_hat) and a_hat > 0)
+
+
+def _loop(chain, denoiser, ops, st, settings):
+    """Iterate: ``(state, record, status, n_fallback)``."""
+    rec = _Record([], [], [], [], [], [])
+    n_fallback = 0
+    for _ in range(settings.max_iter):
+        st, aux, fallback = _step(chain, denoiser, ops, st)
+        n_fallback += int(fallback)
+        for field in ("res", "a_hat", "loss", "scale"):
+            getattr(rec, field).append(float(getattr(aux, field)))
+        rec.v.append(float(st.v))
+        if _broke_down(aux):
+            return st, rec, "breakdown", n_fallback
+        if settings.observe is not None:
+            rec.trace.append(np.asarray(settings.observe(np.asarray(st.S)), dtype=float))
+        if rec.res[-1] < settings.tol:
+            return st, rec, "converged", n_fallback
+    return st, rec, "max_iter", n_fallback
+
+
+def _warn(name, status, rec, tol):
+    n, res, a_hat = len(rec.res), rec.res[-1], rec.a_hat[-1]
+    if status == "breakdown":
+        msg = (f"{name} broke down after {n} iterations (a_hat = {a_hat:.3g}, residual "
+               f"{res:.3g}); increase damping")  # fmt: skip
+    else:
+        msg = f"{name} did not converge in {n} iterations: residual {res:.3g} >= tol {tol:.3g}"
+    warnings.warn(msg, RuntimeWarning, stacklevel=4)
+
+
+def run(
+    output, denoiser, data, start: Start, lam: float = 0.0, *,
+    settings: GAMPSettings | None = None, Q0: float | None = None, weights=None,
+) -> GAMPResult:  # fmt: skip
+    """GAMP on ``data`` (``X`` ``(n, T, d)``, ``Y``) with an output step and a denoiser.
+
+    Args:
+      output: the channel side, :class:`ERMOutput`, :class:`ProjectionOutput` or
+        :class:`PosteriorOutput` (arguments are checked by the public configurations:
+        :func:`attnlib.amp.gamp`, :func:`attnlib.hardmax.gamp`, :func:`attnlib.bayes.gamp_rie`).
+      denoiser: the input side, ``(B, a_hat, lam) -> (S_hat, v)``: :class:`SpectralProx`
+        or :class:`attnlib.bayes.gamp_rie.RIE`.
+      data: the data set; start: :class:`Start`; lam: the penalty (an operand of the
+        denoiser).
+      settings: :class:`GAMPSettings` (default ``GAMPSettings()``).
+      Q0: renormalise ``Tr S_hat^2 / d`` to ``Q0`` after each step (hardmax; ``None``: no
+        renormalisation).
+      weights: optional ``(n, K)`` per-sequence factors ``r`` of the variances, ``V =
+        sigma^2 v r`` and ``a_hat = alpha sum sigma^2 mean(-r dg)`` (``None``: ``r = 1``).
+
+    Returns:
+      :class:`GAMPResult`; warns (``RuntimeWarning``) when it did not converge or broke down.
+    """
+    settings = _check_settings(GAMPSettings() if settings is None else settings)
+    ops, xp = _operands(output, denoiser, data, lam, settings.damping, (Q0, weights))
+    st = _initial(start, ops, xp, output.task.n_pairs)
+    chain = (output, *output.fallbacks())
+    st, rec, status, n_fallback = _loop(chain, denoiser, ops, st, settings)
+    if status != "converged":
+        _warn(settings.name, status, rec, settings.tol)
+    broke = status == "breakdown"
+    d = ops.X.shape[2]
+    traj = GAMPTrajectory(*(np.asarray(x) for x in (rec.v, rec.a_hat, rec.loss, rec.scale)))
+    return GAMPResult(
+        S=np.full((d, d), np.nan) if broke else np.asarray(st.S, dtype=np.float64),
+        v=math.nan if broke else float(st.v),
+        a_hat=math.nan if broke else rec.a_hat[-1],
+        history=np.asarray(rec.res),
+        converged=status == "converged",
+        n_iter=len(rec.res),
+        residual=rec.res[-1],
+        n_fallback=n_fallback,
+        trace=np.asarray(rec.trace),
+        trajectory=traj,
+        status=status,
+    )
