@@ -192,7 +192,6 @@ def _specs():
     c = _context()
     key, task, lin, tg = c["key"], c["task"], c["linear"], c["target"]
     ident = np.asarray  # a vectorized callable
-    one = np.ones_like
     S = {}
 
     def add(fn, kw, kinds, n=12):
