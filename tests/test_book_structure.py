@@ -117,7 +117,7 @@ CHAPTERS = [p for p in NOTEBOOKS if re.match(r"\d\d_", p.name)]
 CHAPTER_IDS = [p.name for p in CHAPTERS]
 
 # The first code cell of every chapter, character for character (README: class mode, Colab).
-SETUP_CELL = '''# Setup. On Colab: fetch the book's repository and install attnlib from it.
+SETUP_CELL = """# Setup. On Colab: fetch the book's repository and install attnlib from it.
 # ATTNLIB_QUICK=1 runs this chapter's simulations live at small d (class mode).
 import os
 import subprocess
@@ -132,7 +132,7 @@ QUICK = os.environ.get("ATTNLIB_QUICK", "0") == "1"
 
 import attnlib
 
-attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles'''
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles"""
 
 
 def _repository_url() -> str:
