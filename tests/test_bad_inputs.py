@@ -32,8 +32,8 @@ from attnlib import (
     amp,
     bayes,
     channels,
-    fixed_point,
     hardmax,
+    iterate,
     plotting,
     rmt,
     scaling,
@@ -67,7 +67,7 @@ MODULES = (
     "widgets",
     "sweep",
     "bayes",
-    "fixed_point",
+    "iterate",
     "hardmax",
 )
 D = 4  # matrix size of the baseline calls
@@ -759,11 +759,35 @@ def _later_specs(add, c):
     def contraction(x, aux):
         return 0.5 * x, aux, jnp.asarray(True)
 
+    def np_contraction(x, aux):
+        return 0.5 * x, aux, True
+
+    for fn, F in ((iterate.anderson, contraction), (iterate.run, np_contraction)):
+        add(
+            fn,
+            dict(F=F, x0=np.ones(2)),
+            dict(F="callable", x0="vector", config="task", observe="callable"),
+            n=8,
+        )
+    state = iterate.init(np.ones(2))
+    add(iterate.init, dict(x0=np.ones(2)), dict(x0="vector"), n=8)
     add(
-        fixed_point.anderson,
-        dict(F=contraction, x0=np.ones(2)),
-        dict(F="callable", x0="vector", config="task"),
-        n=8,
+        iterate.update,
+        dict(state=state, fx=0.5 * np.ones(2), aux=None, ok=True),
+        dict(state="task", config="task"),
+        n=6,
+    )
+    add(
+        iterate.result,
+        dict(state=iterate.update(state, 0.5 * np.ones(2), None, True)),
+        dict(state="task"),
+        n=4,
+    )
+    add(
+        iterate.largest_root,
+        dict(G=lambda x: x - 1.0, x0=2.0, x_min=-2.0),
+        dict(G="callable", x0="real", x_min="real", step="pos", xtol="pos"),
+        n=10,
     )
     hm = tasks.Hardmax(T=2)
     hdata = tasks.make_dataset(c["key"], hm, c["S0"], 12)

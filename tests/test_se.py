@@ -34,7 +34,7 @@ from data.make_se_reference import FIELDS as REF_FIELDS  # the grid the referenc
 from data.make_se_reference import TASKS as REF_TASKS
 
 import attnlib  # noqa: F401
-from attnlib import channels, fixed_point, scaling, se, tasks, train
+from attnlib import channels, scaling, se, tasks, train
 from attnlib.targets import Wishart
 
 TARGET = Wishart(0.5)
@@ -649,25 +649,6 @@ def test_solve_returns_warm_starts_and_does_not_mutate_them():
     assert r2.converged and r2.n_iter < r.n_iter
     cold = se.solve(task, TARGET, 0.32, 0.1)
     np.testing.assert_allclose([r2.m, r2.q, r2.v], [cold.m, cold.q, cold.v], rtol=1e-4)
-
-
-def test_anderson_finds_a_known_fixed_point_and_reports_failure():
-    """x = cos(x) (Dottie number 0.7390851332151607) and a map without a fixed point."""
-
-    def F(x, aux):
-        return jnp.cos(x), aux + 1, jnp.asarray(True)
-
-    cfg = fixed_point.AndersonConfig(tol=1e-13)
-    fp = jax.jit(lambda x0: fixed_point.anderson(F, x0, jnp.asarray(0), cfg))(jnp.ones(2))
-    assert int(fp.status) == fixed_point.CONVERGED and int(fp.aux) == int(fp.n_iter)
-    np.testing.assert_allclose(fp.x, 0.7390851332151607, rtol=1e-12)
-
-    def G(x, aux):  # x + 1 has no fixed point; defined only for x < 5
-        return x + 1.0, aux, jnp.all(x < 5.0)
-
-    bad = fixed_point.anderson(G, jnp.zeros(1), None, cfg._replace(max_iter=50))
-    assert int(bad.status) in (fixed_point.MAX_ITER, fixed_point.STALLED)
-    assert float(bad.residual) >= 1.0
 
 
 def test_zero_phase_or_failed_results_are_ignored_as_warm_starts():

@@ -24,10 +24,11 @@ Solver: the map ``Delta -> 1 / (2 alpha J(mmse_den(Delta)))`` is increasing, and
 iterating it from no information (``mmse`` = the prior variance) decreases to its
 largest fixed point, the one GAMP-RIE reaches. :func:`solve` brackets that root by
 halving ``Delta`` from the first iterate and refines it with Brent's method on
-``log Delta``; if no root exists above ``1e-9 Q0`` the fixed point is ``Delta_eff = 0``
-(perfect recovery). It then keeps scanning down to ``1e-9 Q0`` (Gaussian channels)
-and reports whether a second, better fixed point exists (``other_fixed_point``): the
-Bayes-optimal one would then be chosen by the free entropy, which is not computed.
+``log Delta`` (:func:`attnlib.iterate.largest_root`); if no root exists above
+``1e-9 Q0`` the fixed point is ``Delta_eff = 0`` (perfect recovery). It then keeps
+scanning down to ``1e-9 Q0`` (Gaussian channels) and reports whether a second, better
+fixed point exists (``other_fixed_point``): the Bayes-optimal one would then be chosen
+by the free entropy, which is not computed.
 """
 
 from __future__ import annotations
@@ -36,9 +37,7 @@ import math
 import warnings
 from typing import NamedTuple
 
-from scipy.optimize import brentq
-
-from attnlib import _checks
+from attnlib import _checks, iterate
 from attnlib import tasks as _tasks
 from attnlib.bayes import channels, denoiser, prediction
 
@@ -117,26 +116,6 @@ def _gap_fn(task, target, alpha, cfg):
     return G, cache
 
 
-def _largest_root(G, D0, D_min, scan_all):
-    """Largest sign change of ``G`` below ``D0`` by halving: ``(bracket or None, other)``."""
-    x = math.log(D0)
-    g = G(x)
-    if g < 0:
-        raise RuntimeError(f"bayes.solve: the first iterate has G = {g:.3e} < 0 (not monotone)")
-    root = None
-    while x > math.log(D_min):
-        x_new = x - math.log(2.0)
-        g_new = G(x_new)
-        if root is None and g_new < 0 <= g:
-            root = (x_new, x)
-            if not scan_all:
-                return root, None
-        elif root is not None and g_new >= 0:
-            return root, True
-        x, g = x_new, g_new
-    return root, (False if root is not None else None)
-
-
 def solve(task, target, alpha: float, config: BayesConfig | None = None) -> BayesResult:
     r"""Bayes-optimal state evolution at ``alpha = n/d^2 > 0`` (module docstring).
 
@@ -170,8 +149,16 @@ def _solve(task, target, alpha: float, cfg: BayesConfig) -> BayesResult:
     D0 = 1.0 / (2 * alpha * _info(task, target, var0, cfg).J)  # first iterate from no information
     G, cache = _gap_fn(task, target, alpha, cfg)
     gauss = channels.is_gaussian(task)
-    bracket, other = _largest_root(G, D0, _DELTA_MIN * Q0, scan_all=gauss and cfg.check_unique)
-    if bracket is None:  # no fixed point with Delta_eff > 0: perfect recovery
+    root = iterate.largest_root(
+        G, math.log(D0), math.log(_DELTA_MIN * Q0), xtol=cfg.xtol,
+        scan_all=gauss and cfg.check_unique,
+    )  # fmt: skip
+    other = root.other
+    if root.status == iterate.BAD_START:
+        raise RuntimeError(
+            f"bayes.solve: the first iterate has G = {root.g0:.3e} < 0 (not monotone)"
+        )
+    if root.status == iterate.NO_ROOT:  # no fixed point with Delta_eff > 0: perfect recovery
         te = prediction.test_errors(task, Q0, 0.0, seed=cfg.seed)
         return _result(
             alpha,
@@ -184,7 +171,7 @@ def _solve(task, target, alpha: float, cfg: BayesConfig) -> BayesResult:
             integration_error=0.0,
             other_fixed_point=other,
         )
-    logD = brentq(G, *bracket, xtol=cfg.xtol)
+    logD = root.x
     G(logD)
     D = math.exp(logD)
     mm, info = cache[logD]

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, channels
+from attnlib import _checks, channels, iterate
 from attnlib import tasks as _tasks
 from attnlib.se import input_side, qmc_normals, test_error_from_overlaps
 from attnlib.se.output import noise_dim, pairs
@@ -212,22 +212,38 @@ def solve(
     qmc = _check_qmc(n_qmc, n_rep, seed)
     if not (hasattr(target, "measure") and hasattr(target, "Q0")):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    y = np.array([np.arctanh(g0), math.log(r0)])
-    res, it = math.inf, 0
-    while it < max_iter:
-        it += 1
+    y0 = np.array([np.arctanh(g0), math.log(r0)])
+    cfg = iterate.AndersonConfig(tol=tol, max_iter=max_iter, damping=damping, memory=0,
+                                 max_step=math.inf)  # fmt: skip
+    y, aux, diag = _iterate(task, target, (alpha, lam), y0, qmc, cfg)
+    if not diag[0]:
+        warnings.warn(f"hardmax SE: residual {diag[1]:.3g} >= tol after {diag[2]} maps",
+                      RuntimeWarning, stacklevel=2)  # fmt: skip
+    return _result(task, target, (alpha, lam), y, aux, diag)
+
+
+def _iterate(task, target, point, y0, qmc, cfg):
+    """The damped iteration of :func:`_map` (:func:`attnlib.iterate.run`, memory 0): the
+    returned ray is one damped step past the last map, ``damping y + (1 - damping) F(y)``,
+    with the by-products and the residual ``max |F(y) - y|`` of that map."""
+    alpha, lam = point
+    last = []
+
+    def F(y, aux):
         try:
             y_new, aux = _map(task, target, alpha, y, qmc, lam)
         except (ValueError, RuntimeError) as err:  # the input side cannot resolve the point
             raise ValueError(f"hardmax SE at alpha = {alpha!r}, lam = {lam!r}: {err}") from err
-        res = float(np.max(np.abs(y_new - y)))
-        y = damping * y + (1 - damping) * y_new
-        if res < tol:
-            break
-    if res >= tol:
-        warnings.warn(f"hardmax SE: residual {res:.3g} >= tol after {it} maps", RuntimeWarning,
-                      stacklevel=2)  # fmt: skip
-    return _result(task, target, (alpha, lam), y, aux, (res < tol, res, it))
+        return y_new, aux, True
+
+    def observe(y, y_new, state):
+        last[:] = [y, y_new, int(state.it)]
+
+    fp = iterate.run(F, y0, None, cfg, observe=observe)
+    y, y_new, it = last
+    res = float(np.max(np.abs(y_new - y)))
+    y = cfg.damping * y + (1 - cfg.damping) * y_new
+    return y, fp.aux, (res < cfg.tol, res, it)
 
 
 def _result(task, target, point, y, aux, diag) -> HardmaxSE:

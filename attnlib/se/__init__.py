@@ -11,7 +11,7 @@ a_hat)`` (conventions: the book's notation page and the chapter 05_state_evoluti
 - input side (:mod:`attnlib.se.input`; free convolution of the target with a
   semicircle, :mod:`attnlib.rmt`);
 - the map and its Anderson fixed point (:mod:`attnlib.se.engine`, on the generic
-  :func:`attnlib.fixed_point.anderson`), one attempt and the metrics
+  :func:`attnlib.iterate.anderson`), one attempt and the metrics
   (:mod:`attnlib.se.point`), the fallbacks that make it robust
   (:mod:`attnlib.se.robust`), the drivers (:mod:`attnlib.se.drivers`).
 

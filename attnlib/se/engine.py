@@ -3,13 +3,13 @@
 Frobenius penalty: the whole iteration is one compiled ``lax.while_loop``. Nuclear
 penalty: the input side is numpy (:func:`attnlib.se.input.host_nuclear`), so the same
 iteration is driven from the host, one compiled output side and one compiled Anderson
-update per map (:func:`attnlib.fixed_point.advance`): no host callback in a compiled
+update per map (:func:`attnlib.iterate.update`): no host callback in a compiled
 program, so that JAX's persistent compilation cache keeps them all.
 
 The unknowns are ``y = (m / Q0, log(q / Q0), log v)`` (comparable scales; ``q, v`` stay
 positive); the map is ``y -> output side -> input side -> y`` with the prox points of
 the output side carried along as warm starts. The fixed point is found by the generic
-:func:`attnlib.fixed_point.anderson`; the map reports ``ok = False`` outside its domain
+:func:`attnlib.iterate.anderson`; the map reports ``ok = False`` outside its domain
 (``m^2 >= q Q0``, ``a_hat <= 0``, ``m_hat <= 0``, non-finite values) and when the input
 side thresholds the whole spectrum away (``S_hat = 0``, remembered in ``saw_zero``).
 """
@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import fixed_point
+from attnlib import iterate
 from attnlib.se.input import host_nuclear, input_arrays
 from attnlib.se.output import output_arrays
 
@@ -122,7 +122,7 @@ def se_map(task, penalty, data: Data, y, aux, mode="warm"):
 
 
 def _config(settings: Settings, memory):
-    return fixed_point.AndersonConfig(
+    return iterate.AndersonConfig(
         tol=settings.tol, max_iter=settings.max_iter, damping=settings.damping, memory=memory
     )
 
@@ -152,7 +152,7 @@ def _device_loop(task, penalty, memory, data: Data, settings: Settings, start, *
         return se_map(task, penalty, data, y, aux, mode)
 
     cfg = _config(settings, memory)
-    return _finish(fixed_point.anderson(F, y0, _aux0(data, prox0), cfg, history))
+    return _finish(iterate.anderson(F, y0, _aux0(data, prox0), cfg, history))
 
 
 @functools.partial(jax.jit, static_argnames=("task", "mode"))
@@ -163,13 +163,13 @@ def _host_output(task, data: Data, st, mode):
 @functools.partial(jax.jit, static_argnames=("memory",))
 def _host_advance(memory, data: Data, settings: Settings, st, half, inp):
     fy, aux, ok = _input_half(half, inp, st.aux, data.Q0)
-    return fixed_point.advance(st, fy, aux, ok, _config(settings, memory))
+    return iterate.update(st, fy, aux, ok, _config(settings, memory))
 
 
 @functools.partial(jax.jit, static_argnames=("memory",))
 def _host_start(memory, data: Data, settings: Settings, start):
     y0, prox0, history = start
-    return fixed_point.start(y0, _aux0(data, prox0), _config(settings, memory), history)
+    return iterate.init(y0, _aux0(data, prox0), _config(settings, memory), history)
 
 
 def _host_loop(task, memory, data: Data, settings: Settings, start, mode):
@@ -182,7 +182,7 @@ def _host_loop(task, memory, data: Data, settings: Settings, start, mode):
         inp = host_nuclear(data.token, np.asarray(half.conj), data.lam)
         st = _host_advance(memory, data, settings, st, half, inp)
         if int(st.status) >= 0:
-            return _finish(fixed_point.result(st))
+            return _finish(iterate.result(st))
 
 
 def solve_fixed_point(
@@ -192,7 +192,7 @@ def solve_fixed_point(
     (``history``: a warm Anderson history, :func:`no_history` for none; ``mode``: the
     output side's prox, see :func:`se_map`).
 
-    Returns ``(FixedPoint, saw_zero)`` (see :func:`attnlib.fixed_point.anderson`); the
+    Returns ``(FixedPoint, saw_zero)`` (see :func:`attnlib.iterate.anderson`); the
     ``aux`` of the result is ``(prox, means, image)`` of the last evaluation. The
     Frobenius penalty runs in one compiled loop; the nuclear one from the host
     (:func:`_host_loop`).

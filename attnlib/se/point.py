@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import channels, fixed_point
+from attnlib import channels, iterate
 from attnlib.denoisers.nuclear import nuclear_integrals, nuclear_spectrum
 from attnlib.se import engine, propagation
 from attnlib.se.input import InputSide, input_side, input_trace
@@ -125,7 +125,7 @@ def attempt(pb: Problem, x0, prox0, settings: engine.Settings, history=None) -> 
         n_iter += int(fp.n_iter)
         prox, means, image = fp.aux
         x = engine.to_x(np.asarray(fp.x), Q0)
-        converged = int(fp.status) == fixed_point.CONVERGED
+        converged = int(fp.status) == iterate.CONVERGED
         log.debug("attempt: status %d residual %.3g after %d maps", fp.status, fp.residual, n_iter)
         if not converged:
             break

@@ -35,7 +35,7 @@ class WarmStart(NamedTuple):
     ``prox``: the ``(N, K)`` proximal points of the output side at ``x`` (or ``None``),
     valid for the QMC points and task loss named by ``key``. ``history``: ``(penalty,
     memory, hx, hr, k)``, the fixed-point solver's last iterates and residuals (a secant
-    model of the map near ``x``; :attr:`attnlib.fixed_point.FixedPoint.history`), or
+    model of the map near ``x``; :attr:`attnlib.iterate.FixedPoint.history`), or
     ``None``; used by a solve with the same key, penalty and Anderson memory.
     """
 

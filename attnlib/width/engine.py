@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import fixed_point
+from attnlib import iterate
 from attnlib.se.engine import Settings, to_x, to_y
 from attnlib.se.input import target_token, token_target
 from attnlib.se.output import output_arrays
@@ -73,13 +73,13 @@ def width_map(task, data: Data, y, aux):
 @functools.partial(jax.jit, static_argnames=("task", "memory"))
 def solve_fixed_point(task, memory, data: Data, settings: Settings, start):
     """Anderson fixed point of :func:`width_map` from ``start = (y0, prox0)``."""
-    cfg = fixed_point.AndersonConfig(
+    cfg = iterate.AndersonConfig(
         tol=settings.tol, max_iter=settings.max_iter, damping=settings.damping, memory=memory
     )
     y0, prox0 = start
     R = data.z.shape[0]
     aux0 = (prox0, jnp.zeros((R, 4)), jnp.zeros(4))
-    return fixed_point.anderson(lambda y, aux: width_map(task, data, y, aux), y0, aux0, cfg)
+    return iterate.anderson(lambda y, aux: width_map(task, data, y, aux), y0, aux0, cfg)
 
 
 def start_y(x0, Q0):

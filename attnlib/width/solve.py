@@ -10,7 +10,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, channels, fixed_point, se
+from attnlib import _checks, channels, iterate, se
 from attnlib.se import engine as se_engine
 from attnlib.se import point, robust
 from attnlib.se.output import check_task, output_arrays, qmc_points
@@ -75,7 +75,7 @@ def _attempt(pb, data, x0, prox, settings):
         n_iter += int(fp.n_iter)
         prox, means, image = fp.aux
         x = np.asarray(se_engine.to_x(fp.x, Q0))
-        if int(fp.status) != fixed_point.CONVERGED:
+        if int(fp.status) != iterate.CONVERGED:
             return None, x, prox, n_iter, float(fp.residual)
         prox, n_better = _check_global(pb, x, prox)
         if n_better == 0:
