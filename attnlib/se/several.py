@@ -13,7 +13,14 @@ the cost of the interpolating softmax points), from
 
 - continuation in ``lam``: the fixed point at ``lam * 10^k`` (``k`` in ``WALK``, from
   the default start), walked back down to ``lam`` one decade at a time, warm-started;
-- scaled starts: the found ``(m, q, v)`` with ``q`` multiplied by ``Q_SCALES``.
+- scaled starts: the found ``(m, q, v)`` with ``q`` multiplied by ``Q_SCALES``;
+- where these found another fixed point (the map has several there), continuation
+  from the neighbour ``NEIGHBOUR * lam``: every fixed point the same search finds
+  there, each warm-started at ``lam``. A branch that starts between ``lam`` and the
+  walk's ``10 lam`` is missed by the walk (seq2seq, noise 0.25, Wishart 0.5,
+  Frobenius, alpha 0.3, lam 1e-6: three fixed points, the lowest found only from
+  ``2 lam``), and :func:`attnlib.se.solve` at ``lam`` then disagrees with
+  continuation from ``2 lam`` on the lowest objective.
 
 The linear task (a convex channel) is never searched: its fixed point is unique.
 ``n_iter`` of the result counts the search's maps only when it found another point
@@ -38,6 +45,7 @@ log = logging.getLogger("attnlib.se")
 
 WALK = (4, 3, 2, 1)  # continuation from lam * 10^4 down to lam, one decade a step
 Q_SCALES = (1.5, 0.67)  # scaled starts (m, s q, v)
+NEIGHBOUR = 2.0  # the second round continues from NEIGHBOUR * lam
 DISTINCT = 1e-3  # fixed points differing by more than this in m/Q0 or log q are distinct
 
 
@@ -77,24 +85,52 @@ def distinct(x, y, Q0) -> bool:
     return bool(max(dm, dq) > DISTINCT)
 
 
-def others(pb: point.Problem, lam, a: point.Attempt, settings: Settings) -> tuple[list, int]:
-    """Converged attempts other than ``a`` (distinct from it and from each other) and the
-    SE maps spent: ``(attempts, n_iter)``."""
+def _first_round(pb, lam, a, settings):
+    """The walk and the scaled starts: ``(converged attempts, n_iter)``."""
     Q0 = float(pb.data.Q0)
-    found, n_iter = [], 0
-    walked = _walk(pb, lam, settings)
-    candidates = [walked]
+    candidates = [_walk(pb, lam, settings)]
     for s in Q_SCALES:
         x0 = np.asarray(a.x, dtype=float) * np.array([1.0, s, 1.0])
         if robust._valid(x0, Q0):
             candidates.append(point.attempt(pb, x0, None, settings))
-    for b in candidates:
-        n_iter += 0 if b is None else b.n_iter
-        if b is None or not b.converged:
-            continue
-        if all(distinct(b.x, c.x, Q0) for c in [a, *found]):
-            log.info("another fixed point: (m, q, v) = %s", np.round(b.x, 5))
-            found.append(b)
+    n_iter = sum(b.n_iter for b in candidates if b is not None)
+    return [b for b in candidates if b is not None and b.converged], n_iter
+
+
+def _from_neighbour(pb, lam, settings):
+    """Every fixed point the first round finds at ``NEIGHBOUR * lam`` (from the default
+    start), each continued to ``lam``: ``(converged attempts, n_iter)``."""
+    Q0 = float(pb.data.Q0)
+    lam_nb = NEIGHBOUR * (lam if lam > 0 else 1e-6)
+    pb_nb = robust._at_lam(pb, lam_nb)
+    nb = robust.find(pb_nb, lam_nb, (robust.default_x0(Q0), None, None), settings)
+    n_iter = nb.n_iter
+    if nb.attempt is None:
+        return [], n_iter
+    there, k = _first_round(pb_nb, lam_nb, nb.attempt, settings)
+    n_iter += k
+    back = [point.attempt(pb, b.x, b.prox, settings) for b in [nb.attempt, *there]]
+    n_iter += sum(b.n_iter for b in back)
+    return [b for b in back if b.converged], n_iter
+
+
+def others(pb: point.Problem, lam, a: point.Attempt, settings: Settings) -> tuple[list, int]:
+    """Converged attempts other than ``a`` (distinct from it and from each other) and the
+    SE maps spent: ``(attempts, n_iter)``."""
+    Q0 = float(pb.data.Q0)
+
+    def new(candidates, found):
+        for b in candidates:
+            if all(distinct(b.x, c.x, Q0) for c in [a, *found]):
+                log.info("another fixed point: (m, q, v) = %s", np.round(b.x, 5))
+                found.append(b)
+        return found
+
+    candidates, n_iter = _first_round(pb, lam, a, settings)
+    found = new(candidates, [])
+    if found:  # several fixed points here: a second round, from the neighbour
+        candidates, k = _from_neighbour(pb, lam, settings)
+        found, n_iter = new(candidates, found), n_iter + k
     return found, n_iter
 
 
