@@ -11,11 +11,13 @@ the replaced argument. Deterministic (``derandomize=True``) and small
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import functools
 import importlib
 import inspect
 import math
+import shutil
 import tempfile
 import warnings
 
@@ -153,6 +155,13 @@ def _finite(value, path="result"):
             _finite(getattr(value, f.name), f"{path}.{f.name}")
 
 
+def _scratch_dir() -> str:
+    """A temporary folder for the cache specs, removed when the test process exits."""
+    path = tempfile.mkdtemp(prefix="attnlib-bad-inputs-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 @functools.lru_cache(maxsize=1)
 def _context():
     """Valid inputs of the baseline calls (small, cheap)."""
@@ -183,7 +192,7 @@ def _context():
         eigs=np.linalg.eigvalsh(S0),
         h=np.asarray(tasks.preactivations(data.X[:3], S0)),
         ax=plt.figure().add_subplot(),
-        tmp=tempfile.mkdtemp(prefix="attnlib-bad-inputs-"),
+        tmp=_scratch_dir(),
     )
 
 
