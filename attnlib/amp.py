@@ -64,6 +64,9 @@ the ``n`` small prox problems.
 
 from __future__ import annotations
 
+import logging
+import warnings
+
 import numpy as np
 
 from attnlib import _checks
@@ -75,7 +78,9 @@ from attnlib.spectral_map import PENALTIES, check_penalty
 from attnlib.tasks import Dataset, Task
 
 # GAMPResult, data_gradient_sum and spectral_prox are attnlib.gamp's (documented there)
-__all__ = ["PENALTIES", "gamp"]
+__all__ = ["PENALTIES", "gamp", "robust_gamp"]
+
+_log = logging.getLogger(__name__)
 
 
 def _check_gamp_args(task, data, lam, penalty, damping):
@@ -139,3 +144,45 @@ def gamp(
     start = _gamp.Start(S0, v_init)
     return _gamp.run(output, _gamp.SpectralProx(penalty), Dataset(X, Y, None), start, lam,
                      settings=settings)  # fmt: skip
+
+
+def robust_gamp(
+    task: Task, data: Dataset, lam: float, penalty: str = "nuclear", *,
+    dampings=(0.5, 0.85, 0.95), **gamp_kwargs,
+) -> GAMPResult:  # fmt: skip
+    """:func:`gamp` with heavier damping where it breaks down or does not converge.
+
+    Runs :func:`gamp` with each damping of ``dampings`` in turn (its ``RuntimeWarning``
+    silenced; each failure is logged on the ``attnlib.amp`` logger) and returns the first
+    converged result, else the last one that did not break down (``converged=False``),
+    else the last breakdown (NaN ``S``, ``v``, ``a_hat``; ``status="breakdown"``); both
+    with a ``RuntimeWarning``. Damping does not move a fixed point, so the runs look for
+    the same one.
+
+    Args:
+      task, data, lam, penalty: as in :func:`gamp`.
+      dampings: the dampings tried, in order (a non-empty sequence of values in ``[0, 1)``).
+      **gamp_kwargs: passed to :func:`gamp` (``max_iter``, ``tol``, ...).
+    """
+    if isinstance(dampings, (str, bytes)) or not hasattr(dampings, "__len__") or not dampings:
+        raise ValueError(
+            f"dampings must be a non-empty sequence of values in [0, 1), got {dampings!r}"
+        )
+    dampings = [_checks.in_interval("dampings", b, 0.0, 1.0, low_open=False, high_open=True)
+                for b in dampings]  # fmt: skip
+    res = None
+    for damp in dampings:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            r = gamp(task, data, lam, penalty, damping=damp, **gamp_kwargs)
+        if r.status == "breakdown":
+            _log.info("GAMP broke down with damping %s (after %d iterations)", damp, r.n_iter)
+            res = r if res is None or res.status == "breakdown" else res
+            continue
+        res = r
+        if res.converged:
+            return res
+        _log.info("GAMP did not converge with damping %s (residual %.1e)", damp, res.residual)
+    warnings.warn(f"robust_gamp: no damping of {dampings} converged ({res.status})",
+                  RuntimeWarning, stacklevel=2)  # fmt: skip
+    return res

@@ -58,7 +58,7 @@ import numpy as np
 from attnlib import _checks, channels
 from attnlib.rmt import spectral_divergence
 from attnlib.spectral_map import SpectralMap, check_penalty
-from attnlib.tasks import Task, pair_variances, preactivations, to_pairs
+from attnlib.tasks import Task, pair_indices, pair_variances, preactivations, to_pairs
 
 __all__ = [
     "ERMOutput",
@@ -71,6 +71,7 @@ __all__ = [
     "Start",
     "data_gradient_sum",
     "run",
+    "sequence_weights",
     "spectral_prox",
 ]
 
@@ -184,6 +185,20 @@ def _data_gradient_sum(X, g):
     M = X.reshape(n * T, d).T @ GX.reshape(n * T, d)
     tr = jnp.sum(g * (ia == ib))
     return (0.5 * (M + M.T) - tr * jnp.eye(d, dtype=g.dtype)) / math.sqrt(d)
+
+
+def sequence_weights(X) -> jax.Array:
+    """Per-sequence variance weights ``r_{mu,ab} = d ||Z_{mu,ab}||_F^2 / (sigma_ab^2 D)``, shape
+    ``(n, K)``, mean about 1 (``D = d(d+1)/2``): :func:`run`'s ``weights`` for GAMP as Rangan
+    wrote it, each measurement weighted by its sensing vector's squared entries. From
+    ``d ||Z_ab||_F^2 = (|x_a|^2 |x_b|^2 + (x_a . x_b)^2)/2 - delta_ab (2 |x_a|^2 - d)``."""
+    _checks.finite_array("X", X, ndim=3, max_abs=_checks.MAX_ABS)
+    d = X.shape[2]
+    ia, ib = pair_indices(X.shape[1])
+    na, nb = jnp.sum(X[:, ia] ** 2, -1), jnp.sum(X[:, ib] ** 2, -1)
+    dot = jnp.sum(X[:, ia] * X[:, ib], -1)
+    fro = (0.5 * (na * nb + dot**2) - jnp.where(jnp.asarray(ia == ib), 2 * na - d, 0.0)) / d
+    return fro * 2 / (jnp.asarray(pair_variances(X.shape[1])) * (d + 1))
 
 
 def spectral_prox(B: jax.Array, tau: float, penalty: str = "nuclear"):

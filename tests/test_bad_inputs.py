@@ -322,6 +322,11 @@ def _specs():
     )
     add(scaling.LamSchedule, dict(), dict(lam0="pos", ell="real", alpha_ref="pos"))
     add(
+        scaling.threshold_window,
+        dict(target=mt, ell=0.0, m_eff=3, k_lo=1, k_hi=2, ratio=4.0),
+        dict(target="target", ell="real", m_eff="pos", k_lo="int", k_hi="int", ratio="pos"),
+    )
+    add(
         scaling.excess_risk_curve,
         dict(task=lin, target=mt, alphas=[1.0, 2.0], lam=0.1, n_nodes=40),
         dict(task="task", target="target", alphas="vector", lam="pos", level="unit"),
@@ -438,6 +443,11 @@ def _specs():
         )
     add(train.mse, dict(S=c["S"], S0=c["S0"]), dict(S="matrix", S0="matrix"))
     add(train.overlaps, dict(S=c["S"], S0=c["S0"]), dict(S="matrix", S0="matrix"))
+    add(
+        train.evaluate,
+        dict(key=key, task=task, data=data, S=c["S"], S0=c["S0"], n_test=20),
+        dict(key="key", task="task", data="task", S="matrix", S0="matrix", n_test="int"),
+    )
     # spectrum
     r = c["se_result"]
     add(spectrum.spectral_function, dict(se_result=r), dict(se_result="target"))
@@ -558,9 +568,21 @@ def _specs():
     )
     add(se.qmc_normals, dict(dim=2, n=16), dict(dim="int", n="int", n_rep="int", seed="int"))
     add(
+        se.trajectory,
+        dict(task=lin, target=tg, alpha=1.0, lam=0.3, n_iter=2, n_qmc=256),
+        dict(task="task", target="target", alpha="pos", lam="nonneg", n_iter="int", q_floor="pos"),
+        n=8,
+    )
+    add(
         amp.gamp,
         dict(task=lin, data=c["ldata"], lam=0.3, max_iter=5),
         dict(task="task", data="task", lam="pos", penalty="penalty", max_iter="int"),
+        n=8,
+    )
+    add(
+        amp.robust_gamp,
+        dict(task=lin, data=c["ldata"], lam=0.3, dampings=(0.5, 0.9), max_iter=5),
+        dict(task="task", data="task", lam="pos", penalty="penalty", dampings="vector"),
         n=8,
     )
     add(

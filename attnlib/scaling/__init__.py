@@ -83,7 +83,7 @@ from attnlib.scaling.recovery import (
     recovered_modes_trained,
     spectral_summary,
 )
-from attnlib.scaling.schedule import LamSchedule
+from attnlib.scaling.schedule import LamSchedule, threshold_window
 from attnlib.targets import PowerLawModes
 
 __all__ = [
@@ -95,6 +95,7 @@ __all__ = [
     "recovered_modes_trained",
     "spectral_summary",
     "LamSchedule",
+    "threshold_window",
     "ExcessRiskCurve",
     "excess_risk_curve",
     "PowerLawFit",

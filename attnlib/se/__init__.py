@@ -46,6 +46,7 @@ from attnlib.se.results import (
     WarmStart,
 )
 from attnlib.se.test_error import test_error_from_overlaps
+from attnlib.se.trajectory import SETrajectory, trajectory
 
 __all__ = [
     "PENALTIES",
@@ -64,4 +65,6 @@ __all__ = [
     "output_side",
     "input_side",
     "qmc_normals",
+    "SETrajectory",
+    "trajectory",
 ]

@@ -42,8 +42,10 @@ from attnlib.train.direct import train_direct
 from attnlib.train.factorized import train_factorized
 from attnlib.train.fista import train_convex
 from attnlib.train.metrics import (
+    Evaluation,
     Overlaps,
     TestError,
+    evaluate,
     mse,
     overlaps,
     test_error,
@@ -72,4 +74,6 @@ __all__ = [
     "test_error_stats",
     "mse",
     "overlaps",
+    "Evaluation",
+    "evaluate",
 ]

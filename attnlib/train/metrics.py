@@ -15,8 +15,10 @@ from attnlib.tasks import Dataset, Task, sample_sequences
 from attnlib.train.objective import _mean_loss, _preacts
 
 __all__ = [
+    "Evaluation",
     "Overlaps",
     "TestError",
+    "evaluate",
     "train_loss",
     "test_error_stats",
     "test_error",
@@ -114,6 +116,27 @@ def overlaps(S, S0) -> Overlaps:
     return Overlaps(
         m=float(np.sum(S * S0) / d), q=float(np.sum(S * S) / d), Q0=float(np.sum(S0 * S0) / d)
     )
+
+
+class Evaluation(NamedTuple):
+    """An estimate ``S`` measured against the target ``S0`` on its data set: the overlaps
+    ``(m, q, Q0)`` (:func:`overlaps`), ``train_loss`` (:func:`train_loss`) and the Monte
+    Carlo ``test_error`` with its standard error (:func:`test_error_stats`)."""
+
+    m: float
+    q: float
+    Q0: float
+    train_loss: float
+    test_error: float
+    test_error_stderr: float
+
+
+def evaluate(key: jax.Array, task: Task, data: Dataset, S, S0, *, n_test: int = 20000):
+    """:class:`Evaluation` of ``S`` (trained on ``data``, target ``S0``); ``key`` draws the
+    ``n_test`` test sequences (the same key gives two estimators the same test set)."""
+    ov = overlaps(S, S0)
+    te = test_error_stats(key, task, S0, S, n_test=n_test)
+    return Evaluation(ov.m, ov.q, ov.Q0, train_loss(task, data, S), te.mean, te.stderr)
 
 
 # the metric names start with "test_": keep pytest from collecting them when imported

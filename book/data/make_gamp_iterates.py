@@ -6,11 +6,12 @@ and records, at every iteration t, the overlaps ``m_t = Tr(S_t S0)/d`` and
 ``q_t = Tr(S_t^2)/d`` of its estimate, its variance ``v_t`` and the output-step loss
 ``mean_mu loss(Y_mu, h*_mu)`` (the training loss at a fixed point).
 :func:`se_iterates` runs the state-evolution map from the same start
-``(m, q, v) = (0, 0, V_INIT)`` with the same (zero) damping: output side
-(:func:`attnlib.se.output_side`) then input side (:func:`attnlib.se.input_side`).
+``(m, q, v) = (0, 0, V_INIT)`` with the same (zero) damping (:func:`attnlib.se.trajectory`:
+output side, then input side, per iteration).
 
 Two variants of GAMP (:func:`gamp_trajectory`): with *per-sequence variances* (the
-default) the output variance of pair ``ab`` of sequence ``mu`` is
+default; weights :func:`attnlib.gamp.sequence_weights`) the output variance of pair
+``ab`` of sequence ``mu`` is
 ``V_{mu,ab} = sigma_ab^2 v r_{mu,ab}`` and the input precision
 ``a_hat = alpha sum_ab sigma_ab^2 mean_mu(r_{mu,ab} (-dg_{mu,ab}))``, with
 ``r_{mu,ab} = ||Z_{mu,ab}||_F^2 d / (sigma_ab^2 D)`` (mean 1, ``D = d(d+1)/2``): GAMP
@@ -38,9 +39,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import attnlib
 from attnlib import gamp, se, targets, tasks
+from attnlib.gamp import sequence_weights  # the chapters' make_gamp_iterates.sequence_weights
 
-jax.config.update("jax_enable_x64", True)
+attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 HERE = Path(__file__).resolve().parent
 TARGET = targets.Wishart(0.5)
@@ -62,19 +65,6 @@ QUICK = {
     "linear": dict(d=(40,), seeds=(0, 1), n_iter=10, n_qmc=1024, uniform=(40,)),
 }
 KEY = jax.random.PRNGKey(20261203)
-
-
-def sequence_weights(X) -> jax.Array:
-    """``r_{mu,ab} = ||Z_{mu,ab}||_F^2 d / (sigma_ab^2 D)``, shape ``(n, K)`` (mean about 1).
-
-    ``Z_ab = (x_a x_b^T + x_b x_a^T)/(2 sqrt d) - delta_ab I / sqrt d``, so
-    ``d ||Z_ab||_F^2 = (|x_a|^2 |x_b|^2 + (x_a . x_b)^2)/2 - delta_ab (2 |x_a|^2 - d)``."""
-    d = X.shape[2]
-    ia, ib = tasks.pair_indices(X.shape[1])
-    na, nb = jnp.sum(X[:, ia] ** 2, -1), jnp.sum(X[:, ib] ** 2, -1)
-    dot = jnp.sum(X[:, ia] * X[:, ib], -1)
-    fro = (0.5 * (na * nb + dot**2) - jnp.where(jnp.asarray(ia == ib), 2 * na - d, 0.0)) / d
-    return fro * 2 / (jnp.asarray(tasks.pair_variances(X.shape[1])) * (d + 1))
 
 
 def gamp_trajectory(task, data, S0, lam, n_iter, per_sequence=True):
@@ -123,15 +113,9 @@ def run_point(name: str, d: int, seed: int, n_iter: int, per_sequence: bool = Tr
 def se_iterates(name: str, n_iter: int, n_qmc: int = 8192) -> dict:
     """The SE map iterated from (m, q, v) = (0, 0, V_INIT), undamped; same fields as GAMP."""
     cfg = SETTINGS[name]
-    m, q, v = 0.0, 0.0, V_INIT
-    rec = {k: [] for k in ("m", "q", "v", "loss")}
-    for _ in range(n_iter):
-        o = se.output_side(cfg["task"], cfg["alpha"], TARGET.Q0, m, max(q, Q_START), v, n_qmc=n_qmc)
-        for k, x in zip(("m", "q", "v", "loss"), (m, q, v, o.train_loss), strict=True):
-            rec[k].append(x)
-        i = se.input_side(TARGET, o.m_hat, o.q_hat, o.a_hat, LAM, "nuclear")
-        m, q, v = i.m, i.q, i.v
-    return {k: np.array(x) for k, x in rec.items()}
+    t = se.trajectory(cfg["task"], TARGET, cfg["alpha"], LAM, n_iter, start=(0.0, 0.0, V_INIT),
+                      n_qmc=n_qmc, q_floor=Q_START)  # fmt: skip
+    return {"m": t.m, "q": t.q, "v": t.v, "loss": t.train_loss}
 
 
 def run(quick: bool = False) -> dict:

@@ -51,7 +51,8 @@ import numpy as np
 from data import _common as C
 
 import attnlib
-from attnlib import rmt, se, sweep, targets, tasks, train, width
+from attnlib import se, sweep, targets, tasks, train, width
+from attnlib.width import capacity
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -99,23 +100,7 @@ def linear_task() -> tasks.Task:
     return tasks.Linear(T=1, noise=NOISE)
 
 
-# ----------------------------------------------------------------------------
-# Theory: the rank-constrained state evolution against kappa
-# ----------------------------------------------------------------------------
-
-
-def trace_per_d(r: width.WidthResult) -> float:
-    """``Tr(S_hat) / d = int rho_R f`` at the fixed point (for the objective)."""
-    s = r.se
-    cut = -math.inf
-    if r.constrained:
-        cut = width.rank_cutoff(targets.Wishart(KAPPA0), s.Delta_eff, r.kappa)
-    spec = rmt.deformed_spectrum(
-        targets.Wishart(KAPPA0), s.Delta_eff, breakpoints=(s.tau / s.c, max(cut, s.tau / s.c))
-    )
-    x, w = np.asarray(spec.x), np.asarray(spec.w)
-    f = np.maximum(s.c * x - s.tau, 0.0) * (x > cut)
-    return float(np.sum(w * f))
+# --- Theory: the rank-constrained state evolution against kappa
 
 
 @functools.lru_cache(maxsize=8)
@@ -127,13 +112,13 @@ def convex_se(alpha: float, lam: float) -> se.SEResult:
 def theory_point(*, alpha: float, lam: float, kappa: float) -> dict:
     """Rank-constrained SE at ``(alpha, lam, kappa)`` for the seq2seq task (a dict of numbers).
 
-    ``objective`` is the nuclear objective per sequence, ``train_loss + lam Tr(S)/(d alpha)``.
+    ``trace`` and ``objective`` (the nuclear objective per sequence, ``train_loss +
+    lam Tr(S)/(d alpha)``) are those of the rank-constrained fixed point (NaN if not converged).
     """
     r = width.solve(
         seq2seq_task(), targets.Wishart(KAPPA0), alpha, lam, kappa, convex=convex_se(alpha, lam)
     )
     s = r.se
-    tr = trace_per_d(r) if s.converged else math.nan
     return {
         "kappa_star": r.kappa_star,
         "constrained": float(r.constrained),
@@ -144,8 +129,8 @@ def theory_point(*, alpha: float, lam: float, kappa: float) -> dict:
         "m": s.m,
         "q": s.q,
         "rank_fraction": s.rank_fraction,
-        "trace": tr,
-        "objective": s.train_loss + lam * tr / alpha,
+        "trace": s.trace,
+        "objective": s.objective,
         "integration_error": s.integration_error,
     }
 
@@ -155,14 +140,7 @@ def grid_theory(cfg) -> sweep.Grid:
     return sweep.Grid(theory_point, pts)
 
 
-# ----------------------------------------------------------------------------
-# Interpolation against kappa (linear task): Adam at lam -> 0 around the counting bound
-# ----------------------------------------------------------------------------
-
-
-def rank_manifold_dim(d: int, p: int) -> int:
-    """Dimension ``p d - p (p - 1) / 2`` of the PSD matrices of rank ``p`` (``d x d``)."""
-    return p * d - p * (p - 1) // 2
+# --- Interpolation against kappa (linear task): Adam at lam -> 0 around the counting bound
 
 
 def convex_interp() -> float:
@@ -173,18 +151,12 @@ def convex_interp() -> float:
     return float(p["alpha"])
 
 
-def predicted_n(d: int, p: int) -> float:
-    """``min(dim, alpha_interp d^2)``: the smaller upper bound on the number of noisy
-    sequences a rank-``p`` student fits (``dim``: :func:`rank_manifold_dim`)."""
-    return min(rank_manifold_dim(d, p), convex_interp() * d * d)
-
-
 def interp_point(*, kappa: float, rel: float, d: int, steps: int, seed: int) -> dict:
     """Adam on ``W`` (``p = round(kappa d)``, ``lam_W = 1e-5``) on ``n = rel * n_pred``
-    noisy linear sequences (:func:`predicted_n`); the train loss per sequence (0 where
-    the data are interpolated)."""
+    noisy linear sequences (:func:`attnlib.width.capacity.fit_capacity`); the train loss
+    per sequence (0 where the data are interpolated)."""
     p = max(1, round(kappa * d))
-    n = max(1, round(rel * predicted_n(d, p)))
+    n = max(1, round(rel * capacity.fit_capacity(d, p, convex_interp())))
     k_s, k_x, k_i = jax.random.split(C.key_for(SEED, 7, d, seed), 3)
     task = linear_task()
     S0 = targets.Wishart(KAPPA0).sample(k_s, d)
@@ -201,9 +173,7 @@ def grid_interp(cfg) -> sweep.Grid:
     return sweep.Grid(interp_point, pts, seeds=cfg["interp_seeds"])
 
 
-# ----------------------------------------------------------------------------
-# Simulations: Adam on W at width kappa, and the convex solver, on one data set per seed
-# ----------------------------------------------------------------------------
+# --- Simulations: Adam on W at width kappa, and the convex solver, on one data set per seed
 
 
 def _data(d: int, seed: int):
@@ -252,9 +222,7 @@ def grids_adam(cfg) -> tuple[sweep.Grid, sweep.Grid]:
     )
 
 
-# ----------------------------------------------------------------------------
-# Assembling the files
-# ----------------------------------------------------------------------------
+# --- Assembling the files
 
 THEORY_FIELDS = ("test_error", "train_loss", "mse", "rank_fraction", "objective", "converged")
 SIM_FIELDS = ("objective", "train_loss", "test_error", "rank_fraction")
@@ -286,7 +254,7 @@ def arrays_interp(cfg, run) -> dict:
         "train_loss": sweep.pivot(t, "train_loss", axes),  # (kappa, rel, seed)
         "alpha": sweep.pivot(t, "alpha", axes)[..., 0],  # (kappa, rel)
         "counting": np.array([width.counting_bound(linear_task(), k) for k in kappas]),
-        "counting_d": np.array([rank_manifold_dim(d, p) / d**2 for p in ps]),
+        "counting_d": np.array([capacity.rank_manifold_dim(d, p) / d**2 for p in ps]),
         "convex_interp": convex_interp(),
     }
 
