@@ -2,7 +2,8 @@
 
 :mod:`~attnlib.denoisers.spectral` integrates any spectral map against ``rho_R``
 (``q, m, div, trace, rank``); :mod:`~attnlib.denoisers.nuclear` is the soft threshold of
-the nuclear + PSD penalty (cut for the rank-constrained student). The library's layout
+the nuclear + PSD penalty, :mod:`~attnlib.denoisers.constrained` the same cut at a
+quantile of ``rho_R`` for the rank-constrained student. The library's layout
 and the moves still to come are in ``attnlib/ARCHITECTURE.md``.
 """
 
@@ -10,6 +11,14 @@ from __future__ import annotations
 
 # spectral first: it is numpy only, and attnlib.rmt (which nuclear imports) calls it
 from attnlib.denoisers.spectral import Integrals, integrate  # isort: skip
-from attnlib.denoisers.nuclear import nuclear_integrals, nuclear_spectrum
+from attnlib.denoisers.nuclear import nuclear_integrals, nuclear_spectrum  # isort: skip
+from attnlib.denoisers.constrained import binding_cut, constrained_integrals
 
-__all__ = ["Integrals", "integrate", "nuclear_integrals", "nuclear_spectrum"]
+__all__ = [
+    "Integrals",
+    "integrate",
+    "nuclear_integrals",
+    "nuclear_spectrum",
+    "binding_cut",
+    "constrained_integrals",
+]

@@ -17,7 +17,6 @@ import scipy.optimize
 
 from attnlib import _checks, channels
 from attnlib.se import engine, point, robust, several
-from attnlib.se.input import target_token
 from attnlib.se.output import check_task, qmc_points
 from attnlib.se.qmc import qmc_normals
 from attnlib.se.results import (
@@ -46,7 +45,6 @@ def _problem(task, target, alpha, lam, penalty, opts) -> point.Problem:
         alpha=np.float64(alpha),
         lam=np.float64(lam),
         Q0=np.float64(Q0),
-        token=np.int64(target_token(target)),
     )
     return point.Problem(task, target, penalty, data, qmc, memory)
 

@@ -1,10 +1,14 @@
 """The state-evolution map and its fixed point, jitted (one compilation per task and penalty).
 
+One map for every ERM state evolution: the task's output side composed with a
+:class:`Denoiser`, the input side of the penalty (nuclear + PSD, Frobenius, or the
+nuclear map cut at ``x_kappa`` for a student of width ``kappa``, :mod:`attnlib.width`).
 Frobenius penalty: the whole iteration is one compiled ``lax.while_loop``. Nuclear
-penalty: the input side is numpy (:func:`attnlib.se.input.host_nuclear`), so the same
-iteration is driven from the host, one compiled output side and one compiled Anderson
-update per map (:func:`attnlib.iterate.update`): no host callback in a compiled
-program, so that JAX's persistent compilation cache keeps them all.
+penalty, constrained or not: the input side is numpy (:func:`attnlib.se.input.host_input`),
+so the same iteration is driven from the host, one compiled output side and one compiled
+Anderson update per map (:func:`attnlib.iterate.update`): no host callback in a compiled
+program, so that JAX's persistent compilation cache keeps them all, and the target stays
+a Python object on the host (no registry naming targets inside compiled code).
 
 The unknowns are ``y = (m / Q0, log(q / Q0), log v)`` (comparable scales; ``q, v`` stay
 positive); the map is ``y -> output side -> input side -> y`` with the prox points of
@@ -24,10 +28,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import iterate
-from attnlib.se.input import host_nuclear, input_arrays
+from attnlib.se.input import frobenius_arrays, host_input
 from attnlib.se.output import output_arrays
 
-__all__ = ["Data", "Settings", "to_y", "to_x", "se_map", "solve_fixed_point", "no_history"]
+__all__ = [
+    "Data",
+    "Denoiser",
+    "Settings",
+    "to_y",
+    "to_x",
+    "se_map",
+    "solve_fixed_point",
+    "no_history",
+]
 
 
 class Data(NamedTuple):
@@ -37,7 +50,16 @@ class Data(NamedTuple):
     alpha: jax.Array
     lam: jax.Array
     Q0: jax.Array
-    token: jax.Array  # names the target for the input side's callback
+
+
+class Denoiser(NamedTuple):
+    """The input side of one solve: ``penalty`` (``"nuclear"`` or ``"frobenius"``) for
+    ``target``; ``kappa < 1`` (nuclear only): the map cut at ``x_kappa`` where the rank
+    constraint of a student of width ``kappa`` binds (:mod:`attnlib.denoisers.constrained`)."""
+
+    penalty: str
+    target: object
+    kappa: float = 1.0
 
 
 class Settings(NamedTuple):
@@ -109,15 +131,17 @@ def _input_half(half: _Half, inp, aux, Q0):
     return fy, (half.prox, aux[1] | zero, half.means, inp), ok
 
 
-def se_map(task, penalty, data: Data, y, aux, mode="warm"):
-    """One SE map ``y -> F(y)``: returns ``(F(y), aux', ok)``; ``aux = (prox, saw_zero,
-    means, image)`` with the output side's per-replicate means at ``y`` and the input
-    side's ``(m, q, v, rank_fraction)`` there (the metrics of a converged point).
+def se_map(task, data: Data, y, aux, mode="warm"):
+    """One SE map ``y -> F(y)`` of the Frobenius penalty (traceable; the nuclear map is
+    the same with :func:`attnlib.se.input.host_input` between the halves): returns
+    ``(F(y), aux', ok)``; ``aux = (prox, saw_zero, means, image)`` with the output
+    side's per-replicate means at ``y`` and the input side's ``(m, q, v,
+    rank_fraction)`` there (the metrics of a converged point).
     ``mode``: the prox of the output side, Newton from the carried prox points
     (``"warm"``) or from them and the cold starts (``"multi"``, see
     :func:`attnlib.se.output.output_arrays`)."""
     half = _output_half(task, data, y, aux, mode)
-    inp = input_arrays(data.token, penalty, half.conj, data.lam, data.Q0)
+    inp = frobenius_arrays(half.conj, data.lam, data.Q0)
     return _input_half(half, inp, aux, data.Q0)
 
 
@@ -143,13 +167,13 @@ def _finish(fp):
     return fp._replace(aux=(prox, means, image)), saw_zero
 
 
-@functools.partial(jax.jit, static_argnames=("task", "penalty", "memory", "mode"))
-def _device_loop(task, penalty, memory, data: Data, settings: Settings, start, *, mode):
-    """The whole iteration in one ``lax.while_loop`` (input side traceable)."""
+@functools.partial(jax.jit, static_argnames=("task", "memory", "mode"))
+def _device_loop(task, memory, data: Data, settings: Settings, start, *, mode):
+    """The whole iteration in one ``lax.while_loop`` (Frobenius: input side traceable)."""
     y0, prox0, history = start
 
     def F(y, aux):
-        return se_map(task, penalty, data, y, aux, mode)
+        return se_map(task, data, y, aux, mode)
 
     cfg = _config(settings, memory)
     return _finish(iterate.anderson(F, y0, _aux0(data, prox0), cfg, history))
@@ -172,21 +196,21 @@ def _host_start(memory, data: Data, settings: Settings, start):
     return iterate.init(y0, _aux0(data, prox0), _config(settings, memory), history)
 
 
-def _host_loop(task, memory, data: Data, settings: Settings, start, mode):
+def _host_loop(task, denoiser: Denoiser, memory, data: Data, settings: Settings, start, *, mode):
     """The same iteration driven from the host, two jitted calls per map around the
     nuclear input side (numpy, :mod:`attnlib.rmt`): no host callback inside the
     compiled programs, so that JAX's persistent compilation cache can keep them."""
     st = _host_start(memory, data, settings, start)
     while True:
         half = _host_output(task, data, st, mode)
-        inp = host_nuclear(data.token, np.asarray(half.conj), data.lam)
+        inp = host_input(denoiser.target, np.asarray(half.conj), data.lam, denoiser.kappa)
         st = _host_advance(memory, data, settings, st, half, inp)
         if int(st.status) >= 0:
             return _finish(iterate.result(st))
 
 
 def solve_fixed_point(
-    task, penalty, memory, data: Data, settings: Settings, start, *, mode: str = "warm"
+    task, denoiser: Denoiser, memory, data: Data, settings: Settings, start, *, mode="warm"
 ):
     """Anderson fixed point of :func:`se_map` from ``start = (y0, prox0, history)``
     (``history``: a warm Anderson history, :func:`no_history` for none; ``mode``: the
@@ -194,13 +218,13 @@ def solve_fixed_point(
 
     Returns ``(FixedPoint, saw_zero)`` (see :func:`attnlib.iterate.anderson`); the
     ``aux`` of the result is ``(prox, means, image)`` of the last evaluation. The
-    Frobenius penalty runs in one compiled loop; the nuclear one from the host
-    (:func:`_host_loop`).
+    Frobenius penalty runs in one compiled loop; the nuclear one, rank-constrained or
+    not, from the host (:func:`_host_loop`).
     """
     # strongly typed scalars: a Python float (weakly typed) would compile anew
     settings = Settings(
         np.float64(settings.tol), np.int64(settings.max_iter), np.float64(settings.damping)
     )
-    if penalty == "nuclear":
-        return _host_loop(task, memory, data, settings, start, mode)
-    return _device_loop(task, penalty, memory, data, settings, start, mode=mode)
+    if denoiser.penalty == "nuclear":
+        return _host_loop(task, denoiser, memory, data, settings, start, mode=mode)
+    return _device_loop(task, memory, data, settings, start, mode=mode)

@@ -10,22 +10,23 @@ semicircle, :func:`attnlib.rmt.deformed_spectrum`) and ``h_R`` its Hilbert trans
 The Frobenius penalty is Gaussian and has closed forms (``int rho_R x^2 = Q0 + Delta``,
 ``int rho_R x h_R = 1/2``). The nuclear input side needs the free convolution: its
 integrals are those of the one spectral integrator (:mod:`attnlib.denoisers`), computed
-on the host (numpy, :func:`host_nuclear`): the nuclear fixed point is driven
-from the host (:mod:`attnlib.se.engine`), so that its compiled programs hold no host
-callback and JAX's persistent compilation cache keeps them; :func:`input_arrays` is a
-traceable version (through ``jax.pure_callback``) for use inside ``jax.jit``.
+on the host (numpy, :func:`host_input`, also for the rank-constrained map of
+:mod:`attnlib.width`): those fixed points are driven from the host
+(:mod:`attnlib.se.engine`), so that the compiled programs hold no host callback (JAX's
+persistent compilation cache keeps them) and the target is an ordinary Python object,
+never an operand of compiled code. The Frobenius side is traceable
+(:func:`frobenius_arrays`).
 """
 
 from __future__ import annotations
 
-import collections
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _checks
+from attnlib.denoisers.constrained import constrained_integrals
 from attnlib.denoisers.nuclear import nuclear_integrals
 from attnlib.spectral_map import PENALTIES, SpectralMap
 
@@ -33,10 +34,8 @@ __all__ = [
     "InputSide",
     "input_side",
     "input_trace",
-    "input_arrays",
-    "host_nuclear",
-    "target_token",
-    "token_target",
+    "host_input",
+    "frobenius_arrays",
 ]
 
 
@@ -92,53 +91,29 @@ def input_trace(target, Delta, c, tau, penalty="nuclear", *, cut=-np.inf) -> flo
     return nuclear_integrals(target, Delta, c, tau, cut).trace
 
 
-# Targets reached from the jitted fixed point are named by an integer token (an
-# operand of the callback), so that one compilation serves every target. Bounded.
-_TOKENS: collections.OrderedDict = collections.OrderedDict()
-_MAX_TOKENS = 64
-
-
-def target_token(target) -> int:
-    """A small integer naming ``target`` for :func:`input_arrays` (bounded table)."""
-    for tok, t in _TOKENS.items():
-        if t == target:
-            _TOKENS.move_to_end(tok)
-            return tok
-    tok = max(_TOKENS, default=-1) + 1
-    if len(_TOKENS) >= _MAX_TOKENS:
-        tok = next(iter(_TOKENS))
-        del _TOKENS[tok]
-    _TOKENS[tok] = target
-    return tok
-
-
-def token_target(token) -> object:
-    """The target named by ``token`` (:func:`target_token`); the host side of callbacks."""
-    return _TOKENS[int(token)]
-
-
-def host_nuclear(token, conj, lam):
-    """Nuclear input side on the host from ``conj = (m_hat, q_hat, a_hat)``: ``(m, q, v,
-    rank_fraction)`` (float64 numpy array); NaN where undefined."""
+def host_input(target, conj, lam, kappa=1.0) -> np.ndarray:
+    """The nuclear input side on the host from ``conj = (m_hat, q_hat, a_hat)``: ``(m, q,
+    v, rank_fraction)`` (float64 numpy array), NaN where undefined; ``kappa < 1``: the map
+    cut at ``x_kappa`` where the rank constraint binds
+    (:mod:`attnlib.denoisers.constrained`, which needs ``q_hat > 0``)."""
     m_hat, q_hat, a_hat = (float(t) for t in np.asarray(conj))
-    lam = float(lam)
+    lam, kappa = float(lam), float(kappa)
     if not (m_hat > 0 and a_hat > 0 and q_hat >= 0 and np.isfinite(q_hat)):
         return np.full(4, np.nan)
-    target = token_target(token)
+    if kappa < 1.0 and not q_hat > 0:
+        return np.full(4, np.nan)
     Delta, c, tau = q_hat / m_hat**2, m_hat / a_hat, lam / a_hat
     try:
-        return np.asarray(_nuclear(target, Delta, c, tau, m_hat), dtype=np.float64)
+        s = constrained_integrals(target, Delta, c, tau, kappa)
     except (ValueError, FloatingPointError, ArithmeticError):
         return np.full(4, np.nan)
+    return np.asarray((s.m, s.q, s.div / m_hat, s.rank), dtype=np.float64)
 
 
-def input_arrays(token, penalty, conj, lam, Q0):
-    """Traceable input side: ``(m, q, v, rank_fraction)`` from ``conj = (m_hat, q_hat,
-    a_hat)``; ``penalty`` static; the nuclear one through ``jax.pure_callback``."""
+def frobenius_arrays(conj, lam, Q0):
+    """The Frobenius input side, traceable: ``(m, q, v, rank_fraction)`` from ``conj =
+    (m_hat, q_hat, a_hat)`` (closed forms, no integral against ``rho_R``)."""
     m_hat, q_hat, a_hat = conj[0], conj[1], conj[2]
-    if penalty == "frobenius":
-        Delta = q_hat / m_hat**2
-        k = SpectralMap(m_hat / a_hat, lam / a_hat, "frobenius").slope
-        return jnp.stack([k * Q0, k * k * (Q0 + Delta), k / (2.0 * m_hat), jnp.ones_like(k)])
-    shape = jax.ShapeDtypeStruct((4,), jnp.float64)
-    return jax.pure_callback(host_nuclear, shape, token, conj, lam)
+    Delta = q_hat / m_hat**2
+    k = SpectralMap(m_hat / a_hat, lam / a_hat, "frobenius").slope
+    return jnp.stack([k * Q0, k * k * (Q0 + Delta), k / (2.0 * m_hat), jnp.ones_like(k)])

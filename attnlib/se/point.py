@@ -1,4 +1,9 @@
-"""One attempt at a state-evolution fixed point, the zero phase, and the final metrics."""
+"""One attempt at a state-evolution fixed point, the zero phase, and the final metrics.
+
+:func:`attempt` is the one attempt of every ERM state evolution, convex (:mod:`attnlib.se`)
+or rank-constrained (:mod:`attnlib.width`): the problem's denoiser (``penalty``, and
+``kappa`` for a student of width ``kappa``) selects the input side of the one map
+(:mod:`attnlib.se.engine`)."""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from attnlib.se.test_error import test_errors
 __all__ = [
     "Problem",
     "Attempt",
+    "denoiser",
     "cold_prox",
     "attempt",
     "origin",
@@ -60,6 +66,7 @@ class Problem(NamedTuple):
     data: engine.Data
     qmc: tuple  # (n_qmc, n_rep, seed)
     memory: int
+    kappa: float = 1.0  # < 1: the nuclear map cut at x_kappa (a student of width kappa)
 
 
 class Attempt(NamedTuple):
@@ -106,6 +113,11 @@ def _mse_moves(x, image, Q0) -> bool:
     return abs(mse_image - mse) > _MSE_RTOL * abs(mse) + _MSE_ATOL * Q0
 
 
+def denoiser(pb: Problem) -> engine.Denoiser:
+    """The input side of ``pb``'s map (:class:`attnlib.se.engine.Denoiser`)."""
+    return engine.Denoiser(pb.penalty, pb.target, pb.kappa)
+
+
 def attempt(pb: Problem, x0, prox0, settings: engine.Settings, history=None) -> Attempt:
     """Anderson from ``x0`` (with an optional warm Anderson ``history``); at convergence
     the prox is re-solved from the cold starts and the iteration goes on where some
@@ -119,7 +131,7 @@ def attempt(pb: Problem, x0, prox0, settings: engine.Settings, history=None) -> 
     n_iter, checks, tightened, mode = 0, 0, 0, "warm"
     while True:
         fp, saw_zero = engine.solve_fixed_point(
-            pb.task, pb.penalty, pb.memory, pb.data, settings, (y, prox, history), mode=mode
+            pb.task, denoiser(pb), pb.memory, pb.data, settings, (y, prox, history), mode=mode
         )
         history = fp.history
         n_iter += int(fp.n_iter)

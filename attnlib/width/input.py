@@ -27,46 +27,12 @@ order; tests compare it with sampled matrices.
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
-from attnlib import _checks, rmt
+from attnlib import _checks
+from attnlib.denoisers.constrained import binding_cut, rank_cutoff
 from attnlib.denoisers.nuclear import nuclear_integrals
 from attnlib.se.input import InputSide, input_trace
 
 __all__ = ["rank_cutoff", "constrained_input_side", "constrained_trace", "spectral_integrals"]
-
-_N_GRID = 4097
-
-
-def _cdf_grid(target, Delta):
-    """``(x, F(x))`` on ``_N_GRID`` points of the support of ``rho_R`` (non-decreasing)."""
-    pieces = rmt.support(target, Delta)
-    xs = np.linspace(pieces[0][0], pieces[-1][1], _N_GRID)
-    return xs, np.maximum.accumulate(np.asarray(rmt.cdf(target, Delta, xs), dtype=float))
-
-
-def _invert(xs, F, level) -> float:
-    k = int(np.clip(np.searchsorted(F, level), 1, xs.size - 1))
-    a, b, Fa, Fb = xs[k - 1], xs[k], F[k - 1], F[k]
-    return float(a + (b - a) * (level - Fa) / (Fb - Fa)) if Fb > Fa else float(a)
-
-
-def rank_cutoff(target, Delta: float, kappa: float) -> float:
-    r"""``x_kappa``: the top-``kappa`` quantile of ``rho_R`` (``int_{x_kappa} rho_R = kappa``).
-
-    ``R = S0 + sqrt(Delta) W_goe`` (:mod:`attnlib.rmt`); ``kappa`` in ``(0, 1]``;
-    ``kappa = 1`` returns ``-inf`` (no cut). :func:`attnlib.rmt.cdf` on a grid of
-    ``4097`` points of the support, inverted by linear interpolation (accuracy about
-    ``1e-6`` in mass, that of the cdf).
-    """
-    Delta = _checks.positive("Delta", Delta)
-    kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
-    if kappa == 1.0:
-        return -math.inf
-    xs, F = _cdf_grid(target, Delta)
-    return _invert(xs, F, 1.0 - kappa)
 
 
 def spectral_integrals(target, Delta, c, tau, cut):
@@ -74,16 +40,6 @@ def spectral_integrals(target, Delta, c, tau, cut):
     (:func:`attnlib.denoisers.nuclear_integrals`)."""
     s = nuclear_integrals(target, Delta, c, tau, cut)
     return s.m, s.q, s.div, s.rank
-
-
-def _cut(target, Delta, c, tau, kappa) -> float:
-    """The cut ``x_kappa`` where the rank constraint binds, else ``-inf``."""
-    if kappa >= 1.0:
-        return -math.inf
-    xs, F = _cdf_grid(target, Delta)
-    if 1.0 - float(np.interp(tau / c, xs, F)) <= kappa:
-        return -math.inf
-    return _invert(xs, F, 1.0 - kappa)
 
 
 def constrained_input_side(target, m_hat, q_hat, a_hat, lam, kappa) -> InputSide:
@@ -104,24 +60,12 @@ def constrained_input_side(target, m_hat, q_hat, a_hat, lam, kappa) -> InputSide
     lam = _checks.nonnegative("lam", lam)
     kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
     Delta, c, tau = q_hat / m_hat**2, m_hat / a_hat, lam / a_hat
-    cut = _cut(target, Delta, c, tau, kappa)
+    cut = binding_cut(target, Delta, c, tau, kappa)
     m, q, fh, rank = spectral_integrals(target, Delta, c, tau, cut)
     return InputSide(m, q, fh / m_hat, rank, Delta, c, tau)
 
 
 def constrained_trace(target, Delta, c, tau, kappa) -> float:
     """``lim Tr S_hat / d = int rho_R f`` of the rank-constrained map (module docstring)."""
-    cut = _cut(target, Delta, c, tau, kappa)
+    cut = binding_cut(target, Delta, c, tau, kappa)
     return input_trace(target, Delta, c, tau, "nuclear", cut=cut)
-
-
-def host_input(target, conj, lam, kappa) -> np.ndarray:
-    """``(m, q, v, rank_fraction)`` for the jitted map (NaN where undefined)."""
-    m_hat, q_hat, a_hat = (float(t) for t in np.asarray(conj))
-    if not (m_hat > 0 and a_hat > 0 and q_hat > 0 and np.isfinite(q_hat)):
-        return np.full(4, np.nan)
-    try:
-        i = constrained_input_side(target, m_hat, q_hat, a_hat, float(lam), float(kappa))
-    except (ValueError, FloatingPointError, ArithmeticError):
-        return np.full(4, np.nan)
-    return np.asarray([i.m, i.q, i.v, i.rank_fraction], dtype=np.float64)

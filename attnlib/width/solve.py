@@ -7,22 +7,19 @@ import math
 import warnings
 from typing import NamedTuple
 
-import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, channels, iterate, se
+from attnlib import _checks, se
 from attnlib.se import engine as se_engine
 from attnlib.se import point, robust
-from attnlib.se.output import check_task, output_arrays, qmc_points
+from attnlib.se.output import check_task, qmc_points
 from attnlib.se.results import SEConvergenceWarning, SEResult
-from attnlib.width import engine
 from attnlib.width.input import constrained_trace
 
 __all__ = ["WidthResult", "solve", "solve_constrained"]
 
 log = logging.getLogger("attnlib.width")
 
-_MAX_CHECKS = 4  # re-solves after the multi-start check of the prox found lower minima
 _RETRY = ((0.5, 300), (0.9, 1500))  # (damping, max_iter) of the successive attempts
 
 
@@ -45,44 +42,22 @@ class WidthResult(NamedTuple):
     convex: SEResult
 
 
-def _problem(task, target, point_, qmc, memory):
-    """``(se Problem, width Data)`` at ``point_ = (alpha, lam, kappa)``."""
+def _problem(task, target, point_, qmc, memory) -> point.Problem:
+    """The state-evolution problem at ``point_ = (alpha, lam, kappa)``: the convex one
+    with the nuclear map cut at ``x_kappa`` (``kappa``, :func:`attnlib.se.point.denoiser`)."""
     alpha, lam, kappa = point_
     z = qmc_points(task, *qmc)
-    Q0 = np.float64(target.Q0)
-    se_data = se_engine.Data(z, np.float64(alpha), np.float64(lam), Q0, np.int64(0))
-    pb = point.Problem(task, target, "nuclear", se_data, qmc, memory)
-    tok = np.int64(engine.token(target))
-    data = engine.Data(z, np.float64(alpha), np.float64(lam), np.float64(kappa), Q0, tok)
-    return pb, data
+    data = se_engine.Data(z, np.float64(alpha), np.float64(lam), np.float64(target.Q0))
+    return point.Problem(task, target, "nuclear", data, qmc, memory, float(kappa))
 
 
-def _check_global(pb, x, prox):
-    if channels.for_task(pb.task).closed_form_output:
-        return prox, 0
-    d = pb.data
-    out = output_arrays(pb.task, d.z, d.alpha, d.Q0, jnp.asarray(x), prox, mode="full")
-    return out.prox, int(out.n_better)
-
-
-def _attempt(pb, data, x0, prox, settings):
-    """Anderson from ``x0``, re-solved where the multi-start prox finds lower minima."""
-    Q0 = float(data.Q0)
-    y = engine.start_y(x0, Q0)
-    n_iter = 0
-    for _ in range(_MAX_CHECKS):
-        fp = engine.solve_fixed_point(pb.task, pb.memory, data, settings, (y, prox))
-        n_iter += int(fp.n_iter)
-        prox, means, image = fp.aux
-        x = np.asarray(se_engine.to_x(fp.x, Q0))
-        if int(fp.status) != iterate.CONVERGED:
-            return None, x, prox, n_iter, float(fp.residual)
-        prox, n_better = _check_global(pb, x, prox)
-        if n_better == 0:
-            sides = point.sides_at(float(data.lam), (se.output.summarize(means), image))
-            return sides, x, prox, n_iter, float(fp.residual)
-        y = fp.x
-    return None, x, prox, n_iter, float(fp.residual)
+def _attempt(pb, x0, prox, settings):
+    """One attempt of :func:`attnlib.se.point.attempt` (the one attempt of every ERM state
+    evolution): ``(sides | None, x, prox, n_iter, residual)``; ``sides`` without the
+    propagated error's ingredients (the map's Jacobian is the convex one's there)."""
+    a = point.attempt(pb, x0, prox, settings)
+    sides = point.sides_at(float(pb.data.lam), a.sides[:2]) if a.converged else None
+    return sides, a.x, a.prox, a.n_iter, a.residual
 
 
 def _start(init, pb):
@@ -134,7 +109,7 @@ def solve_constrained(
     _check(task, target, alpha, lam, kappa, on_fail)
     alpha, lam, kappa = float(alpha), float(lam), float(kappa)
     qmc = (int(n_qmc), int(n_rep), int(seed))
-    pb, data = _problem(task, target, (alpha, lam, kappa), qmc, int(anderson))
+    pb = _problem(task, target, (alpha, lam, kappa), qmc, int(anderson))
     if init is None and lam == 0.0:
         init = robust.default_x0(float(target.Q0))
     if init is None:
@@ -150,7 +125,7 @@ def solve_constrained(
         damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
         max_iter = _checks.integer("max_iter", max_iter, 1)
         settings = se_engine.Settings(np.float64(tol), np.int64(max_iter), np.float64(damping))
-        sides, x, prox_new, k, residual = _attempt(pb, data, x0, prox, settings)
+        sides, x, prox_new, k, residual = _attempt(pb, x0, prox, settings)
         n_iter += k
         if sides is not None:
             extra = dict(converged=True, residual=residual, n_iter=n_iter,
