@@ -1,4 +1,5 @@
-"""Thin drivers: :func:`solve`, :func:`learning_curve`, :func:`optimal_lambda`.
+"""Thin drivers: :func:`solve`, :func:`learning_curve`, :func:`optimal_lambda`
+(:func:`search_lambda`), :func:`solve_nearby`.
 
 They validate arguments, build the problem's arrays, call the robust fixed-point search
 (:mod:`attnlib.se.robust`) and return results together with their warm starts (the
@@ -13,10 +14,9 @@ import time
 import warnings
 
 import numpy as np
-import scipy.optimize
 
 from attnlib import _checks, channels
-from attnlib.se import engine, point, robust, several
+from attnlib.se import engine, optimal, point, robust, several
 from attnlib.se.output import check_task, qmc_points
 from attnlib.se.qmc import qmc_normals
 from attnlib.se.results import (
@@ -28,7 +28,7 @@ from attnlib.se.results import (
     WarmStart,
 )
 
-__all__ = ["solve", "learning_curve", "optimal_lambda"]
+__all__ = ["solve", "learning_curve", "optimal_lambda", "search_lambda", "solve_nearby"]
 
 ALPHA_MIN = _checks.ALPHA_RANGE[0]
 """Smallest sample ratio accepted (the largest is ``_checks.MAX_ABS``): beyond either end
@@ -313,35 +313,61 @@ def learning_curve(
     return _stack(results, penalty)
 
 
-def optimal_lambda(
-    task, target, alpha: float, penalty: str = "nuclear", *, bounds=(1e-4, 10.0),
-    xatol: float = 0.02, noisy: bool = False, **kw,
-):  # fmt: skip
-    """``lam`` minimising the SE test error at ``alpha`` (bounded search on ``log lam``).
+def solve_nearby(
+    task, target, alpha: float, lam: float, penalty: str = "nuclear", *, init=None,
+    nearby: float = 1.5, **kw,
+) -> SEResult:  # fmt: skip
+    """:func:`solve`; where a cold start (``init=None``) does not converge, once more
+    warm-started from the fixed point at ``nearby * alpha`` (when that one converges)."""
+    if init is not None:
+        return solve(task, target, alpha, lam, penalty, init=init, **kw)
+    _checks.positive("nearby", nearby)
+    r = _solve_quiet(task, target, (alpha, lam, penalty), None, kw)
+    if not r.converged:
+        log.info("solve_nearby: no fixed point from a cold start at alpha %.4g, lam %.3g: "
+                 "starting from alpha %.4g", alpha, lam, nearby * alpha)  # fmt: skip
+        near = _solve_quiet(task, target, (nearby * alpha, lam, penalty), None, kw)
+        if near.converged:
+            r = _solve_quiet(task, target, (alpha, lam, penalty), near, kw)
+    if not r.converged:
+        _report_failure(float(alpha), lam, penalty, r, kw.get("on_fail", "warn"))
+    return r
 
-    Returns ``(lam_opt, SEResult at lam_opt)``. ``noisy=True`` minimises
-    ``test_error_noisy``. Points that do not converge count as ``+inf``.
-    """
+
+def search_lambda(
+    task, target, alpha: float, penalty: str = "nuclear", *, bounds=(1e-4, 10.0),
+    xatol: float = 0.02, noisy: bool = False, previous: float | None = None, grid=None,
+    init=None, **kw,
+) -> optimal.LambdaSearch:  # fmt: skip
+    """The ``lam`` minimising the SE test error at ``alpha``, with what the search met:
+    :func:`attnlib.se.optimal.search` (bounded Brent on ``log lam``; around a
+    ``previous`` optimum; or over a ``grid``) on :func:`solve_nearby` (``**kw`` are its
+    settings). Returns a :class:`~attnlib.se.optimal.LambdaSearch`: ``lam``, the
+    ``result`` there, the ``warm`` start for a neighbouring search, ``n_solves``."""
     check_task(task)
     alpha = _checks.alpha(alpha)
+    _checks.choice("penalty", penalty, PENALTIES)
     lo = _checks.positive("bounds[0]", bounds[0])
     hi = _checks.positive("bounds[1]", bounds[1])
     if not lo < hi:
         raise ValueError(f"bounds must satisfy 0 < low < high, got {bounds}")
-    init = kw.pop("init", None)
-    seen: dict = {}
 
-    def objective(loglam):
-        warm = [r.warm for r in seen.values() if r.warm is not None]
-        start = warm[-1] if warm else init
-        r = solve(task, target, alpha, math.exp(loglam), penalty, init=start, **kw)
-        seen[loglam] = r
-        val = r.test_error_noisy if noisy else r.test_error
-        return val if math.isfinite(val) else math.inf
+    def solve_at(lam, start):
+        return solve_nearby(task, target, alpha, lam, penalty, init=start, **kw)
 
-    res = scipy.optimize.minimize_scalar(
-        objective, bounds=(math.log(lo), math.log(hi)), method="bounded", options={"xatol": xatol}
-    )
-    if res.x not in seen:
-        objective(res.x)
-    return math.exp(res.x), seen[res.x]
+    return optimal.search(solve_at, bounds=(lo, hi), xatol=xatol, previous=previous,
+                          grid=grid, init=init, noisy=noisy)  # fmt: skip
+
+
+def optimal_lambda(
+    task, target, alpha: float, penalty: str = "nuclear", *, bounds=(1e-4, 10.0),
+    xatol: float = 0.02, noisy: bool = False, **kw,
+):  # fmt: skip
+    """``lam`` minimising the SE test error at ``alpha`` (bounded search on ``log lam``;
+    :func:`search_lambda` has the other searches and what the search met).
+
+    Returns ``(lam_opt, SEResult at lam_opt)``. ``noisy=True`` minimises
+    ``test_error_noisy``. Points that do not converge count as ``+inf``.
+    """
+    s = search_lambda(task, target, alpha, penalty, bounds=bounds, xatol=xatol, noisy=noisy, **kw)
+    return s.lam, s.result

@@ -22,6 +22,7 @@ import numpy as np
 from distributed import Client
 
 from attnlib import se, sweep
+from attnlib.se import optimal
 
 HERE = Path(__file__).resolve().parent
 
@@ -54,55 +55,19 @@ def rank_fraction(S, cutoff: float) -> float:
 
 
 # ----------------------------------------------------------------------------
-# State evolution: one point, the zero phase detected from results
+# State evolution: one point, its warm start for the next
 # ----------------------------------------------------------------------------
-
-_ORIGIN = 1e-8  # (m, q, v) = (0, eps Q0, eps): the S_hat -> 0 limit of the output side
-
-
-def is_zero_phase(r) -> bool:
-    """Whether an SE result (or input side) is the trivial fixed point ``S_hat = 0``."""
-    if "zero" in str(getattr(r, "status", "")).lower():  # an engine that reports a status
-        return True
-    return r.rank_fraction == 0.0 and r.q == 0.0
-
-
-def zero_phase(task, target, alpha: float, lam: float, penalty: str) -> bool:
-    """``S_hat = 0`` at ``(alpha, lam)``: the input side at the ``S_hat -> 0`` limit of the
-    output side thresholds the whole spectrum away (computed, not read from a message)."""
-    Q0 = float(target.Q0)
-    o = se.output_side(task, alpha, Q0, 0.0, _ORIGIN * Q0, _ORIGIN)
-    return is_zero_phase(se.input_side(target, o.m_hat, o.q_hat, o.a_hat, lam, penalty, Q0=Q0))
-
-
-def zero_estimator(task, target) -> dict:
-    """Metrics of ``S_hat = 0``: train loss ``E||Y - g(0)||^2``, test error
-    ``E||g(h0) - g(0)||^2``, mse ``Q0``."""
-    Q0 = float(target.Q0)
-    return {
-        "train_loss": float(se.test_error_from_overlaps(task, Q0, 0.0, 0.0, noisy=True)),
-        "test_error": float(se.test_error_from_overlaps(task, Q0, 0.0, 0.0)),
-        "rank_fraction": 0.0,
-        "mse": Q0,
-        "converged": True,
-    }
 
 
 def se_solve(task, target, alpha, lam, penalty="nuclear", init=None):
-    """``(SEResult or None, zero)``: the SE fixed point, ``zero=True`` in the zero phase
-    (then the result may be ``None``: ``se.solve`` may raise there). Any other failure
-    of ``se.solve`` propagates (the sweep records it)."""
-    try:
-        r, notes = quiet(se.solve, task, target, alpha, lam, penalty, init=init)
-    except RuntimeError:
-        if zero_phase(task, target, alpha, lam, penalty):
-            return None, True
-        raise
+    """``(SEResult, zero)``: :func:`attnlib.se.solve` with its warnings logged, ``zero=True``
+    in the zero phase ``S_hat = 0`` (:func:`attnlib.se.optimal.is_zero_phase`)."""
+    r, notes = quiet(se.solve, task, target, alpha, lam, penalty, init=init)
     if notes or not r.converged:
         log(
             f"    [SE] alpha={alpha:g}, lam={lam:g}, {penalty}: {notes} (residual {r.residual:.1e})"
         )
-    return r, is_zero_phase(r)
+    return r, optimal.is_zero_phase(r)
 
 
 # SEResult fields that are not numbers: the warm start and the other fixed points found
@@ -119,8 +84,9 @@ def se_dict(r) -> dict:
 
 
 def warm(r, zero: bool, init):
-    """The warm start for the next point: ``r`` if it converged off the zero phase."""
-    return r if (r is not None and not zero and r.converged) else init
+    """The warm start for the next point: ``r`` if it converged off the zero phase
+    (:func:`attnlib.se.optimal.warm_start`)."""
+    return init if zero else optimal.warm_start(r, init)
 
 
 # ----------------------------------------------------------------------------

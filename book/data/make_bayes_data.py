@@ -3,7 +3,7 @@
 Writes next to this script:
 
 - ``bayes_erm.npz``: the ERM (nuclear penalty, state evolution) at its optimal
-  ``lam`` (``se.optimal_lambda``, minimum test error) on a grid of ``alpha``, for
+  ``lam`` (``se.drivers.search_lambda``, minimum test error) on a grid of ``alpha``, for
   softmax seq2seq at T = 2 without noise and with logit noise Delta = 0.1
   (Wishart target kappa0 = 0.5). The linear task is cheap and computed in the chapter.
 - ``bayes_gamp.npz``: GAMP-RIE on finite data sets (two sizes d, several seeds) at
@@ -25,7 +25,6 @@ Every random draw derives from explicit PRNG keys, so the files are reproducible
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 import warnings
@@ -33,10 +32,10 @@ from pathlib import Path
 
 import jax
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 import attnlib
-from attnlib import bayes, se, targets, tasks
+from attnlib import bayes, targets, tasks
+from attnlib.se import drivers
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -78,42 +77,19 @@ LAM_GRID = np.logspace(-3.0, -0.5, 5)
 N_QMC = 2048  # QMC points of the ERM state evolution (integration error reported)
 
 
-def _erm_solve(task, alpha, lam, init):
+def erm_point(setting: str, alpha: float, init=None) -> dict:
+    """ERM (nuclear penalty) at its test-optimal ``lam``: :func:`attnlib.se.drivers.
+    search_lambda` over the log grid ``LAM_GRID`` (warm-started from the last non-zero
+    fixed point), then a bounded search on ``log lam`` between the grid neighbours of the
+    best point. Returns lam, test error, mse, convergence (and the result, a warm start
+    for the next ``alpha``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return se.solve(task, TARGET, alpha, lam, "nuclear", init=init, n_qmc=N_QMC)
-
-
-def erm_point(setting: str, alpha: float, init=None) -> dict:
-    """ERM (nuclear penalty) at its test-optimal ``lam``: a log grid of ``lam`` (warm-started
-    from the last non-zero fixed point), then a bounded search on ``log lam`` between the
-    grid neighbours of the best point. Returns lam, test error, mse, convergence."""
-    task = SETTINGS[setting]
-    results = {}
-    for lam in LAM_GRID:
-        r = _erm_solve(task, alpha, float(lam), init)
-        results[float(lam)] = r
-        if r.converged and r.q > 0:
-            init = r
-    ok = {k: r for k, r in results.items() if r.converged}
-    best = min(ok, key=lambda k: ok[k].test_error)
-    i = int(np.argmin(np.abs(LAM_GRID - best)))
-    lo, hi = LAM_GRID[max(i - 1, 0)], LAM_GRID[min(i + 1, LAM_GRID.size - 1)]
-    warm = ok[best] if ok[best].q > 0 else init
-
-    def objective(loglam):
-        r = _erm_solve(task, alpha, math.exp(loglam), warm)
-        results[math.exp(loglam)] = r
-        return r.test_error if r.converged else math.inf
-
-    minimize_scalar(
-        objective, bounds=(math.log(lo), math.log(hi)), method="bounded", options={"xatol": 0.05}
-    )
-    ok = {k: r for k, r in results.items() if r.converged}
-    best = min(ok, key=lambda k: ok[k].test_error)
-    r = ok[best]
+        s = drivers.search_lambda(SETTINGS[setting], TARGET, alpha, "nuclear", grid=LAM_GRID,
+                                  xatol=0.05, init=init, n_qmc=N_QMC)  # fmt: skip
+    r = s.result
     return {
-        "lam": best,
+        "lam": s.lam,
         "test_error": r.test_error,
         "mse": r.mse,
         "converged": float(r.converged),

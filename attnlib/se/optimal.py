@@ -1,0 +1,179 @@
+"""The optimal penalty: the ``lam`` that minimises the state evolution's test error.
+
+One search on ``log lam`` for every caller (:func:`attnlib.se.optimal_lambda`,
+:func:`attnlib.se.drivers.search_lambda`, the book's data scripts), over a function
+``solve_at(lam, init) -> SEResult``. Three ways to find the minimum:
+
+- by default, bounded Brent on ``log lam`` over ``bounds`` (``scipy.optimize.
+  minimize_scalar``) to within ``xatol``;
+- from ``previous``, the optimum of a neighbouring problem (the last ``alpha`` or target
+  of a chain): three points ``step`` apart around it, shifted downhill until the middle
+  one is lowest (at most ``moves`` shifts, inside ``bounds``), then the vertex of the
+  parabola through them; Brent on ``bounds`` where no such bracket is found;
+- over a ``grid`` of ``lam`` (ascending): the grid first, then Brent between the grid
+  neighbours of its best point, every solve warm-started from that point; the answer
+  is the best point evaluated.
+
+Each solve is warm-started from the last converged point off the zero phase (before
+the first one, from ``init``); a point that does not converge counts as ``+inf``. The
+zero phase (``S_hat = 0``: every eigenvalue thresholded) is a converged fixed point of
+:func:`attnlib.se.solve` with ``q = 0`` and ``rank_fraction = 0``
+(:func:`is_zero_phase`); it is evaluated like any other point but never used as a
+warm start.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+import scipy.optimize
+
+__all__ = ["LambdaSearch", "is_zero_phase", "warm_start", "search"]
+
+
+class LambdaSearch(NamedTuple):
+    """The outcome of :func:`search`.
+
+    ``lam``: the optimal ``lam``; ``result``: the :class:`~attnlib.se.SEResult` there;
+    ``warm``: the last converged result off the zero phase met by the search (the warm
+    start for a neighbouring search; ``init`` if there was none); ``n_solves``: the
+    number of values of ``lam`` solved."""
+
+    lam: float
+    result: Any
+    warm: Any
+    n_solves: int
+
+
+def is_zero_phase(r) -> bool:
+    """Whether the :class:`~attnlib.se.SEResult` ``r`` is the trivial fixed point
+    ``S_hat = 0`` (all eigenvalues thresholded: ``q = 0``, ``rank_fraction = 0``)."""
+    return bool(r.rank_fraction == 0.0 and r.q == 0.0)
+
+
+def warm_start(r, init):
+    """``r`` where it converged off the zero phase (a warm start for a neighbouring
+    solve), else ``init``."""
+    return r if (r is not None and r.converged and not is_zero_phase(r)) else init
+
+
+class _Objective:
+    """The test error as a function of ``lam``, each ``lam`` solved once; the warm start
+    follows the search while ``chain`` is true."""
+
+    def __init__(self, solve_at, init, noisy: bool):
+        self.solve_at, self.warm, self.noisy = solve_at, init, noisy
+        self.seen: dict = {}
+        self.chain = True
+
+    def __call__(self, lam: float) -> float:
+        if lam not in self.seen:
+            r = self.solve_at(lam, self.warm)
+            self.seen[lam] = r
+            if self.chain:
+                self.warm = warm_start(r, self.warm)
+        r = self.seen[lam]
+        val = r.test_error_noisy if self.noisy else r.test_error
+        return val if math.isfinite(val) else math.inf
+
+    def log(self, x: float) -> float:
+        return self(math.exp(x))
+
+    def best(self) -> float:
+        """The ``lam`` of lowest test error solved so far (the first one on ties)."""
+        return min(self.seen, key=self)
+
+
+def _brent(f, lo: float, hi: float, xatol: float) -> float:
+    """Bounded Brent on ``[lo, hi]`` (log lam): the minimiser it returns."""
+    res = scipy.optimize.minimize_scalar(
+        f, bounds=(lo, hi), method="bounded", options={"xatol": xatol}
+    )
+    return float(res.x)
+
+
+def _parabola(f, x0: float, bounds, step: float, moves: int):
+    """Minimum of ``f`` (of ``log lam``) near ``x0``: a bracket of three points ``step``
+    apart is shifted downhill until its middle is lowest, then the vertex of the
+    parabola through them. ``None`` when no bracket is found within ``moves`` shifts
+    or it leaves ``bounds``."""
+    lo, hi = bounds
+    xs = [x0 - step, x0, x0 + step]
+    fs = [f(x) for x in xs]
+    for _ in range(moves):
+        if fs[1] <= min(fs[0], fs[2]):
+            break
+        shift = -step if fs[0] < fs[2] else step
+        xs = [x + shift for x in xs]
+        if not (lo <= xs[0] and xs[2] <= hi):
+            return None
+        fs = [fs[0], fs[0], fs[1]] if shift < 0 else [fs[1], fs[2], fs[2]]
+        k = 0 if shift < 0 else 2
+        fs[k] = f(xs[k])
+    else:
+        return None
+    curv = fs[0] - 2 * fs[1] + fs[2]
+    if not curv > 0:
+        return None
+    return xs[1] + 0.5 * step * (fs[0] - fs[2]) / curv
+
+
+def _over_grid(f: _Objective, grid, xatol: float) -> float:
+    """The grid, then Brent between the grid neighbours of its best point (warm-started
+    from that point): the best ``lam`` solved."""
+    for lam in grid:
+        f(float(lam))
+    best = f.best()
+    i = int(np.argmin(np.abs(grid - best)))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
+    f.warm, f.chain = warm_start(f.seen[best], f.warm), False
+    _brent(f.log, math.log(lo), math.log(hi), xatol)
+    return f.best()
+
+
+def _check_grid(grid):
+    grid = np.asarray(grid, dtype=float).reshape(-1)
+    if grid.size < 2 or not np.all(grid > 0) or not np.all(np.diff(grid) > 0):
+        raise ValueError(f"grid must hold at least two increasing values of lam > 0, got {grid}")
+    return grid
+
+
+def search(
+    solve_at, *, bounds=(1e-4, 10.0), xatol: float = 0.02, previous: float | None = None,
+    grid=None, init=None, noisy: bool = False, step: float = 0.4, moves: int = 6,
+) -> LambdaSearch:  # fmt: skip
+    """The ``lam`` of lowest test error of ``solve_at(lam, init) -> SEResult``.
+
+    Args:
+      bounds: ``(low, high)``, ``0 < low < high``: the range of ``lam`` searched
+        (with ``grid``: the grid's range).
+      xatol: Brent's tolerance on ``log lam``.
+      previous: a neighbouring optimum to search around (the chained search), or None.
+      grid: ascending values of ``lam`` to evaluate first (then Brent between the
+        neighbours of the best), or None; not together with ``previous``.
+      init: warm start of the first solve; noisy: minimise ``test_error_noisy``.
+      step, moves: the bracket of the chained search (``log lam`` spacing, shifts).
+    """
+    lo, hi = (float(b) for b in bounds)
+    if not 0 < lo < hi:
+        raise ValueError(f"bounds must satisfy 0 < low < high, got {bounds}")
+    if not (xatol > 0 and step > 0 and moves >= 0):
+        raise ValueError(f"xatol > 0, step > 0 and moves >= 0 needed, got {xatol}, {step}, {moves}")
+    if previous is not None and grid is not None:
+        raise ValueError("give previous (a chained search) or grid, not both")
+    f = _Objective(solve_at, init, noisy)
+    if grid is not None:
+        lam = _over_grid(f, _check_grid(grid), xatol)
+    else:
+        x = None
+        if previous is not None:
+            if not previous > 0:
+                raise ValueError(f"previous must be a lam > 0 or None, got {previous}")
+            x = _parabola(f.log, math.log(previous), (math.log(lo), math.log(hi)), step, moves)
+        if x is None:
+            x = _brent(f.log, math.log(lo), math.log(hi), xatol)
+        lam = math.exp(x)
+        f(lam)
+    return LambdaSearch(lam, f.seen[lam], f.warm, len(f.seen))
