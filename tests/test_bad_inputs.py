@@ -480,6 +480,19 @@ def _specs():
         dict(S="matrix", S0="matrix", rank_tol="pos"),
     )
     add(
+        spectrum.kept_mass_in_range,
+        dict(S=c["S"], S0=c["S0"]),
+        dict(S="matrix", S0="matrix", rank_tol="nonneg"),
+    )
+    mats = dict(S=c["S"], S0=c["S0"])
+    add(spectrum.top_overlaps, dict(**mats, k=2), dict(S="matrix", S0="matrix", k="int"))
+    add(spectrum.head_spectra, dict(Wq=c["S0"], Wk=c["S"]), dict(Wq="matrix", Wk="matrix"))
+    add(
+        spectrum.layer_head_spectra,
+        dict(Wq=c["S0"], Wk=c["S"], n_heads=2, rng=np.random.default_rng(0)),
+        dict(Wq="matrix", Wk="matrix", n_heads="int"),
+    )
+    add(
         spectrum.optimal_scale,
         dict(task=lin, Q0=1.0, m=0.5, q=0.4),
         dict(task="task", Q0="pos", m="real", q="nonneg"),

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from attnlib import amp, gamp, scaling, se, targets, tasks, train, width
+from attnlib import amp, gamp, scaling, se, spectrum, targets, tasks, train, width
 from attnlib.width import capacity
 
 
@@ -108,3 +108,48 @@ def test_threshold_window_puts_the_modes_at_the_threshold():
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="k_lo"):
             scaling.threshold_window(tg, ell, m_eff, 5, 4, ratio=ratio)
+
+
+def _psd(rng, d, r):
+    G = rng.normal(size=(d, r))
+    return G @ G.T / d
+
+
+def test_kept_mass_and_top_overlaps():
+    rng = np.random.default_rng(0)
+    d = 30
+    S0 = _psd(rng, d, 10)
+    S_in = S0 @ S0  # its range lies in that of S0: the kept mass is its rank fraction
+    assert spectrum.kept_mass_in_range(S_in, S0) == pytest.approx(10 / d, rel=1e-12)
+    P_out = np.eye(d) - np.linalg.pinv(S0) @ S0  # the complement of S0's range
+    assert spectrum.kept_mass_in_range(P_out, S0) == pytest.approx(0.0, abs=1e-12)
+    t = spectrum.top_overlaps(S0, S0, 3)
+    np.testing.assert_allclose(t.overlap2, 1.0, rtol=1e-12)
+    np.testing.assert_allclose(t.theta, np.sort(np.linalg.eigvalsh(S0))[::-1][:3], rtol=1e-12)
+    with pytest.raises(ValueError, match="k"):
+        spectrum.top_overlaps(S0, S0, d + 1)
+
+
+def test_head_spectra():
+    rng = np.random.default_rng(1)
+    dh, d = 4, 12
+    Wq = rng.normal(size=(dh, d))
+    tied = spectrum.head_spectra(Wq, Wq)  # M = Wq^T Wq / sqrt(dh): symmetric PSD
+    assert tied.anti == pytest.approx(0.0, abs=1e-15)
+    M = Wq.T @ Wq / math.sqrt(dh)
+    np.testing.assert_allclose(tied.sv, np.sort(np.linalg.eigvalsh(M))[::-1][:dh], rtol=1e-10)
+    Wk = rng.normal(size=(dh, d))
+    M = Wq.T @ Wk / math.sqrt(dh)
+    h = spectrum.head_spectra(Wq, Wk)
+    A, Sym = (M - M.T) / 2, (M + M.T) / 2
+    assert h.anti == pytest.approx(np.sum(A * A) / np.sum(M * M), rel=1e-12)
+    ev = np.linalg.eigvalsh(Sym)
+    np.testing.assert_allclose(h.sym, np.sort(ev[np.argsort(-np.abs(ev))[: 2 * dh]]), rtol=1e-12)
+    heads, shuffled = spectrum.layer_head_spectra(
+        np.vstack([Wq, Wk]), np.vstack([Wk, Wq]), 2, np.random.default_rng(2)
+    )
+    np.testing.assert_array_equal(heads[0].sv, h.sv)
+    assert heads[1].anti == pytest.approx(h.anti, rel=1e-12)  # M_2 = M^T
+    assert len(shuffled) == 2 and shuffled[0].anti > 0.1  # no learned symmetry left
+    with pytest.raises(ValueError, match="n_heads"):
+        spectrum.layer_head_spectra(Wq, Wk, 3, np.random.default_rng(0))

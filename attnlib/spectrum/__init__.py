@@ -81,6 +81,7 @@ integral against ``rho_R`` with ``s*(x) = c* f(x)``. Target outliers carry
 Package layout (every public name is importable from :mod:`attnlib.spectrum`):
 :mod:`~attnlib.spectrum.learned` (learned spectrum, singular values of ``W``),
 :mod:`~attnlib.spectrum.directions` (eigenvector statistics),
+:mod:`~attnlib.spectrum.heads` (the per-head query-key spectra of a trained transformer),
 :mod:`~attnlib.spectrum.decomposition` (the four-part error decomposition).
 """
 
@@ -95,10 +96,14 @@ from attnlib.spectrum.decomposition import (
 )
 from attnlib.spectrum.directions import (
     DirectionProfile,
+    TopOverlaps,
     direction_profile,
     direction_statistics,
+    kept_mass_in_range,
     overlap_density,
+    top_overlaps,
 )
+from attnlib.spectrum.heads import HeadSpectra, head_spectra, layer_head_spectra
 from attnlib.spectrum.learned import (
     LearnedOutlier,
     LearnedSpectrum,
@@ -124,4 +129,10 @@ __all__ = [
     "optimal_scale",
     "decompose",
     "decompose_trained",
+    "TopOverlaps",
+    "kept_mass_in_range",
+    "top_overlaps",
+    "HeadSpectra",
+    "head_spectra",
+    "layer_head_spectra",
 ]

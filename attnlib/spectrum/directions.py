@@ -14,7 +14,15 @@ import numpy as np
 from attnlib import _checks, rmt
 from attnlib.spectrum.common import _DEFAULT_NODES, _check_target, _deformed, _profile, _zero_mass
 
-__all__ = ["DirectionProfile", "overlap_density", "direction_profile", "direction_statistics"]
+__all__ = [
+    "DirectionProfile",
+    "TopOverlaps",
+    "overlap_density",
+    "direction_profile",
+    "direction_statistics",
+    "kept_mass_in_range",
+    "top_overlaps",
+]
 
 
 class DirectionProfile(NamedTuple):
@@ -113,3 +121,38 @@ def direction_statistics(S, S0, *, rank_tol: float = 1e-8):
     rng = np.abs(l0) > rank_tol * max(np.max(np.abs(l0)), 1e-300)
     w = np.sum((V0[:, rng].T @ U) ** 2, axis=0)
     return s, a, b, w
+
+
+def kept_mass_in_range(S, S0, *, rank_tol: float = 1e-8) -> float:
+    """``(1/d) sum_{i kept} ||P0 u_i||^2``: how much of the kept eigenvectors of ``S`` lies in
+    the range of ``S0`` (``P0`` as in :func:`direction_statistics`); ``u_i`` is kept when
+    ``|s_i| > rank_tol max |s|``. Equals the rank fraction of ``S`` when its range lies in
+    that of ``S0``."""
+    rank_tol = _checks.nonnegative("rank_tol", rank_tol)
+    s, _, _, w = direction_statistics(S, S0)
+    kept = np.abs(s) > rank_tol * np.abs(s).max()
+    return float(np.sum(w[kept]) / s.size)
+
+
+class TopOverlaps(NamedTuple):
+    """``eigs``: the eigenvalues of ``S`` (ascending); ``theta``: the ``k`` largest of ``S0``
+    (descending); ``overlap2``: ``(u_j . v_j)^2`` of the ``j``-th top eigenvectors of ``S``
+    and ``S0``, ``j = 1..k``."""
+
+    eigs: np.ndarray
+    theta: np.ndarray
+    overlap2: np.ndarray
+
+
+def top_overlaps(S, S0, k: int) -> TopOverlaps:
+    """The top eigenvectors of ``S`` against those of ``S0`` (spiked targets: the learned
+    outliers' directions, to compare with ``LearnedOutlier.overlap2``)."""
+    S0 = np.asarray(_checks.square_matrix("S0", S0, symmetric=True), float)
+    S = np.asarray(_checks.square_matrix("S", S, S0.shape[0], against="S0"), float)
+    k = _checks.integer("k", k, 1)
+    if k > S0.shape[0]:
+        raise ValueError(f"k must be an integer in [1, d] = [1, {S0.shape[0]}], got {k}")
+    ev, U = np.linalg.eigh(S)
+    l0, V = np.linalg.eigh(S0)
+    overlap2 = np.array([(U[:, -1 - j] @ V[:, -1 - j]) ** 2 for j in range(k)])
+    return TopOverlaps(ev, l0[::-1][:k], overlap2)

