@@ -735,6 +735,7 @@ def _later_specs(add, c):
     )
     add(channels.label_start, step_args, dict(task="task", Y="matrix", omega="matrix", V="pos"))
     add(channels.for_task, dict(task=task), dict(task="task"))
+    add(channels.require_task, dict(task=task), dict(task="task"))
     add(channels.Channel, dict(task=task), dict(task="task"))
     add(
         channels.linear_step,

@@ -74,9 +74,7 @@ class Information(NamedTuple):
 
 
 def _check_task(task) -> _tasks.Task:
-    if not isinstance(task, _tasks.Task):
-        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
-    return task
+    return _channels.require_task(task)
 
 
 def is_gaussian(task) -> bool:

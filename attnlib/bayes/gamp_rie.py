@@ -56,12 +56,10 @@ class RIE:
 
 
 def _check_inputs(task, data, target):
-    ok = isinstance(task, _tasks.Task) and _channels.for_task(task).exact_posterior_output
-    if not ok:
-        raise ValueError(
-            f"task must be a Task with a Gaussian channel (is_gaussian) or T = 2 hardmax, "
-            f"got {task!r}"
-        )
+    accepted = "a Task with a Gaussian channel (is_gaussian) or T = 2 hardmax"
+    _channels.require_task(task, accepted=accepted)
+    if not _channels.for_task(task).exact_posterior_output:
+        raise ValueError(f"task must be {accepted}, got {task!r}")
     if not hasattr(target, "measure") or not hasattr(target, "Q0"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
     X = np.asarray(data.X, dtype=float)

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from attnlib import channels as _channels
 from attnlib import tasks as _tasks
 from attnlib.bayes import nested
 
@@ -61,8 +62,7 @@ def hardmax_information(task, mmse: float, Q0: float, n_outer: int, n_inner: int
     Arguments are validated by :func:`attnlib.bayes.information`, which dispatches here
     for :class:`attnlib.tasks.Hardmax` without noise or with noise on the logits.
     """
-    if not isinstance(task, _tasks.Hardmax):
-        raise ValueError(f"task must be an attnlib.tasks.Hardmax, got {task!r}")
+    _channels.require_task(task, _tasks.Hardmax)
     if not mmse > 0.0:
         raise ValueError(f"mmse must be > 0 for the hardmax channel, got {mmse}")
     z_out, z_in = nested.qmc_sets(task, n_outer, n_inner, seed)

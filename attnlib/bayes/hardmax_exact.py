@@ -38,6 +38,7 @@ import numpy as np
 import scipy.special
 
 from attnlib import _checks
+from attnlib import channels as _channels
 from attnlib import tasks as _tasks
 
 __all__ = ["A", "bvn_cdf", "orthants", "information", "test_error", "output"]
@@ -159,12 +160,10 @@ def information(task, mmse: float, Q0: float, n_nodes: int = 12) -> tuple[float,
 
 
 def _check_task(task) -> None:
-    ok = isinstance(task, _tasks.Hardmax) and task.T == 2
-    if not ok or (task.noise > 0 and task.noise_on != "logits"):
-        raise ValueError(
-            f"task must be an attnlib.tasks.Hardmax with T = 2, without noise or with noise "
-            f"on the logits, got {task!r}"
-        )
+    accepted = "an attnlib.tasks.Hardmax with T = 2, without noise or with noise on the logits"
+    _channels.require_task(task, _tasks.Hardmax, accepted=accepted)
+    if task.T != 2 or (task.noise > 0 and task.noise_on != "logits"):
+        raise ValueError(f"task must be {accepted}, got {task!r}")
 
 
 def test_error(mmse: float, Q0: float) -> float:

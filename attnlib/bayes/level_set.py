@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from attnlib import channels as _channels
 from attnlib import tasks as _tasks
 from attnlib.bayes import nested
 
@@ -69,8 +70,10 @@ def _conditional_sd(task, z_out, z_in, mmse, Q0):
 def level_set_information(task, mmse, Q0, n_outer, n_inner, seed, *, eps_rel=0.01):
     """``(J, dof, error)`` of seq2lab without noise or with noise on the logits (module
     docstring); arguments validated by :func:`attnlib.bayes.information`."""
-    if not isinstance(task, _tasks.Seq2Lab) or (task.noise > 0 and task.noise_on != "logits"):
-        raise ValueError(f"task must be a Seq2Lab without noise or with logit noise: {task!r}")
+    accepted = "a Seq2Lab without noise or with logit noise"
+    _channels.require_task(task, _tasks.Seq2Lab, accepted=accepted)
+    if task.noise > 0 and task.noise_on != "logits":
+        raise ValueError(f"task must be {accepted}, got {task!r}")
     if not mmse > 0.0:
         raise ValueError(f"mmse must be > 0 for the seq2lab delta channel, got {mmse}")
     z_out, z_in = nested.qmc_sets(task, n_outer, n_inner, seed)

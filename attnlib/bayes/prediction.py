@@ -62,8 +62,7 @@ def test_errors(
     task, Q0: float, mmse: float, *, n_outer: int = 4096, n_inner: int = 1024, seed: int = 0
 ) -> TestErrors:
     """Test errors at posterior variance ``mmse`` (``0 <= mmse <= Q0``) for target norm ``Q0``."""
-    if not isinstance(task, _tasks.Task):
-        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
+    channels.require_task(task)
     Q0 = _checks.positive("Q0", Q0)
     mmse = _checks.in_interval("mmse", mmse, 0.0, Q0, low_open=False)
     if mmse == 0.0:  # perfect recovery: both predictors are exact

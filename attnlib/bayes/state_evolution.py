@@ -38,7 +38,7 @@ import warnings
 from typing import NamedTuple
 
 from attnlib import _checks, iterate
-from attnlib import tasks as _tasks
+from attnlib import channels as _channels
 from attnlib.bayes import channels, denoiser, prediction
 
 __all__ = ["BayesResult", "BayesConfig", "solve", "perfect_recovery", "perfect_recovery_se"]
@@ -90,8 +90,7 @@ class BayesConfig(NamedTuple):
 
 
 def _check(task, target):
-    if not isinstance(task, _tasks.Task):
-        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
+    _channels.require_task(task)
     if not hasattr(target, "measure") or not hasattr(target, "Q0"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
 

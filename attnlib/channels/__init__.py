@@ -45,12 +45,13 @@ from attnlib.channels.prox import Prox, finish, label_start, output_step, prox
 # isort: split
 # last: the channels use the numerics above (and attnlib.bayes, attnlib.se.qmc)
 from attnlib.channels.channel import Channel, TestErrors
-from attnlib.channels.dispatch import for_task
+from attnlib.channels.dispatch import for_task, require_task
 
 __all__ = [
     "Channel",
     "TestErrors",
     "for_task",
+    "require_task",
     "OutputStep",
     "Prox",
     "hardmax",

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from attnlib import _checks
+from attnlib import _checks, channels
 from attnlib import gamp as _gamp
 from attnlib.gamp import GAMPResult
 from attnlib.tasks import Dataset, Hardmax
@@ -48,8 +48,7 @@ def gamp(
     finite ``d`` the iterate fluctuates around the state evolution's ray, average over
     iterations). Returns :class:`attnlib.gamp.GAMPResult`; the last scale factor (``< 1``:
     contraction per step) is ``trajectory.scale[-1]``, ``a_hat`` is before the rescaling."""
-    if not isinstance(task, Hardmax):
-        raise ValueError(f"task must be an attnlib.tasks.Hardmax, got {task!r}")
+    channels.require_task(task, Hardmax)
     X, Y, d = _checks.dataset(task, data)
     if not hasattr(target, "Q0"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")

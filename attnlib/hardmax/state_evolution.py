@@ -132,8 +132,7 @@ def _check_qmc(n_qmc, n_rep, seed) -> tuple:
 
 
 def _check_task(task):
-    if not isinstance(task, _tasks.Hardmax):
-        raise ValueError(f"task must be an attnlib.tasks.Hardmax, got {task!r}")
+    channels.require_task(task, _tasks.Hardmax)
     channels.hardmax.regions(task.T)  # ValueError naming T beyond the exact solver
     return task
 

@@ -67,9 +67,7 @@ class OutputArrays(NamedTuple):
 
 
 def check_task(task) -> _tasks.Task:
-    if not isinstance(task, _tasks.Task):
-        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
-    return task
+    return channels.require_task(task)
 
 
 def noise_dim(task) -> int:

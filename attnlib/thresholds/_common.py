@@ -11,8 +11,7 @@ PENALTIES = ("nuclear", "frobenius")
 
 
 def _check_task(task) -> Task:
-    if not isinstance(task, Task):
-        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
+    channels.require_task(task)
     if task.piecewise_constant:  # hardmax: m_eff = 0, the counts below divide by it
         raise ValueError(
             f"task {task!r} gives inequalities, no equation on S (m_eff = 0): no finite "

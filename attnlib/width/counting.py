@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attnlib import _checks
+from attnlib import _checks, channels
 from attnlib.tasks import Task
 
 __all__ = ["counting_bound"]
@@ -21,7 +21,6 @@ def counting_bound(task: Task, kappa: float) -> float:
     Args:
       task: an :class:`attnlib.tasks.Task`; kappa: width ``p / d`` in ``(0, 1]``.
     """
-    if not isinstance(task, Task):
-        raise ValueError(f"task must be an attnlib.tasks.Task, got {task!r}")
+    channels.require_task(task)
     kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
     return (kappa - kappa * kappa / 2) / task.m_eff
