@@ -35,6 +35,7 @@ from data.make_se_reference import TASKS as REF_TASKS
 
 import attnlib  # noqa: F401
 from attnlib import channels, scaling, se, tasks, train
+from attnlib.se import output as se_output
 from attnlib.targets import Wishart
 
 TARGET = Wishart(0.5)
@@ -467,8 +468,22 @@ def test_engine_matches_the_stored_reference(row):
 
 def _map_residual(task, target, r):
     """Relative change of (m, q, v) under one SE map evaluated independently of the
-    solver (cold-started prox, host input side)."""
-    o = se.output_side(task, r.alpha, r.Q0, r.m, r.q, r.v)
+    solver: the input side on the host, and each proximal problem solved again by Newton
+    from the cold starts (the logits and ``omega``) and from the solver's prox point,
+    keeping the lowest minimum. Where the prox is non-convex (seq2lab at large ``v``) the
+    cold starts alone can stop at a higher local minimum: at seq2lab noisy, Wishart 0.2,
+    nuclear, alpha 0.3, lam 1e-6 they do at 7 of 8192 QMC points (objective up to 1.3e-3
+    above the solver's minima), which moves ``m_hat`` by 0.5 % and the map by 4.8e-3
+    relative, while the map with the lowest minima moves it by 1.0e-6. The solver's prox
+    points count only where no cold start goes lower, so the check still fails on a point
+    that is not a fixed point of the map with the lowest minima."""
+    if channels.for_task(task).closed_form_output or r.warm is None or r.warm.prox is None:
+        o = se.output_side(task, r.alpha, r.Q0, r.m, r.q, r.v)
+    else:
+        z = se_output.qmc_points(task, *r.warm.key[1:])
+        x = jnp.asarray([r.m, r.q, r.v], dtype=jnp.float64)
+        args = (task, z, jnp.float64(r.alpha), jnp.float64(r.Q0), x, jnp.asarray(r.warm.prox))
+        o = se_output.summarize(se_output.output_arrays(*args, mode="multi").means)
     i = se.input_side(target, o.m_hat, o.q_hat, o.a_hat, r.lam, r.penalty)
     x, fx = np.array([r.m, r.q, r.v]), np.array([i.m, i.q, i.v])
     return float(np.max(np.abs(fx - x) / np.maximum(np.abs(x), 1e-3)))
