@@ -267,7 +267,8 @@ class ProjectionOutput:
     jittable = True
 
     def __call__(self, Y, omega, V, start):
-        out = channels.hardmax._projection(self.task, Y, omega, jnp.broadcast_to(V, omega.shape))
+        channel = channels.for_task(self.task)
+        out = channel.projection(Y, omega, jnp.broadcast_to(V, omega.shape))
         return out, jnp.asarray(True)
 
     def fallbacks(self) -> tuple:

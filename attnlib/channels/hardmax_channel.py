@@ -41,6 +41,13 @@ class HardmaxChannel(Channel):
     def output_step(self, Y, omega, V, starts, *, tol: float = 1e-12, max_iter: int = 100):
         return _hardmax.finish(self.task, Y, omega, V)
 
+    def projection(self, Y, omega, V):
+        """The zero-scale output step (:func:`attnlib.channels.hardmax.projection`): the
+        ``1/V``-weighted projection of ``omega`` on the closed region of the lowest cost,
+        the output step of the hardmax state evolution and GAMP. Unchecked and traceable,
+        like the other methods: arrays ``(n, K)`` of float64 (``V`` of the same shape)."""
+        return _hardmax._projection(self.task, Y, omega, V)
+
     def test_errors(self, Q0, m, q, qmc) -> TestErrors:
         """At ``T = 2`` in closed form: row ``a`` attends wrongly (cost 2) when the
         differences ``h_aa - h_12`` of the prediction and of the label have opposite

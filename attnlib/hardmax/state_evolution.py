@@ -106,7 +106,7 @@ def _output_jit(task, z, alpha, Q0, x):
     s = jnp.sqrt(s2)
     u1 = zf[:, :K]
     Y, omega, _, V, csd, h0 = pairs(task, zf, Q0, x)
-    out = channels.hardmax._projection(task, Y, omega, V)
+    out = channels.for_task(task).projection(Y, omega, V)
     per = jnp.stack(
         [
             alpha * jnp.sum(s2 * (-out.dg), axis=-1),
