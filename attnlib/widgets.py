@@ -130,12 +130,11 @@ class _PointSolver:
         key = (task, target, lam, penalty, alphas)
         results = self.curves.get(key)
         if results is None:
-            results, init = [], None
-            for a in alphas:
-                r = _quiet(se.solve, task, target, float(a), lam, penalty, init=init)
-                results.append(r)
-                init = r.warm if r.warm is not None else init
-            self.curves.put(key, results)
+
+            def solve_at(i, a, start):
+                return _quiet(se.solve, task, target, a, lam, penalty, init=start)
+
+            results = self.curves.put(key, se.drivers.continuation(solve_at, alphas))
         fields = {"penalty": penalty, "warm": None}
         for f in se.LearningCurve._fields:
             if f not in fields:

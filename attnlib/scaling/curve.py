@@ -128,13 +128,15 @@ def excess_risk_curve(
     starts = _starts(starts, alphas.size)
     init = se_kwargs.pop("init", None)
     rows = []
-    for i, (a, lm) in enumerate(zip(alphas, lams, strict=True)):
-        start = starts[i] if starts[i] is not None else init
-        res = se.solve(task, target, float(a), float(lm), "nuclear", init=start, **se_kwargs)
-        if res.converged and res.q > 0 and res.v > 0:  # the zero phase is no warm start
-            init = res
-        rows.append(_row(task, target, res, lm, level, n_nodes))
+
+    def solve_at(i, a, start):
+        return se.solve(task, target, a, float(lams[i]), "nuclear", init=start, **se_kwargs)
+
+    def after(i, a, res):
+        rows.append(_row(task, target, res, lams[i], level, n_nodes))
         if progress is not None:
-            progress(i, float(a), res)
+            progress(i, a, res)
+
+    se.drivers.continuation(solve_at, alphas, init=init, starts=starts, after=after)
     cols = [np.array(col) for col in zip(*rows, strict=True)]
     return ExcessRiskCurve(alphas, *cols)

@@ -1,5 +1,5 @@
-"""Thin drivers: :func:`solve`, :func:`learning_curve`, :func:`optimal_lambda`
-(:func:`search_lambda`), :func:`solve_nearby`.
+"""Thin drivers: :func:`solve`, :func:`learning_curve` (on :func:`continuation`),
+:func:`optimal_lambda` (:func:`search_lambda`), :func:`solve_nearby`.
 
 They validate arguments, build the problem's arrays, call the robust fixed-point search
 (:mod:`attnlib.se.robust`) and return results together with their warm starts (the
@@ -28,7 +28,14 @@ from attnlib.se.results import (
     WarmStart,
 )
 
-__all__ = ["solve", "learning_curve", "optimal_lambda", "search_lambda", "solve_nearby"]
+__all__ = [
+    "solve",
+    "learning_curve",
+    "continuation",
+    "optimal_lambda",
+    "search_lambda",
+    "solve_nearby",
+]
 
 ALPHA_MIN = _checks.ALPHA_RANGE[0]
 """Smallest sample ratio accepted (the largest is ``_checks.MAX_ABS``): beyond either end
@@ -294,23 +301,60 @@ def learning_curve(
     _checks.choice("penalty", penalty, PENALTIES)
     _check_lam0(task, alphas, _checks.nonnegative("lam", lam), penalty)
     init = kw.pop("init", None)
-    results, prev = [], []
     Q0 = float(target.Q0) if hasattr(target, "Q0") else 1.0
     t0 = time.perf_counter()
-    for i, a in enumerate(alphas):
+
+    def solve_at(i, a, start):
         if i:
             log.info("learning_curve: point %d/%d (alpha %.4g), %.1f s so far",
                      i + 1, len(alphas), a, time.perf_counter() - t0)  # fmt: skip
-        start = _predict(prev, float(a), Q0) if prev else init
-        r = _solve_quiet(task, target, (float(a), lam, penalty), start, kw)
-        if not r.converged and prev and start is not prev[-1][1]:  # without the secant
-            r = _solve_quiet(task, target, (float(a), lam, penalty), prev[-1][1], kw)
+        return _solve_quiet(task, target, (a, lam, penalty), start, kw)
+
+    def report(i, a, r):
         if not r.converged:
-            _report_failure(float(a), lam, penalty, r, kw.get("on_fail", "warn"))
+            _report_failure(a, lam, penalty, r, kw.get("on_fail", "warn"))
+
+    results = continuation(solve_at, alphas, init=init, secant_Q0=Q0, after=report)
+    return _stack(results, penalty)
+
+
+def continuation(solve_at, alphas, *, init=None, starts=None, secant_Q0=None, after=None):
+    """Results of ``solve_at(i, alpha, start) -> SEResult`` along ``alphas`` (in the given
+    order), each point warm-started from the last converged ones (their ``warm``): the
+    one continuation in ``alpha`` of the library (:func:`learning_curve`, the explorers,
+    :func:`attnlib.scaling.excess_risk_curve`).
+
+    The start of point ``i`` is ``starts[i]`` where given (``starts``: one entry per
+    alpha, ``None`` for none); else, once a point has converged, the last converged
+    point's ``warm`` or, with ``secant_Q0`` (the target's ``Q0``), the secant prediction
+    from the last two (``(m/Q0, log q, log v)`` and the prox points), solved again from
+    the last ``warm`` where the prediction does not converge; before that, ``init``.
+    ``after(i, alpha, result)`` (optional) is called after each point. Returns the list
+    of results."""
+    if not callable(solve_at):
+        raise ValueError(f"solve_at must be a callable (i, alpha, start), got {solve_at!r}")
+    alphas = [float(a) for a in np.asarray(alphas, dtype=float).reshape(-1)]
+    if starts is not None and len(starts) != len(alphas):
+        raise ValueError(f"starts must have one entry per alpha ({len(alphas)}), got {len(starts)}")
+    results, prev = [], []
+    for i, a in enumerate(alphas):
+        given = starts[i] if starts is not None else None
+        secant = given is None and bool(prev) and secant_Q0 is not None
+        if given is not None:
+            start = given
+        elif prev:
+            start = _predict(prev, a, secant_Q0) if secant else prev[-1][1]
+        else:
+            start = init
+        r = solve_at(i, a, start)
+        if secant and not r.converged and start is not prev[-1][1]:  # without the secant
+            r = solve_at(i, a, prev[-1][1])
+        if after is not None:
+            after(i, a, r)
         results.append(r)
         if r.warm is not None:
-            prev = [*prev[-1:], (float(a), r.warm)]
-    return _stack(results, penalty)
+            prev = [*prev[-1:], (a, r.warm)]
+    return results
 
 
 def solve_nearby(
