@@ -199,3 +199,19 @@ def test_state_evolution_against_adam_linear():
     mean, sem = rows.mean(0), rows.std(0, ddof=1) / math.sqrt(seeds)
     for got, want, err in zip(mean, (r.se.train_loss, r.se.test_error), sem, strict=True):
         assert abs(got - want) < 3 * err + 2 / d * want, (got, want, err)
+
+
+def test_rank_manifold_dimension_is_the_large_d_count():
+    """``p d - p (p - 1) / 2 = d^2 (kappa - kappa^2 / 2) + p / 2`` at ``kappa = p / d``: the
+    per-``d^2`` count is the finite-``d`` one up to ``p / (2 d^2)``, and the bounds built
+    on it (counting bound, Bayes recovery threshold) divide it by ``m_eff``."""
+    for d, p in [(10, 3), (64, 32), (100, 100)]:
+        gap = width.capacity.rank_manifold_dim(d, p) / d**2
+        gap -= width.capacity.rank_manifold_dimension(p / d)
+        assert gap == pytest.approx(p / (2 * d**2), rel=1e-12)
+    kk = np.array([0.1, 0.5, 1.0])
+    np.testing.assert_array_equal(width.capacity.rank_manifold_dimension(kk), kk - kk * kk / 2)
+    task = tasks.Seq2Seq(T=2)
+    dim = width.capacity.rank_manifold_dimension(0.5)
+    assert width.counting_bound(task, 0.5) == dim / task.m_eff
+    assert thresholds.perfect_recovery_bayes(task, targets.Wishart(0.5)) == dim / task.m_eff

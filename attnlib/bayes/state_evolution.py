@@ -40,6 +40,7 @@ from typing import NamedTuple
 from attnlib import _checks, iterate
 from attnlib import channels as _channels
 from attnlib.bayes import channels, denoiser, prediction
+from attnlib.width.capacity import rank_manifold_dimension
 
 __all__ = ["BayesResult", "BayesConfig", "solve", "perfect_recovery", "perfect_recovery_se"]
 
@@ -251,8 +252,8 @@ def perfect_recovery(task, target) -> float:
     ``m_eff = 0`` (hardmax: the labels give inequalities, no equation): ``inf``.
     """
     _check(task, target)
-    k = _kappa0(target)
-    return (k - k * k / 2) / task.m_eff if task.m_eff > 0 else math.inf
+    dim = rank_manifold_dimension(_kappa0(target))
+    return dim / task.m_eff if task.m_eff > 0 else math.inf
 
 
 def perfect_recovery_se(task, target, Delta: float = 1e-8) -> float:

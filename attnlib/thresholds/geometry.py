@@ -16,6 +16,7 @@ from scipy.optimize import brentq
 from attnlib import _checks
 from attnlib.tasks import Task
 from attnlib.thresholds._common import _check_psd_target, _check_task, _target_kappa0
+from attnlib.width.capacity import rank_manifold_dimension
 
 __all__ = [
     "semicircle_moment2",
@@ -142,8 +143,7 @@ def perfect_recovery_bayes(task: Task, target) -> float:
     PSD manifold per ``d^2`` divided by the constraints per sequence (Bayes-optimal
     recovery threshold). The convex ERM needs :func:`perfect_recovery` ``>=`` this."""
     task = _check_task(task)
-    k = _target_kappa0(target)
-    return (k - k * k / 2) / task.m_eff
+    return rank_manifold_dimension(_target_kappa0(target)) / task.m_eff
 
 
 def tangent_cone_dimension(kappa0: float) -> float:
@@ -156,4 +156,4 @@ def tangent_cone_dimension(kappa0: float) -> float:
     ``(1 - kappa0) d`` (half its dimension, ``(1 - kappa0)^2 d^2 / 4``).
     """
     k = _checks.in_interval("kappa0", kappa0, 0.0, 1.0)
-    return k - k * k / 2 + (1 - k) ** 2 / 4
+    return rank_manifold_dimension(k) + (1 - k) ** 2 / 4

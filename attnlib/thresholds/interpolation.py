@@ -45,6 +45,7 @@ from attnlib.thresholds._common import (
     _target_kappa0,
 )
 from attnlib.thresholds.geometry import tangent_cone_dimension
+from attnlib.width.capacity import rank_manifold_dimension
 
 __all__ = [
     "interpolation",
@@ -119,7 +120,7 @@ def interpolation(task: Task, kappa: float | None = None, penalty: str = "nuclea
         return 0.0
     if penalty == "frobenius":
         return 1.0 / (2.0 * task.m_eff)
-    dim = 0.25 if kappa is None else min(0.25, kappa - kappa * kappa / 2)
+    dim = 0.25 if kappa is None else min(0.25, rank_manifold_dimension(kappa))
     return dim / task.m_eff
 
 

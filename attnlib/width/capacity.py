@@ -7,9 +7,11 @@ simulations of 03_factorisation are placed against.
 
 from __future__ import annotations
 
+import numpy as np
+
 from attnlib import _checks
 
-__all__ = ["fit_capacity", "rank_manifold_dim"]
+__all__ = ["fit_capacity", "rank_manifold_dim", "rank_manifold_dimension"]
 
 
 def rank_manifold_dim(d: int, p: int) -> int:
@@ -23,6 +25,20 @@ def rank_manifold_dim(d: int, p: int) -> int:
     if p > d:
         raise ValueError(f"p must be in [1, d] = [1, {d}], got {p}")
     return p * d - p * (p - 1) // 2
+
+
+def rank_manifold_dimension(kappa):
+    r"""``kappa - kappa^2 / 2``: the dimension of the PSD (or symmetric) ``d x d`` matrices of
+    rank ``kappa d`` over ``d^2`` as ``d -> infinity`` (``kappa d^2 - (kappa d)^2 / 2``;
+    :func:`rank_manifold_dim` counts it at finite ``d``). The count behind
+    :func:`attnlib.thresholds.perfect_recovery_bayes`, :func:`attnlib.width.counting_bound`
+    and the factorised interpolation bound. ``kappa`` in ``(0, 1]``: a float, or an array (same
+    shape returned)."""
+    k = _checks.numeric_array("kappa", kappa, "iuf").astype(float)
+    if not np.all((k > 0.0) & (k <= 1.0)):  # False for NaN
+        raise ValueError(f"kappa must be in (0, 1], got {_checks._fmt(kappa)}")
+    dim = k - k * k / 2
+    return float(dim) if dim.ndim == 0 else dim
 
 
 def fit_capacity(d: int, p: int, alpha_interp: float) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from attnlib import _checks, channels
 from attnlib.tasks import Task
+from attnlib.width.capacity import rank_manifold_dimension
 
 __all__ = ["counting_bound"]
 
@@ -23,4 +24,4 @@ def counting_bound(task: Task, kappa: float) -> float:
     """
     channels.require_task(task)
     kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
-    return (kappa - kappa * kappa / 2) / task.m_eff
+    return rank_manifold_dimension(kappa) / task.m_eff
