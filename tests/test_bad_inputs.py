@@ -580,6 +580,7 @@ def _specs():
         n=8,
     )
     add(se.qmc_normals, dict(dim=2, n=16), dict(dim="int", n="int", n_rep="int", seed="int"))
+    add(se.qmc.sobol_normals, dict(dim=2, n=16, seed=0), dict(dim="int", n="int"))
     add(
         se.trajectory,
         dict(task=lin, target=tg, alpha=1.0, lam=0.3, n_iter=2, n_qmc=256),

@@ -50,11 +50,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.stats
 
 from attnlib import _checks
 from attnlib import channels as _channels
 from attnlib import tasks as _tasks
+from attnlib.se.qmc import sobol_normals
 
 __all__ = [
     "Information",
@@ -85,8 +85,7 @@ def is_gaussian(task) -> bool:
 
 @functools.lru_cache(maxsize=16)
 def _normals(dim: int, n: int, seed: int) -> np.ndarray:
-    eng = scipy.stats.qmc.Sobol(dim, scramble=True, seed=np.random.default_rng(seed))
-    z = scipy.stats.norm.ppf(np.clip(eng.random(n), 1e-15, 1 - 1e-15))
+    z = sobol_normals(dim, n, seed)  # cached, read-only
     z.setflags(write=False)
     return z
 

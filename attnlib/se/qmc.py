@@ -9,7 +9,19 @@ import scipy.stats
 
 from attnlib import _checks
 
-__all__ = ["qmc_normals"]
+__all__ = ["qmc_normals", "sobol_normals"]
+
+
+def sobol_normals(dim: int, n: int, seed) -> np.ndarray:
+    """``n`` standard normal points ``(n, dim)`` from one scrambled Sobol set, scrambled by
+    ``np.random.default_rng(seed)`` (``seed``: an integer or a sequence of integers, as
+    numpy seeds): the one generator of the library's QMC normals. :func:`qmc_normals`
+    seeds replicate ``r`` with ``[seed, r]``; the Bayes-optimal integrals
+    (:mod:`attnlib.bayes`) seed their outer and inner sets with plain integers."""
+    dim = _checks.integer("dim", dim, 1)
+    n = _checks.integer("n", n, 1)
+    eng = scipy.stats.qmc.Sobol(dim, scramble=True, seed=np.random.default_rng(seed))
+    return scipy.stats.norm.ppf(np.clip(eng.random(n), 1e-15, 1 - 1e-15))
 
 
 @functools.lru_cache(maxsize=32)
@@ -17,9 +29,7 @@ def _qmc_cached(dim: int, n: int, n_rep: int, seed: int) -> np.ndarray:
     per = n // n_rep
     out = np.empty((n_rep, per, dim))
     for r in range(n_rep):
-        eng = scipy.stats.qmc.Sobol(dim, scramble=True, seed=np.random.default_rng([seed, r]))
-        u = eng.random(per)
-        out[r] = scipy.stats.norm.ppf(np.clip(u, 1e-15, 1 - 1e-15))
+        out[r] = sobol_normals(dim, per, [seed, r])
     out.setflags(write=False)
     return out
 
