@@ -109,7 +109,11 @@ def _from_neighbour(pb, lam, settings):
         return [], n_iter
     there, k = _first_round(pb_nb, lam_nb, nb.attempt, settings)
     n_iter += k
-    back = [point.attempt(pb, b.x, b.prox, settings) for b in [nb.attempt, *there]]
+    starts = [nb.attempt]
+    for b in there:  # each distinct fixed point at lam_nb is continued once
+        if all(distinct(b.x, c.x, Q0) for c in starts):
+            starts.append(b)
+    back = [point.attempt(pb, b.x, b.prox, settings) for b in starts]
     n_iter += sum(b.n_iter for b in back)
     return [b for b in back if b.converged], n_iter
 
