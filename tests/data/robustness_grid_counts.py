@@ -19,11 +19,14 @@ import pathlib
 import sys
 import time
 
+import attnlib
 from attnlib import se
 from attnlib.targets import Wishart
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # as pytest does
 import test_se as T  # noqa: E402
+
+attnlib.configure_jax()  # float64 and the compilation cache, as the tests' conftest does
 
 ALPHAS = (0.02, 0.1, 0.3, 1.0)
 LAMS = (1e-6, 1e-3, 0.1, 10.0)
