@@ -236,3 +236,21 @@ def fits_in_memory(name: str, nbytes: float, what: str, fraction: float = 0.8) -
             f"{fraction:.0%} of the {free / 2**30:.3g} GiB of memory available; "
             f"reduce {name} (or d)"
         )
+
+
+def settings(cls, value, given: dict, default=None):
+    """The settings a solver runs with: ``value`` (an instance of the NamedTuple ``cls``;
+    ``None``: ``default``, itself ``None`` for ``cls()``) with the entries of ``given``
+    (shorthand keywords, fields of ``cls``) that are not ``None`` in place of its fields;
+    ``ValueError`` naming ``settings`` (or ``default``, or an unknown field). The fields
+    are not validated here: each solver checks its own."""
+    if default is not None and not isinstance(default, cls):
+        raise ValueError(f"default must be None or a {cls.__name__}, got {default!r}")
+    if value is None:
+        value = cls() if default is None else default
+    elif not isinstance(value, cls):
+        raise ValueError(f"settings must be None or a {cls.__name__}, got {value!r}")
+    unknown = sorted(set(given) - set(cls._fields))
+    if unknown:
+        raise ValueError(f"given must name fields of {cls.__name__}, got {unknown}")
+    return value._replace(**{k: v for k, v in given.items() if v is not None})

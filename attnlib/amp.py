@@ -71,7 +71,7 @@ import numpy as np
 
 from attnlib import _checks
 from attnlib import gamp as _gamp
-from attnlib.gamp import GAMPResult
+from attnlib.gamp import GAMPResult, GAMPSettings
 from attnlib.gamp import data_gradient_sum as data_gradient_sum  # the chapters' amp.* names
 from attnlib.gamp import spectral_prox as spectral_prox
 from attnlib.spectral_map import PENALTIES, check_penalty
@@ -83,15 +83,13 @@ __all__ = ["PENALTIES", "gamp", "robust_gamp"]
 _log = logging.getLogger(__name__)
 
 
-def _check_gamp_args(task, data, lam, penalty, damping):
+def _check_gamp_args(task, data, lam, penalty):
     if getattr(task, "piecewise_constant", False):  # scale contracts to 0: see attnlib.hardmax
         raise ValueError(f"task {task!r}: piecewise-constant loss; use attnlib.hardmax.gamp")
     check_penalty(penalty)
-    lam = (
+    return (
         _checks.nonnegative("lam", lam) if penalty == "frobenius" else _checks.positive("lam", lam)
     )
-    damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
-    return lam, damping
 
 
 def _initial_matrix(d, S_init, v_init):
@@ -106,8 +104,10 @@ def _initial_matrix(d, S_init, v_init):
 
 
 def gamp(
-    task: Task, data: Dataset, lam: float, penalty: str = "nuclear", *, damping: float = 0.5,
-    max_iter: int = 2000, tol: float = 1e-8, S_init=None, v_init: float = 1.0, n_newton: int = 4,
+    task: Task, data: Dataset, lam: float, penalty: str = "nuclear", *,
+    settings: GAMPSettings | None = None, damping: float | None = None,
+    max_iter: int | None = None, tol: float | None = None, S_init=None, v_init: float = 1.0,
+    n_newton: int = 4,
 ) -> GAMPResult:  # fmt: skip
     r"""GAMP for the nuclear + PSD or Frobenius ERM on the data set ``data``.
 
@@ -120,10 +120,14 @@ def gamp(
         ``(n, *task.out_shape)``; ``alpha = n / d^2``.
       lam: penalty strength, ``> 0`` (nuclear) or ``>= 0`` (Frobenius).
       penalty: ``"nuclear"`` (PSD + trace) or ``"frobenius"``.
-      damping: weight ``beta`` of the old value in ``S_hat``, ``v`` and ``g``
-        (``new = beta old + (1 - beta) update``), in ``[0, 1)``.
-      max_iter: maximal number of iterations (each one jit-compiled call).
-      tol: stop when the relative change of ``S_hat`` per (undamped) update is below ``tol``.
+      settings: :class:`attnlib.gamp.GAMPSettings` (default ``GAMPSettings()``: damping
+        ``0.5``, ``max_iter`` 2000, ``tol`` ``1e-8``): ``damping``, the weight ``beta`` of
+        the old value in ``S_hat``, ``v`` and ``g`` (``new = beta old + (1 - beta)
+        update``), in ``[0, 1)``; ``max_iter`` iterations at most (each one jit-compiled
+        call); stop when the relative change of ``S_hat`` per (undamped) update is below
+        ``tol``; ``observe``, a callable of ``S_hat`` recorded in ``trace``.
+      damping, max_iter, tol: shorthands for the fields of ``settings`` (``None``: the
+        field of ``settings``).
       S_init: starting symmetric matrix (default zero); v_init: starting ``v > 0``.
       n_newton: warm-started Newton steps of :func:`attnlib.channels.prox` per iteration
         (then 8 times more, then the multi-start :func:`attnlib.channels.output_step`).
@@ -133,13 +137,11 @@ def gamp(
       converged; if the iteration produces NaN or a non-positive ``a_hat`` it stops, warns
       and returns NaN for ``S``, ``v`` and ``a_hat`` (``status = "breakdown"``).
     """
-    lam, damping = _check_gamp_args(task, data, lam, penalty, damping)
-    max_iter = _checks.integer("max_iter", max_iter, 1)
-    tol = _checks.positive("tol", tol)
+    lam = _check_gamp_args(task, data, lam, penalty)
+    settings = _gamp.resolve_settings(settings, damping=damping, max_iter=max_iter, tol=tol)
     n_newton = _checks.integer("n_newton", n_newton, 1)
     X, Y, d = _checks.dataset(task, data)
     S0, v_init = _initial_matrix(d, S_init, v_init)
-    settings = _gamp.GAMPSettings(damping=damping, max_iter=max_iter, tol=tol, name="gamp")
     output = _gamp.ERMOutput(task, n_newton)
     start = _gamp.Start(S0, v_init)
     return _gamp.run(output, _gamp.SpectralProx(penalty), Dataset(X, Y, None), start, lam,

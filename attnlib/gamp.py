@@ -33,13 +33,12 @@ change ``||S_new - S_old||_F / max(||S_new||_F, 1e-12)`` before damping.
 
 :func:`run` is the loop; :func:`attnlib.amp.gamp` (ERM), :func:`attnlib.hardmax.gamp`
 (renormalised hardmax) and :func:`attnlib.bayes.gamp_rie` (Bayes-optimal) are its
-configurations. Where both sides are JAX (the ERM and hardmax outputs with the spectral
-prox) one iteration is one compiled call; otherwise (the Bayes posterior and the RIE,
-numpy) it runs on the host. Failure policy: a run that does not reach ``tol`` in
-``max_iter`` iterations returns its last iterate with ``converged=False``; a run that
-breaks down (a non-finite residual or ``a_hat``, or ``a_hat <= 0``) stops and returns NaN
-for ``S``, ``v`` and ``a_hat``; both warn (``RuntimeWarning``) and set
-:attr:`GAMPResult.status`.
+configurations, ``(task, data, lam | target, ...)``, settings a keyword-only
+:class:`GAMPSettings`. One iteration is one compiled call where both sides are JAX, else
+(the Bayes posterior, the RIE) it runs on the host. Failure policy: not converged in
+``max_iter`` iterations, the last iterate with ``converged=False``; a breakdown (a
+non-finite residual or ``a_hat``, or ``a_hat <= 0``) stops with NaN ``S``, ``v``,
+``a_hat``; both warn (``RuntimeWarning``) and set :attr:`GAMPResult.status`.
 """
 
 from __future__ import annotations
@@ -56,6 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _checks, channels
+from attnlib import _gamp_checks as _args
 from attnlib.rmt import spectral_divergence
 from attnlib.spectral_map import SpectralMap, check_penalty
 from attnlib.tasks import Task, pair_indices, pair_variances, preactivations, to_pairs
@@ -70,6 +70,7 @@ __all__ = [
     "SpectralProx",
     "Start",
     "data_gradient_sum",
+    "resolve_settings",
     "run",
     "sequence_weights",
     "spectral_prox",
@@ -79,23 +80,22 @@ __all__ = [
 class GAMPTrajectory(NamedTuple):
     """Per-iteration scalars of a run, each ``(n_iter,)``: ``v`` (after damping),
     ``a_hat`` (of the output step), ``loss`` (mean output-step loss ``mean_mu loss(Y_mu,
-    h*_mu)``, NaN for an output step without one) and ``scale`` (the renormalisation
-    factor, NaN when the run is not renormalised)."""
+    h*_mu)``; ``None`` for an output step without one, the posterior) and ``scale`` (the
+    renormalisation factor; ``None`` when the run is not renormalised)."""
 
     v: np.ndarray
     a_hat: np.ndarray
-    loss: np.ndarray
-    scale: np.ndarray
+    loss: np.ndarray | None
+    scale: np.ndarray | None
 
 
 class GAMPResult(NamedTuple):
     """Result of every GAMP of attnlib (:func:`run` and its configurations).
 
     Attributes:
-      S: the estimate ``S_hat`` ``(d, d)`` (numpy float64) after the last iteration (NaN
-        after a breakdown).
-      v: the scalar GAMP variance after the last iteration.
-      a_hat: ``alpha sum_ab sigma_ab^2 mean(-dg_ab)`` of the last iteration.
+      S, v: the estimate ``S_hat`` ``(d, d)`` (numpy float64) and the scalar GAMP variance
+        after the last iteration (NaN after a breakdown); a_hat: ``alpha sum_ab sigma_ab^2
+        mean(-dg_ab)`` of the last iteration.
       history: the residual of each iteration (relative change of ``S_hat`` before
         damping), ``(n_iter,)``.
       converged: whether the residual fell below ``tol``.
@@ -135,6 +135,12 @@ class GAMPSettings(NamedTuple):
     name: str = "gamp"
 
 
+def resolve_settings(settings=None, default: GAMPSettings | None = None, **given) -> GAMPSettings:
+    """``settings`` (``None``: ``default``, or ``GAMPSettings()``) with the keywords ``given``
+    that are not ``None`` in place of its fields, validated (``ValueError`` naming a field)."""
+    return _args.resolve(GAMPSettings, settings, default, given)
+
+
 class Start(NamedTuple):
     """Where :func:`run` starts: symmetric ``S`` ``(d, d)``, ``v > 0``, ``g`` ``(n, K)``
     (default zero: no Onsager term at the first step)."""
@@ -142,18 +148,6 @@ class Start(NamedTuple):
     S: Any
     v: float
     g: Any = None
-
-
-def _check_settings(settings: GAMPSettings) -> GAMPSettings:
-    """Validated settings (ValueError naming the argument and its range)."""
-    damping = _checks.in_interval(
-        "damping", settings.damping, 0.0, 1.0, low_open=False, high_open=True
-    )
-    max_iter = _checks.integer("max_iter", settings.max_iter, 1)
-    tol = _checks.positive("tol", settings.tol)
-    if settings.observe is not None and not callable(settings.observe):
-        raise ValueError(f"observe must be None or a callable of S, got {settings.observe!r}")
-    return settings._replace(damping=damping, max_iter=max_iter, tol=tol)
 
 
 def data_gradient_sum(X: jax.Array, g: jax.Array) -> jax.Array:
@@ -237,6 +231,9 @@ class ERMOutput:
     warm: bool = True
     jittable = True
 
+    def __post_init__(self):
+        object.__setattr__(self, "n_newton", _args.erm_output(self))
+
     def __call__(self, Y, omega, V, start):
         task = self.task
         if channels.for_task(task).closed_form_output:
@@ -266,6 +263,9 @@ class ProjectionOutput:
     warm = True
     jittable = True
 
+    def __post_init__(self):
+        _args.projection_task(self.task)
+
     def __call__(self, Y, omega, V, start):
         channel = channels.for_task(self.task)
         out = channel.projection(Y, omega, jnp.broadcast_to(V, omega.shape))
@@ -291,6 +291,9 @@ class PosteriorOutput:
     warm = True
     jittable = False
 
+    def __post_init__(self):
+        _args.posterior_task(self.task)
+
     def __call__(self, Y, omega, V, start):
         g, dg = channels.for_task(self.task).posterior_output(Y, omega, V)
         return _Posterior(g, dg), True
@@ -306,6 +309,9 @@ class SpectralProx:
 
     penalty: str = "nuclear"
     jittable = True
+
+    def __post_init__(self):
+        check_penalty(self.penalty)
 
     def __call__(self, B, a_hat, lam):
         S, div = _spectral_prox(B, lam / a_hat, self.penalty)
@@ -393,9 +399,7 @@ def _operands(output, denoiser, data, lam, damping, extra):
 
 def _initial(start: Start, ops, xp, task_pairs) -> _State:
     n, _, d = ops.X.shape
-    S = xp.asarray(start.S)
-    if S.shape != (d, d):
-        raise ValueError(f"start.S must have shape ({d}, {d}), got {S.shape}")
+    S = xp.asarray(start.S)  # its shape checked by run
     g = xp.zeros((n, task_pairs)) if start.g is None else xp.asarray(start.g)
     v = xp.asarray(start.v) if xp is jnp else start.v
     hstar = to_pairs(preactivations(ops.X, S)) if xp is jnp else None
@@ -468,7 +472,8 @@ def run(
     Returns:
       :class:`GAMPResult`; warns (``RuntimeWarning``) when it did not converge or broke down.
     """
-    settings = _check_settings(GAMPSettings() if settings is None else settings)
+    lam, Q0, weights = _args.run_arguments(output, denoiser, data, start, (lam, Q0, weights))
+    settings = resolve_settings(settings)
     ops, xp = _operands(output, denoiser, data, lam, settings.damping, (Q0, weights))
     st = _initial(start, ops, xp, output.task.n_pairs)
     chain = (output, *output.fallbacks())
@@ -477,7 +482,9 @@ def run(
         _warn(settings.name, status, rec, settings.tol)
     broke = status == "breakdown"
     d = ops.X.shape[2]
-    traj = GAMPTrajectory(*(np.asarray(x) for x in (rec.v, rec.a_hat, rec.loss, rec.scale)))
+    loss = None if isinstance(output, PosteriorOutput) else np.asarray(rec.loss)
+    traj = GAMPTrajectory(np.asarray(rec.v), np.asarray(rec.a_hat), loss,
+                          None if Q0 is None else np.asarray(rec.scale))  # fmt: skip
     return GAMPResult(
         S=np.full((d, d), np.nan) if broke else np.asarray(st.S, dtype=np.float64),
         v=math.nan if broke else float(st.v),

@@ -17,6 +17,7 @@ import pytest
 
 import attnlib  # noqa: F401
 from attnlib import amp, bayes, gamp, hardmax, tasks, train
+from attnlib.bayes.gamp_rie import RIE
 from attnlib.targets import Wishart
 
 D = 60
@@ -203,9 +204,9 @@ def test_unit_weights_and_the_observe_hook():
     assert a.status == "max_iter" and a.n_iter == 4
     assert np.linalg.norm(b.S - a.S) < 1e-12 * np.linalg.norm(a.S)
     np.testing.assert_allclose(a.trace[-1], np.trace(a.S), rtol=1e-14)
-    assert all(len(x) == 4 for x in a.trajectory)
+    assert all(len(x) == 4 for x in a.trajectory if x is not None)
     assert a.trajectory.v[-1] == a.v and a.trajectory.a_hat[-1] == a.a_hat
-    assert np.all(np.isnan(a.trajectory.scale)) and np.all(a.trajectory.loss > 0)
+    assert a.trajectory.scale is None and np.all(a.trajectory.loss > 0)  # not renormalised
 
 
 def test_the_three_gamps_return_one_result_type():
@@ -228,9 +229,54 @@ def test_the_three_gamps_return_one_result_type():
     assert np.sum(h.S**2) / 12 == pytest.approx(W.Q0, rel=1e-12)  # renormalised (undamped)
     assert 0 < h.trajectory.scale[-1] < np.inf
     assert runs[2].trace.shape == (3,)  # the mse per iteration
+    assert runs[2].trajectory.loss is None and runs[0].trajectory.scale is None  # no such thing
     # the first step thresholds the whole spectrum: the breakdown's warning, then the error
     with (
         pytest.warns(RuntimeWarning, match="broke down"),
         pytest.raises(ValueError, match="v_init"),
     ):
         hardmax.gamp(hm, hdata, W, max_iter=3, v_init=1e90)
+
+
+def test_the_three_gamps_take_one_settings_type():
+    """``(task, data, lam | target)``, then keyword-only ``settings`` (a GAMPSettings) whose
+    fields the shorthand keywords replace; the same run either way; a bad ``settings`` or
+    field is a ValueError naming it; the output steps and denoisers check their fields."""
+    W = Wishart(0.5)
+    S0 = W.sample(jax.random.PRNGKey(5), 12)
+    lin = tasks.Linear(T=1, noise=0.1)
+    ldata = tasks.make_dataset(jax.random.PRNGKey(7), lin, S0, 60)
+    hm = tasks.Hardmax(T=2)
+    hdata = tasks.make_dataset(jax.random.PRNGKey(6), hm, S0, tasks.n_samples(0.5, 12))
+    three = (
+        lambda **kw: amp.gamp(lin, ldata, LAM, **kw),
+        lambda **kw: hardmax.gamp(hm, hdata, W, **kw),
+        lambda **kw: bayes.gamp_rie(lin, ldata, W, **kw),
+    )
+    settings = gamp.GAMPSettings(damping=0.3, max_iter=3, tol=1e-300)
+    for run in three:
+        with pytest.warns(RuntimeWarning, match="did not converge"):
+            a = run(settings=settings)
+            b = run(settings=settings._replace(max_iter=50), max_iter=3)
+            c = run(damping=0.3, max_iter=3, tol=1e-300)
+        assert a.n_iter == b.n_iter == c.n_iter == 3
+        np.testing.assert_array_equal(a.S, b.S)
+        np.testing.assert_array_equal(a.S, c.S)
+        with pytest.raises(ValueError, match="settings"):
+            run(settings=(0.5, 3))
+        with pytest.raises(ValueError, match="damping"):
+            run(settings=settings._replace(damping=1.0))
+    with pytest.raises(TypeError):  # settings are keyword-only
+        amp.gamp(lin, ldata, LAM, "nuclear", settings)
+    for make, name in (
+        (lambda: gamp.ERMOutput("linear"), "task"),
+        (lambda: gamp.ERMOutput(lin, n_newton=0), "n_newton"),
+        (lambda: gamp.ERMOutput(lin, robust="yes"), "robust"),
+        (lambda: gamp.ProjectionOutput(lin), "task"),
+        (lambda: gamp.ProjectionOutput(tasks.Hardmax(T=5)), "T"),
+        (lambda: gamp.PosteriorOutput(tasks.Seq2Seq(T=2, noise=0.1, noise_on="outputs")), "task"),
+        (lambda: gamp.SpectralProx("lasso"), "penalty"),
+        (lambda: RIE("wishart"), "target"),
+    ):
+        with pytest.raises(ValueError, match=name):
+            make()

@@ -34,6 +34,7 @@ from attnlib import (
     amp,
     bayes,
     channels,
+    gamp,
     hardmax,
     iterate,
     plotting,
@@ -71,6 +72,7 @@ MODULES = (
     "bayes",
     "iterate",
     "hardmax",
+    "gamp",
 )
 D = 4  # matrix size of the baseline calls
 
@@ -589,8 +591,9 @@ def _specs():
     )
     add(
         amp.gamp,
-        dict(task=lin, data=c["ldata"], lam=0.3, max_iter=5),
-        dict(task="task", data="task", lam="pos", penalty="penalty", max_iter="int"),
+        dict(task=lin, data=c["ldata"], lam=0.3, settings=gamp.GAMPSettings(max_iter=5)),
+        dict(task="task", data="task", lam="pos", penalty="penalty", settings="task",
+             max_iter="int"),  # fmt: skip
         n=8,
     )
     add(
@@ -762,8 +765,9 @@ def _later_specs(add, c):
     )
     add(
         bayes.gamp_rie,
-        dict(task=lin, data=c["ldata"], target=tg, max_iter=5),
-        dict(task="task", data="task", target="target", max_iter="int", damping="unit"),
+        dict(task=lin, data=c["ldata"], target=tg, settings=gamp.GAMPSettings(max_iter=5)),
+        dict(task="task", data="task", target="target", settings="task", max_iter="int",
+             damping="unit"),  # fmt: skip
         n=8,
     )
     add(
@@ -798,7 +802,7 @@ def _later_specs(add, c):
         # below perfect recovery: at alpha = 1 the result's q_hat = 1/Delta_eff is
         # +inf by definition (Delta_eff = 0), a value, not a failure
         dict(task=lin, target=tg, alpha=0.2),
-        dict(task="task", target="target", alpha="pos", config="task"),
+        dict(task="task", target="target", alpha="pos", settings="task"),
         n=6,
     )
 
@@ -839,12 +843,14 @@ def _later_specs(add, c):
     hdata = tasks.make_dataset(c["key"], hm, c["S0"], 12)
     add(
         hardmax.solve,
-        dict(task=hm, target=tg, alpha=0.5, n_qmc=1024, max_iter=4),
+        # converges in 8 maps (a ray not reached is NaN, as in se.solve)
+        dict(task=hm, target=tg, alpha=0.5, n_qmc=1024, max_iter=10, tol=0.05),
         dict(
             task="task",
             target="target",
             alpha="pos",
             lam="pos",
+            settings="task",
             max_iter="int",
             damping="unit",
             n_qmc="int",
@@ -858,10 +864,33 @@ def _later_specs(add, c):
     )
     add(
         hardmax.gamp,
-        dict(task=hm, data=hdata, target=c["target"], max_iter=3),
+        dict(task=hm, data=hdata, target=c["target"], settings=gamp.GAMPSettings(max_iter=3)),
         dict(
-            task="task", data="task", target="target", damping="unit", max_iter="int", v_init="pos"
-        ),
+            task="task", data="task", target="target", settings="task", damping="unit",
+            max_iter="int", v_init="pos",
+        ),  # fmt: skip
+    )
+    # attnlib.gamp: the one loop, its settings, its output steps and denoiser
+    gs = gamp.GAMPSettings(max_iter=5)
+    add(
+        gamp.resolve_settings,
+        dict(settings=gs),
+        dict(settings="task", default="task", damping="unit", max_iter="int", tol="pos",
+             observe="callable"),  # fmt: skip
+    )
+    add(gamp.ERMOutput, dict(task=lin), dict(task="task", n_newton="int", robust="bool",
+                                             warm="bool"))  # fmt: skip
+    add(gamp.ProjectionOutput, dict(task=hm), dict(task="task"))
+    add(gamp.PosteriorOutput, dict(task=lin), dict(task="task"))
+    add(gamp.SpectralProx, dict(), dict(penalty="penalty"))
+    add(gamp.sequence_weights, dict(X=c["data"].X), dict(X="sequences"))
+    add(
+        gamp.run,  # renormalised hardmax: every trajectory field is finite
+        dict(output=gamp.ProjectionOutput(hm), denoiser=gamp.SpectralProx(), data=hdata,
+             start=gamp.Start(np.eye(D), 0.3), lam=1.0, settings=gs, Q0=1.0),  # fmt: skip
+        dict(output="task", denoiser="task", data="task", start="task", lam="nonneg",
+             settings="task", Q0="pos", weights="matrix"),  # fmt: skip
+        n=16,
     )
     add(widgets.BoundedCache, dict(), dict(maxsize="int"))
     for cls in (widgets.ERMExplorer, widgets.SpectrumExplorer, widgets.ScalingExplorer):

@@ -144,8 +144,14 @@ def test_argument_validation():
         channels.information(tasks.Linear(T=1), 2.0, 1.5)
     with pytest.raises(ValueError, match="Delta"):
         denoiser.mmse_den(W05, -1.0)
-    with pytest.raises(ValueError, match="config"):
-        bayes.solve(tasks.Linear(T=1), W05, 0.1, config=(1, 2))
+    with pytest.raises(ValueError, match="settings"):
+        bayes.solve(tasks.Linear(T=1), W05, 0.1, settings=(1, 2))
+    with pytest.raises(TypeError):  # settings are keyword-only
+        bayes.solve(tasks.Linear(T=1), W05, 0.1, bayes.BayesSettings())
+    for field, bad in (("xtol", 0.0), ("n_outer", 1), ("n_test", 2.5), ("seed", -1),
+                       ("check_unique", 1)):  # fmt: skip
+        with pytest.raises(ValueError, match=field):
+            bayes.solve(tasks.Linear(T=1), W05, 0.1, settings=bayes.BayesSettings(**{field: bad}))
 
 
 # ----------------------------------------------------------------------------
@@ -191,15 +197,31 @@ def test_perfect_recovery_from_fixed_point(kappa0, task):
     """The solved fixed point: mse > 0 3 % below alpha_BO and exactly 0 3 % above it."""
     target = targets.Wishart(kappa0)
     a_bo = bayes.perfect_recovery(task, target)
-    cfg = bayes.BayesConfig(check_unique=False)
-    assert bayes.solve(task, target, 0.97 * a_bo, cfg).mse > 1e-4
-    assert bayes.solve(task, target, 1.03 * a_bo, cfg).mse == 0.0
+    cfg = bayes.BayesSettings(check_unique=False)
+    assert bayes.solve(task, target, 0.97 * a_bo, settings=cfg).mse > 1e-4
+    assert bayes.solve(task, target, 1.03 * a_bo, settings=cfg).mse == 0.0
+
+
+def test_failure_policy_and_diagnostics():
+    """Converged: the diagnostics of the result family (n_iter counts the map's
+    evaluations: the first iterate, the scan and Brent's steps). Not resolved (Brent
+    stopped at xtol 0.3 on log Delta: residual 1.9e-2 > 1e-6): converged=False, NaN
+    fields, an SEConvergenceWarning; no finite point that is not a fixed point."""
+    task = tasks.Linear(T=1)
+    ok = bayes.solve(task, W05, 0.2)
+    assert ok.converged and ok.residual < 1e-10 and 3 <= ok.n_iter < 100
+    assert ok.integration_error == 0.0  # Gaussian channel, closed-form test error
+    with pytest.warns(se.SEConvergenceWarning, match="residual"):
+        bad = bayes.solve(task, W05, 0.2, settings=bayes.BayesSettings(xtol=0.3))
+    assert not bad.converged and bad.residual > 1e-6 and bad.n_iter >= 2
+    for field in ("mse", "m", "q", "test_error", "test_error_plugin", "Delta_eff", "dof"):
+        assert math.isnan(getattr(bad, field)), field
+    assert bad.alpha == 0.2 and bad.Q0 == W05.Q0
 
 
 def test_mse_decreases_with_alpha():
-    cfg = bayes.BayesConfig(check_unique=False)
     task = tasks.Seq2Seq(T=2, noise=0.1)
-    mses = [bayes.solve(task, W05, a, cfg).mse for a in (0.05, 0.1, 0.2, 0.4)]
+    mses = [bayes.solve(task, W05, a, check_unique=False).mse for a in (0.05, 0.1, 0.2, 0.4)]
     assert all(a > b for a, b in zip(mses, mses[1:], strict=False))
 
 

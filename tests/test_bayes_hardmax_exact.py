@@ -157,7 +157,7 @@ def test_state_evolution_converges_at_alpha_2():
     task = tasks.Hardmax(T=2)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        r = bayes.solve(task, TG, 2.0, bayes.BayesConfig(check_unique=False))
+        r = bayes.solve(task, TG, 2.0, check_unique=False)
     assert r.converged and r.residual < 1e-8 and r.integration_error < 1e-8
     J = hx.information(task, r.mse, TG.Q0)[0]
     assert abs(2 * 2.0 * r.Delta_eff * J - 1) < 1e-8
@@ -186,7 +186,7 @@ def test_gamp_rie_on_hardmax_data():
     within a factor 2.5 of the SE (the largest d = 50 run is 2.1 times it)."""
 
     task = tasks.Hardmax(T=2)
-    se = bayes.solve(task, TG, 2.0, bayes.BayesConfig(check_unique=False))
+    se = bayes.solve(task, TG, 2.0, check_unique=False)
     k1, k2 = jax.random.split(jax.random.PRNGKey(100))
     S0 = TG.sample(k1, 50)
     data = tasks.make_dataset(k2, task, S0, tasks.n_samples(2.0, 50))

@@ -216,15 +216,40 @@ def test_bad_arguments_name_them():
         hardmax.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), 0.5, init=(1.5, 1.0))
 
 
-def test_state_evolution_direction_does_not_depend_on_lam():
-    """Homogeneity: lam only rescales rho = v / sqrt(q), map by map (same QMC points), so
-    the direction is the same to rounding; the scale contracts (no finite fixed point)."""
+def test_state_evolution_settings_and_failure_policy():
+    """One settings type (HardmaxSettings, its fields also as shorthand keywords, each
+    validated by name); lam the 4th positional argument; a ray not reached in max_iter
+    maps is converged=False with NaN fields and an SEConvergenceWarning (it was the last
+    iterate)."""
     task, tg = tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)
-    kw = dict(n_qmc=16384, max_iter=25, tol=1e-12)
-    with pytest.warns(RuntimeWarning, match="residual"):
-        a = hardmax.solve(task, tg, 0.5, lam=1.0, **kw)
-    with pytest.warns(RuntimeWarning, match="residual"):
-        b = hardmax.solve(task, tg, 0.5, lam=0.1, **kw)
+    small = hardmax.HardmaxSettings(n_qmc=2048, n_rep=4, max_iter=2)
+    with pytest.warns(se.SEConvergenceWarning, match="residual"):
+        r = hardmax.solve(task, tg, 0.5, 1.0, settings=small)
+    assert not r.converged and r.n_iter == 2 and r.residual > small.tol
+    for field in ("gamma", "rho", "test_error", "rank_fraction", "kappa_scale", "objective"):
+        assert np.isnan(getattr(r, field)), field
+    with pytest.warns(se.SEConvergenceWarning):  # the shorthand wins over settings' field
+        s = hardmax.solve(task, tg, 0.5, settings=small._replace(max_iter=50), max_iter=2)
+    assert s.residual == r.residual and s.n_iter == 2
+    for field, bad in (("tol", 0.0), ("max_iter", 0), ("damping", 1.0), ("n_qmc", 3),
+                       ("n_rep", 0), ("seed", -1)):  # fmt: skip
+        with pytest.raises(ValueError, match=field):
+            hardmax.solve(task, tg, 0.5, settings=hardmax.HardmaxSettings(**{field: bad}))
+    with pytest.raises(ValueError, match="settings"):
+        hardmax.solve(task, tg, 0.5, settings=(1e-3, 10))
+    with pytest.raises(TypeError):  # settings are keyword-only
+        hardmax.solve(task, tg, 0.5, 1.0, None, small)
+
+
+def test_state_evolution_direction_does_not_depend_on_lam():
+    """Homogeneity: lam only rescales rho = v / sqrt(q), map by map (same QMC points, the
+    default start (0.5, 0.3 / lam) rescaled too), so the direction is the same to rounding
+    and both runs stop after the same map; the scale contracts (no finite fixed point)."""
+    task, tg = tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)
+    settings = hardmax.HardmaxSettings(n_qmc=16384)
+    a = hardmax.solve(task, tg, 0.5, 1.0, settings=settings)
+    b = hardmax.solve(task, tg, 0.5, 0.1, settings=settings)
+    assert a.converged and b.converged and a.n_iter == b.n_iter
     assert abs(a.gamma - b.gamma) < 1e-8
     assert abs(b.rho / a.rho - 10.0) < 1e-7
     assert a.residual < 1e-3  # the ray is reached (up to the QMC cycle)

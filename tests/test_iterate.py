@@ -164,7 +164,8 @@ def _old_hardmax_loop(task, target, alpha, lam, init, qmc, tol, max_iter, dampin
 
 @pytest.mark.parametrize("max_iter", [3, 40])
 def test_hardmax_state_evolution_is_the_damped_loop_it_replaced(max_iter):
-    """The fixed ray (converged, and cut at max_iter) within 1e-12 of the old loop's."""
+    """The fixed ray within 1e-12 of the old loop's; cut at max_iter, the same maps and
+    residual, and NaN fields (the failure policy of the solvers)."""
     task, target = tasks.Hardmax(T=2), targets.Wishart(0.5)
     kw = dict(lam=0.5, init=(0.4, 0.5), tol=1e-3, max_iter=max_iter, damping=0.4)
     qmc = (2048, 4, 0)
@@ -173,5 +174,8 @@ def test_hardmax_state_evolution_is_the_damped_loop_it_replaced(max_iter):
     y, res, it = _old_hardmax_loop(task, target, 0.6, kw["lam"], kw["init"], qmc, kw["tol"],
                                    max_iter, kw["damping"])  # fmt: skip
     assert r.n_iter == it and r.converged == (res < kw["tol"]) == (max_iter == 40)
-    np.testing.assert_allclose([r.gamma, r.rho], [np.tanh(y[0]), np.exp(y[1])], rtol=1e-12)
+    if max_iter == 40:
+        np.testing.assert_allclose([r.gamma, r.rho], [np.tanh(y[0]), np.exp(y[1])], rtol=1e-12)
+    else:
+        assert math.isnan(r.gamma) and math.isnan(r.rho) and math.isnan(r.test_error)
     assert r.residual == pytest.approx(res, rel=1e-9, abs=1e-13)  # a difference of iterates

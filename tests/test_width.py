@@ -136,6 +136,11 @@ def test_bad_arguments(call, name):
 def test_counting_bound():
     assert width.counting_bound(LIN, 0.2) == pytest.approx(0.18)
     assert width.counting_bound(tasks.Seq2Seq(T=2), 1.0) == pytest.approx(0.25)
+    # hardmax labels are inequalities (m_eff = 0): no count of equations, a ValueError
+    # naming the task (it was a ZeroDivisionError)
+    for T in (2, 3):
+        with pytest.raises(ValueError, match="task must give equations"):
+            width.counting_bound(tasks.Hardmax(T=T), 0.5)
 
 
 def test_adam_interpolates_up_to_the_counting_bound():

@@ -16,15 +16,15 @@ from attnlib.bayes.channels import information, is_gaussian
 from attnlib.bayes.denoiser import mmse_den, rie_denoise, rie_function
 from attnlib.bayes.gamp_rie import gamp_rie
 from attnlib.bayes.state_evolution import (
-    BayesConfig,
     BayesResult,
+    BayesSettings,
     perfect_recovery,
     perfect_recovery_se,
     solve,
 )
 
 __all__ = [
-    "BayesConfig",
+    "BayesSettings",
     "BayesResult",
     "gamp_rie",
     "information",

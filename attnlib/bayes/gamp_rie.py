@@ -48,6 +48,10 @@ class RIE:
     target: Any
     jittable = False
 
+    def __post_init__(self):
+        if not hasattr(self.target, "measure") or not hasattr(self.target, "Q0"):
+            raise ValueError(f"target must be an attnlib.targets.Target, got {self.target!r}")
+
     def __call__(self, B, a_hat, lam):
         d = B.shape[0]
         Delta = 1.0 / (2 * a_hat)
@@ -62,15 +66,18 @@ def _check_inputs(task, data, target):
         raise ValueError(f"task must be {accepted}, got {task!r}")
     if not hasattr(target, "measure") or not hasattr(target, "Q0"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    X = np.asarray(data.X, dtype=float)
-    if X.ndim != 3 or X.shape[1] != task.T:
-        raise ValueError(f"data.X must have shape (n, T={task.T}, d), got {X.shape}")
-    return X
+    X, _, _ = _checks.dataset(task, data)
+    return np.asarray(X, dtype=float)
+
+
+# the default settings (a dict: attnlib.gamp is not yet initialised when this module is read)
+_DEFAULTS = dict(max_iter=50, tol=1e-5, name="gamp_rie")
 
 
 def gamp_rie(
-    task, data, target, *, S0=None, max_iter: int = 50, tol: float = 1e-5, damping: float = 0.5
-) -> _gamp.GAMPResult:
+    task, data, target, *, settings: _gamp.GAMPSettings | None = None, S0=None,
+    max_iter: int | None = None, tol: float | None = None, damping: float | None = None,
+) -> _gamp.GAMPResult:  # fmt: skip
     r"""Run GAMP-RIE on ``data`` (:class:`attnlib.tasks.Dataset`) with the prior of ``target``.
 
     Args:
@@ -78,11 +85,14 @@ def gamp_rie(
         or ``T = 2`` hardmax without noise or with noise on the logits.
       data: the data set (``X`` of shape ``(n, T, d)``, labels ``Y``).
       target: the prior of ``S0`` (its limiting spectrum enters the RIE).
+      settings: :class:`attnlib.gamp.GAMPSettings` (default: ``max_iter``
+        50 iterations, ``tol`` ``1e-5`` on the relative change of ``S``, ``damping`` 0.5, the
+        weight of the old ``S``, ``v`` and ``g`` in each update, in ``[0, 1)``: undamped
+        iterations diverge at ``d = 100``; damping does not move the fixed point).
       S0: the true target ``(d, d)``, only to record the mse ``||S - S0||_F^2 / d`` after
-        each iteration, in ``trace`` (optional).
-      max_iter: iterations (>= 1); tol: relative change of ``S`` that stops the run (> 0).
-      damping: weight of the old ``S``, ``v`` and ``g`` in each update, ``0 <= damping < 1``
-        (undamped iterations diverge at ``d = 100``; damping does not move the fixed point).
+        each iteration, in ``trace`` (optional; it replaces ``settings.observe``).
+      max_iter, tol, damping: shorthands for the fields of ``settings`` (``None``: the
+        field of ``settings``).
 
     Returns:
       :class:`attnlib.gamp.GAMPResult`: ``Delta_eff = 1 / (2 a_hat)`` per iteration from
@@ -90,18 +100,18 @@ def gamp_rie(
       Warns when it did not converge or broke down (``a_hat`` not finite and positive).
     """
     X = _check_inputs(task, data, target)
-    max_iter = _checks.integer("max_iter", max_iter, 1)
-    tol = _checks.positive("tol", tol)
-    damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
+    default = _gamp.GAMPSettings(**_DEFAULTS)
+    settings = _gamp.resolve_settings(settings, default, max_iter=max_iter, tol=tol,
+                                      damping=damping)  # fmt: skip
     d = X.shape[2]
-    observe = None
+    observe = settings.observe
     if S0 is not None:
         S0 = np.asarray(_checks.square_matrix("S0", S0, d, True), float)
 
         def observe(S):
             return float(np.sum((S - S0) ** 2) / d)
 
-    settings = _gamp.GAMPSettings(damping, max_iter, tol, observe, name="gamp_rie")
+    settings = settings._replace(observe=observe)
     start = _gamp.Start(np.eye(d) * target.measure().moment(1), denoiser.prior_variance(target))
     data = _tasks.Dataset(X, data.Y, None)
     return _gamp.run(_gamp.PosteriorOutput(task), RIE(target), data, start, settings=settings)

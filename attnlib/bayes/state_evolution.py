@@ -40,9 +40,10 @@ from typing import NamedTuple
 from attnlib import _checks, iterate
 from attnlib import channels as _channels
 from attnlib.bayes import channels, denoiser, prediction
+from attnlib.se.results import SEConvergenceWarning
 from attnlib.width.capacity import rank_manifold_dimension
 
-__all__ = ["BayesResult", "BayesConfig", "solve", "perfect_recovery", "perfect_recovery_se"]
+__all__ = ["BayesResult", "BayesSettings", "solve", "perfect_recovery", "perfect_recovery_se"]
 
 _DELTA_MIN = 1e-9
 
@@ -55,10 +56,12 @@ class BayesResult(NamedTuple):
     (``prediction.py``); ``test_error_plugin``: test error of the matrix ``S_post``;
     ``Delta_eff`` and ``q_hat = 1 / Delta_eff`` (``inf`` at perfect recovery);
     ``dof = J mse``: effective measurements per sequence; ``converged``; ``residual``:
-    ``|Delta - 1/(2 alpha J)| / Delta`` at the root; ``integration_error``: relative
-    QMC error of ``J`` (0 for Gaussian channels) and of the test error, the larger;
-    ``other_fixed_point``: a second fixed point below ``Delta_eff`` was found
-    (``None``: not searched).
+    ``|Delta - 1/(2 alpha J)| / Delta`` at the root; ``n_iter``: evaluations of the map
+    ``Delta -> 1/(2 alpha J(mmse_den(Delta)))`` (the first iterate, the root's scan and
+    Brent's steps); ``integration_error``: relative QMC error of ``J`` (0 for Gaussian
+    channels) and of the test error, the larger; ``other_fixed_point``: a second fixed
+    point below ``Delta_eff`` was found (``None``: not searched). Not converged: every
+    field but ``alpha``, ``Q0`` and the diagnostics is NaN (:func:`solve`).
     """
 
     alpha: float
@@ -73,14 +76,17 @@ class BayesResult(NamedTuple):
     dof: float
     converged: bool
     residual: float
+    n_iter: int
     integration_error: float
     other_fixed_point: bool | None
 
 
-class BayesConfig(NamedTuple):
-    """Numerical settings of :func:`solve`: Brent tolerance on ``log Delta``; Sobol points of
-    the channel integral (non-Gaussian channels) and of the Bayes test error; seed;
-    ``check_unique``: scan below the root for a second fixed point (Gaussian channels)."""
+class BayesSettings(NamedTuple):
+    """Numerical settings of :func:`solve` (each validated there, a ``ValueError`` naming the
+    field): ``xtol > 0``, Brent's tolerance on ``log Delta``; ``n_outer``, ``n_inner >= 2``,
+    the Sobol points of the channel integral (non-Gaussian channels); ``n_test >= 2``, those
+    of the Bayes test error; ``seed >= 0``; ``check_unique`` (a bool): scan below the root
+    for a second fixed point (Gaussian channels)."""
 
     xtol: float = 1e-10
     n_outer: int = 2048
@@ -103,7 +109,8 @@ def _info(task, target, mmse, cfg):
 
 
 def _gap_fn(task, target, alpha, cfg):
-    """``G(log Delta) = 2 alpha Delta J(mmse_den(Delta)) - 1`` (zero at a fixed point)."""
+    """``G(log Delta) = 2 alpha Delta J(mmse_den(Delta)) - 1`` (zero at a fixed point), and
+    its cache ``{log Delta: (mmse, information)}`` (``len(cache)`` distinct evaluations)."""
     cache = {}
 
     def G(logD):
@@ -116,7 +123,11 @@ def _gap_fn(task, target, alpha, cfg):
     return G, cache
 
 
-def solve(task, target, alpha: float, config: BayesConfig | None = None) -> BayesResult:
+def solve(
+    task, target, alpha: float, *, settings: BayesSettings | None = None,
+    xtol: float | None = None, n_outer: int | None = None, n_inner: int | None = None,
+    n_test: int | None = None, seed: int | None = None, check_unique: bool | None = None,
+) -> BayesResult:  # fmt: skip
     r"""Bayes-optimal state evolution at ``alpha = n/d^2 > 0`` (module docstring).
 
     Args:
@@ -125,7 +136,16 @@ def solve(task, target, alpha: float, config: BayesConfig | None = None) -> Baye
         the logits; a nested integral for noise on the outputs).
       target: :class:`attnlib.targets.Target` (the prior of ``S0``, rotationally invariant).
       alpha: sample ratio ``n / d^2 > 0``.
-      config: :class:`BayesConfig` (default settings if ``None``).
+      settings: :class:`BayesSettings` (default ``BayesSettings()``).
+      xtol, n_outer, n_inner, n_test, seed, check_unique: shorthands for the fields of
+        ``settings`` (``None``: the field of ``settings``).
+
+    Returns:
+      :class:`BayesResult`: the largest fixed point (``converged=True``; ``Delta_eff = 0``
+      at perfect recovery), or ``converged=False`` with NaN fields and an
+      :class:`attnlib.se.SEConvergenceWarning` where the root is not resolved (residual
+      above ``1e-6``, ``1e-3`` for QMC channels) or the first iterate is already below the
+      map (not monotone). A second fixed point warns with a ``RuntimeWarning``.
 
     Raises:
       ValueError: for invalid arguments, and for an ``alpha`` so small or so large that
@@ -134,7 +154,9 @@ def solve(task, target, alpha: float, config: BayesConfig | None = None) -> Baye
     """
     _check(task, target)
     alpha = _checks.alpha(alpha)
-    cfg = _config(config)
+    given = dict(xtol=xtol, n_outer=n_outer, n_inner=n_inner, n_test=n_test, seed=seed,
+                 check_unique=check_unique)  # fmt: skip
+    cfg = _settings(settings, given)
     try:
         return _solve(task, target, alpha, cfg)
     except ValueError as err:  # raised by rmt for a Delta_eff it cannot resolve
@@ -143,7 +165,7 @@ def solve(task, target, alpha: float, config: BayesConfig | None = None) -> Baye
         ) from err
 
 
-def _solve(task, target, alpha: float, cfg: BayesConfig) -> BayesResult:
+def _solve(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
     Q0 = float(target.Q0)
     var0 = denoiser.prior_variance(target)
     D0 = 1.0 / (2 * alpha * _info(task, target, var0, cfg).J)  # first iterate from no information
@@ -153,11 +175,10 @@ def _solve(task, target, alpha: float, cfg: BayesConfig) -> BayesResult:
         G, math.log(D0), math.log(_DELTA_MIN * Q0), xtol=cfg.xtol,
         scan_all=gauss and cfg.check_unique,
     )  # fmt: skip
-    other = root.other
+    other, n_iter = root.other, 1 + len(cache)
     if root.status == iterate.BAD_START:
-        raise RuntimeError(
-            f"bayes.solve: the first iterate has G = {root.g0:.3e} < 0 (not monotone)"
-        )
+        msg = f"the first iterate has G = {root.g0:.3e} < 0 (not monotone)"
+        return _failed(alpha, Q0, math.inf, n_iter, msg)
     if root.status == iterate.NO_ROOT:  # no fixed point with Delta_eff > 0: perfect recovery
         te = prediction.test_errors(task, Q0, 0.0, seed=cfg.seed)
         return _result(
@@ -168,6 +189,7 @@ def _solve(task, target, alpha: float, cfg: BayesConfig) -> BayesResult:
             Delta_eff=0.0,
             dof=float(task.m_eff),
             residual=0.0,
+            n_iter=n_iter,
             integration_error=0.0,
             other_fixed_point=other,
         )
@@ -177,7 +199,9 @@ def _solve(task, target, alpha: float, cfg: BayesConfig) -> BayesResult:
     mm, info = cache[logD]
     residual = abs(D - 1.0 / (2 * alpha * info.J)) / D
     converged = residual < 1e-6 or (not gauss and residual < 1e-3)
-    _warn(alpha, D, residual=residual, converged=converged, other=other)
+    if not converged:
+        return _failed(alpha, Q0, residual, n_iter, f"residual {residual:.2e}")
+    _warn_other(alpha, D, other)
     te = prediction.test_errors(task, Q0, mm, n_outer=cfg.n_test, seed=cfg.seed)
     ierr = max(info.error / info.J, te.error / max(te.bayes, 1e-300))
     return _result(
@@ -188,36 +212,50 @@ def _solve(task, target, alpha: float, cfg: BayesConfig) -> BayesResult:
         Delta_eff=D,
         dof=info.dof,
         residual=float(residual),
+        n_iter=n_iter,
         integration_error=float(ierr),
         other_fixed_point=other,
-        converged=bool(converged),
     )
 
 
-def _config(config) -> BayesConfig:
-    cfg = BayesConfig() if config is None else config
-    if not isinstance(cfg, BayesConfig):
-        raise ValueError(f"config must be a BayesConfig, got {cfg!r}")
-    _checks.positive("config.xtol", cfg.xtol)
-    return cfg
+def _settings(settings, given: dict) -> BayesSettings:
+    """``settings`` (default :class:`BayesSettings`) with the shorthand keywords ``given``
+    that are not ``None`` in place of its fields, validated."""
+    s = _checks.settings(BayesSettings, settings, given)
+    if not isinstance(s.check_unique, bool):
+        raise ValueError(f"check_unique must be a bool, got {s.check_unique!r}")
+    return BayesSettings(
+        xtol=_checks.positive("xtol", s.xtol),
+        n_outer=_checks.integer("n_outer", s.n_outer, 2),
+        n_inner=_checks.integer("n_inner", s.n_inner, 2),
+        n_test=_checks.integer("n_test", s.n_test, 2),
+        seed=_checks.integer("seed", s.seed, 0),
+        check_unique=s.check_unique,
+    )
 
 
-def _warn(alpha, D, *, residual, converged, other) -> None:
-    """Say when the fixed point is inaccurate or not unique (never silently)."""
-    if not converged:
-        warnings.warn(
-            f"bayes.solve: residual {residual:.2e} at alpha={alpha}", RuntimeWarning, stacklevel=2
-        )
+def _failed(alpha, Q0, residual, n_iter, why) -> BayesResult:
+    """The failure policy: ``converged=False``, NaN fields, an ``SEConvergenceWarning``."""
+    warnings.warn(f"bayes.solve at alpha={alpha}: {why}; no fixed point returned (NaN)",
+                  SEConvergenceWarning, stacklevel=4)  # fmt: skip
+    fields = {f: math.nan for f in BayesResult._fields}
+    fields.update(alpha=alpha, Q0=Q0, converged=False, residual=float(residual),
+                  n_iter=n_iter, other_fixed_point=None)  # fmt: skip
+    return BayesResult(**fields)
+
+
+def _warn_other(alpha, D, other) -> None:
+    """Say when the fixed point is not unique (never silently)."""
     if other:
         warnings.warn(
             f"bayes.solve: a second fixed point below Delta_eff={D:.3g} at "
             f"alpha={alpha}; the free entropy decides which is Bayes-optimal",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=4,
         )
 
 
-def _result(alpha, Q0, te, *, mse, Delta_eff, converged=True, **fields) -> BayesResult:
+def _result(alpha, Q0, te, *, mse, Delta_eff, **fields) -> BayesResult:
     """Assemble a :class:`BayesResult` on the Nishimori line (``m = q = Q0 - mse``)."""
     return BayesResult(
         alpha=alpha,
@@ -229,7 +267,7 @@ def _result(alpha, Q0, te, *, mse, Delta_eff, converged=True, **fields) -> Bayes
         test_error_plugin=te.plugin,
         Delta_eff=Delta_eff,
         q_hat=math.inf if Delta_eff == 0 else 1.0 / Delta_eff,
-        converged=converged,
+        converged=True,
         **fields,
     )
 

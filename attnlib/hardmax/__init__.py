@@ -11,6 +11,6 @@ the labels) is :mod:`attnlib.channels.hardmax`.
 """
 
 from attnlib.hardmax.gamp import gamp
-from attnlib.hardmax.state_evolution import HardmaxSE, output_side, solve
+from attnlib.hardmax.state_evolution import HardmaxSE, HardmaxSettings, output_side, solve
 
-__all__ = ["HardmaxSE", "gamp", "output_side", "solve"]
+__all__ = ["HardmaxSE", "HardmaxSettings", "gamp", "output_side", "solve"]

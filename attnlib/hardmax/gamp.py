@@ -20,7 +20,7 @@ import numpy as np
 
 from attnlib import _checks, channels
 from attnlib import gamp as _gamp
-from attnlib.gamp import GAMPResult
+from attnlib.gamp import GAMPResult, GAMPSettings
 from attnlib.tasks import Dataset, Hardmax
 
 __all__ = ["gamp"]
@@ -34,15 +34,22 @@ def _start(d, Q0, S_init, v_init):
     return _gamp.Start(0.5 * (S + S.T) / math.sqrt(np.sum(S**2) / (d * Q0)), v)
 
 
+_SETTINGS = GAMPSettings(max_iter=500, tol=1e-6, name="hardmax gamp")  # the default settings
+
+
 def gamp(
-    task, data, target, *, damping: float = 0.5, max_iter: int = 500, tol: float = 1e-6,
-    S_init=None, v_init: float = 0.3, observe=None,
+    task, data, target, *, settings: GAMPSettings | None = None, damping: float | None = None,
+    max_iter: int | None = None, tol: float | None = None, S_init=None, v_init: float = 0.3,
+    observe=None,
 ) -> GAMPResult:  # fmt: skip
     """Renormalised GAMP for hardmax attention on ``data`` (``X`` ``(n, T, d)``, ``Y``
     ``(n, T, T)``); ``target`` gives the normalisation ``Tr S^2 / d = Q0`` (its ``Q0``, in
     ``[1e-100, 1e100]``, that of the state evolution; ``v_init`` in the same range, default
     ``0.3``). ``S_init``: symmetric ``(d, d)`` start (default the identity: no
-    information). Warns with the residual if ``max_iter`` iterations do not reach ``tol``.
+    information). ``settings``: :class:`attnlib.gamp.GAMPSettings` (default: damping
+    ``0.5``, ``max_iter`` 500, ``tol`` ``1e-6``); ``damping``,
+    ``max_iter``, ``tol``, ``observe``: shorthands for its fields (``None``: the field of
+    ``settings``). Warns with the residual if ``max_iter`` iterations do not reach ``tol``.
     ``observe``: optional callable of the normalised ``S`` (numpy ``(d, d)``) returning a
     float, recorded after every iteration in ``trace`` (e.g. the cosine with the target: at
     finite ``d`` the iterate fluctuates around the state evolution's ray, average over
@@ -53,7 +60,8 @@ def gamp(
     if not hasattr(target, "Q0"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
     Q0 = _checks.in_interval("target.Q0", target.Q0, 1e-100, 1e100, low_open=False)
-    settings = _gamp.GAMPSettings(damping, max_iter, tol, observe, name="hardmax gamp")
+    settings = _gamp.resolve_settings(settings, _SETTINGS, damping=damping, max_iter=max_iter,
+                                      tol=tol, observe=observe)  # fmt: skip
     start = _start(d, Q0, S_init, v_init)
     r = _gamp.run(_gamp.ProjectionOutput(task), _gamp.SpectralProx("nuclear"),
                   Dataset(X, Y, None), start, 1.0, settings=settings, Q0=Q0)  # fmt: skip

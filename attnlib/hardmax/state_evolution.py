@@ -43,10 +43,10 @@ import numpy as np
 
 from attnlib import _checks, channels, iterate
 from attnlib import tasks as _tasks
-from attnlib.se import input_side, qmc_normals, test_error_from_overlaps
+from attnlib.se import SEConvergenceWarning, input_side, qmc_normals, test_error_from_overlaps
 from attnlib.se.output import noise_dim, pairs
 
-__all__ = ["HardmaxSE", "output_side", "solve"]
+__all__ = ["HardmaxSE", "HardmaxSettings", "output_side", "solve"]
 
 _BIG = 1e100  # accepted range of the scalar inputs: [1e-100, 1e100] (no overflow inside)
 
@@ -65,13 +65,13 @@ class HardmaxSE(NamedTuple):
       test_error: ``E||hardmax(h0) - hardmax(h)||^2`` per sequence (noise-free labels);
       train_loss: ``E c(j*)`` (0 without output noise: every label is fitted, ties allowed);
       kappa_scale: ``sqrt(q_new / q)`` per map (``< 1``: the scale contracts to 0);
-      converged, residual, n_iter: fixed-point diagnostics;
+      converged, residual, n_iter: fixed-point diagnostics (not converged: every other
+        field but ``alpha`` and ``Q0`` is NaN);
       integration_error: largest relative QMC standard error of ``a_hat, q_hat, m_hat``;
       trace, objective: the minimised objective in the normalisation of
         :class:`attnlib.se.SEResult`. The ERM has no minimiser: its infimum per sequence
         is approached along the ray as the scale goes to 0, where ``lim Tr S_hat / d``
-        and the penalty vanish, so ``trace = 0`` and ``objective = train_loss`` (NaN
-        when not converged).
+        and the penalty vanish, so ``trace = 0`` and ``objective = train_loss``.
     """
 
     alpha: float
@@ -172,10 +172,48 @@ def _map(task, target, alpha, y, qmc, lam=1.0):
     return y_new, (means, i, math.sqrt(i.q / q))
 
 
+class HardmaxSettings(NamedTuple):
+    """Numerical settings of :func:`solve` (each validated there, a ``ValueError`` naming the
+    field).
+
+    Attributes:
+      tol: stop when ``(artanh gamma, log rho)`` moves less than ``tol`` in one map, ``> 0``
+        (the QMC average is piecewise smooth in its parameters: the iteration ends in a
+        small cycle, of a few ``1e-4`` at ``n_qmc = 16384``; the default ``1e-3`` sits below
+        the QMC error of the conjugates, ``integration_error``, about ``1e-2``).
+      max_iter: maps of the damped iteration, ``>= 1``.
+      damping: weight of the old iterate, in ``[0, 1)``.
+      n_qmc, n_rep, seed: QMC points of the output side (``n_qmc / n_rep`` a power of 2,
+        ``n_rep >= 1``, ``seed >= 0``).
+    """
+
+    tol: float = 1e-3
+    max_iter: int = 200
+    damping: float = 0.5
+    n_qmc: int = 65536
+    n_rep: int = 8
+    seed: int = 0
+
+
+def _settings(settings, given: dict) -> HardmaxSettings:
+    """``settings`` (default :class:`HardmaxSettings`) with the shorthand keywords ``given``
+    that are not ``None`` in place of its fields, validated."""
+    s = _checks.settings(HardmaxSettings, settings, given)
+    n_qmc, n_rep, seed = _check_qmc(s.n_qmc, s.n_rep, s.seed)
+    return HardmaxSettings(
+        tol=_checks.positive("tol", s.tol),
+        max_iter=_checks.integer("max_iter", s.max_iter, 1),
+        damping=_checks.in_interval("damping", s.damping, 0.0, 1.0, low_open=False,
+                                    high_open=True),
+        n_qmc=n_qmc, n_rep=n_rep, seed=seed,
+    )  # fmt: skip
+
+
 def solve(
-    task, target, alpha: float, *, lam: float = 1.0, init=None, tol: float = 1e-3,
-    max_iter: int = 200, damping: float = 0.5, n_qmc: int = 65536, n_rep: int = 8,
-    seed: int = 0,
+    task, target, alpha: float, lam: float = 1.0, *, init=None,
+    settings: HardmaxSettings | None = None, tol: float | None = None,
+    max_iter: int | None = None, damping: float | None = None, n_qmc: int | None = None,
+    n_rep: int | None = None, seed: int | None = None,
 ) -> HardmaxSE:  # fmt: skip
     """Fixed ray of the hardmax state evolution at sample ratio ``alpha`` (nuclear + PSD).
 
@@ -188,36 +226,33 @@ def solve(
         ``lam`` (only ``rho``, proportional to ``1 / lam``, changes: a test checks it).
       init: starting ``(gamma, rho)`` with ``0 < gamma < 1``, ``rho > 0`` (default
         ``(0.5, 0.3 / lam)``).
-      tol: stop when ``(artanh gamma, log rho)`` moves less than ``tol`` in one map (the
-        QMC average is piecewise smooth in its parameters: the iteration ends in a small
-        cycle, of a few ``1e-4`` at ``n_qmc = 16384``; the default ``1e-3`` sits below the
-        QMC error of the conjugates, ``integration_error``, about ``1e-2``).
-      max_iter, damping: damped iteration (weight of the old iterate, in ``[0, 1)``).
-      n_qmc, n_rep, seed: QMC points of the output side (``n_qmc / n_rep`` a power of 2).
+      settings: :class:`HardmaxSettings` (default ``HardmaxSettings()``).
+      tol, max_iter, damping, n_qmc, n_rep, seed: shorthands for the fields of
+        ``settings`` (``None``: the field of ``settings``).
 
     Returns:
-      :class:`HardmaxSE`; ``converged=False`` with a ``RuntimeWarning`` if ``max_iter``
-      maps did not reach ``tol`` (the last iterate is returned with its residual).
+      :class:`HardmaxSE`: the fixed ray (``converged=True``), or, if ``max_iter`` maps did
+      not reach ``tol``, ``converged=False`` with NaN fields (but ``alpha``, ``Q0`` and the
+      diagnostics ``residual``, ``n_iter``) and an :class:`attnlib.se.SEConvergenceWarning`.
     """
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
     lam = _checks.in_interval("lam", lam, 1.0 / _BIG, _BIG, low_open=False)
-    tol = _checks.positive("tol", tol)
-    max_iter = _checks.integer("max_iter", max_iter, 1)
-    damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
+    s = _settings(settings, dict(tol=tol, max_iter=max_iter, damping=damping, n_qmc=n_qmc,
+                                 n_rep=n_rep, seed=seed))  # fmt: skip
     g0, r0 = (0.5, 0.3 / lam) if init is None else (float(t) for t in init)
     if not (0.0 < g0 < 1.0 and r0 > 0.0):
         raise ValueError(f"init must be (gamma, rho) with 0 < gamma < 1 and rho > 0, got {init}")
-    qmc = _check_qmc(n_qmc, n_rep, seed)
     if not (hasattr(target, "measure") and hasattr(target, "Q0")):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
     y0 = np.array([np.arctanh(g0), math.log(r0)])
-    cfg = iterate.AndersonConfig(tol=tol, max_iter=max_iter, damping=damping, memory=0,
+    cfg = iterate.AndersonConfig(tol=s.tol, max_iter=s.max_iter, damping=s.damping, memory=0,
                                  max_step=math.inf)  # fmt: skip
-    y, aux, diag = _iterate(task, target, (alpha, lam), y0, qmc, cfg)
+    y, aux, diag = _iterate(task, target, (alpha, lam), y0, (s.n_qmc, s.n_rep, s.seed), cfg)
     if not diag[0]:
         warnings.warn(f"hardmax SE: residual {diag[1]:.3g} >= tol after {diag[2]} maps",
-                      RuntimeWarning, stacklevel=2)  # fmt: skip
+                      SEConvergenceWarning, stacklevel=2)  # fmt: skip
+        return _failed(alpha, target, diag)
     return _result(task, target, (alpha, lam), y, aux, diag)
 
 
@@ -245,6 +280,14 @@ def _iterate(task, target, point, y0, qmc, cfg):
     return y, fp.aux, (res < cfg.tol, res, it)
 
 
+def _failed(alpha, target, diag) -> HardmaxSE:
+    """A ray that was not reached: every order parameter and metric NaN."""
+    fields = {f: math.nan for f in HardmaxSE._fields}
+    fields.update(alpha=alpha, Q0=float(target.Q0), converged=False, residual=diag[1],
+                  n_iter=diag[2])  # fmt: skip
+    return HardmaxSE(**fields)
+
+
 def _result(task, target, point, y, aux, diag) -> HardmaxSE:
     means, i, kappa = aux
     alpha, lam = point
@@ -260,6 +303,5 @@ def _result(task, target, point, y, aux, diag) -> HardmaxSE:
         test_error=te, train_loss=float(mean[3]), kappa_scale=kappa, converged=bool(diag[0]),
         residual=diag[1], n_iter=diag[2],
         integration_error=float(np.max(err[:3] / np.abs(mean[:3]))),
-        trace=0.0 if diag[0] else math.nan,
-        objective=float(mean[3]) if diag[0] else math.nan,
+        trace=0.0, objective=float(mean[3]),
     )  # fmt: skip

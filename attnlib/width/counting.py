@@ -20,8 +20,20 @@ def counting_bound(task: Task, kappa: float) -> float:
     most the convex one, :func:`attnlib.thresholds.interpolation_se`).
 
     Args:
-      task: an :class:`attnlib.tasks.Task`; kappa: width ``p / d`` in ``(0, 1]``.
+      task: an :class:`attnlib.tasks.Task` with ``m_eff >= 1``; kappa: width ``p / d`` in
+        ``(0, 1]``.
+
+    Raises:
+      ValueError: naming ``task`` for a task whose fitted sequences give no equation
+        (``m_eff = 0``: hardmax, whose labels are ``T (T - 1)`` linear inequalities on the
+        pairs). No count of equations bounds what such a student fits; ``inf`` would read
+        as "fits any number of noisy sequences", which inequalities do not allow.
     """
     channels.require_task(task)
+    if task.m_eff < 1:
+        raise ValueError(
+            f"task must give equations on S (m_eff >= 1) for a counting bound, got {task!r} "
+            f"(m_eff = {task.m_eff}: its labels are inequalities)"
+        )
     kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
     return rank_manifold_dimension(kappa) / task.m_eff

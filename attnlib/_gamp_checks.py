@@ -1,0 +1,93 @@
+"""Argument validation of :mod:`attnlib.gamp` (its settings, :func:`attnlib.gamp.run`'s
+arguments and the fields of its output and denoiser classes): a ``ValueError`` naming the
+argument or field and its accepted range."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnlib import _checks, channels
+from attnlib.tasks import Hardmax
+
+__all__ = ["erm_output", "posterior_task", "projection_task", "resolve", "run_arguments"]
+
+
+def _boolean(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def erm_output(out) -> int:
+    """Check the fields of an :class:`attnlib.gamp.ERMOutput`; its ``n_newton`` as an int."""
+    channels.require_task(out.task)
+    _boolean("robust", out.robust)
+    _boolean("warm", out.warm)
+    return _checks.integer("n_newton", out.n_newton, 1)
+
+
+def projection_task(task) -> None:
+    """The task of :class:`attnlib.gamp.ProjectionOutput`: hardmax at a ``T`` the exact
+    projection solves (a ``ValueError`` naming ``T`` beyond it)."""
+    channels.require_task(task, Hardmax)
+    channels.hardmax.regions(task.T)
+
+
+def posterior_task(task) -> None:
+    """The task of :class:`attnlib.gamp.PosteriorOutput`: one whose channel has an exact
+    Bayes output step."""
+    accepted = "a Task with a Gaussian channel (is_gaussian) or T = 2 hardmax"
+    channels.require_task(task, accepted=accepted)
+    if not channels.for_task(task).exact_posterior_output:
+        raise ValueError(f"task must be {accepted}, got {task!r}")
+
+
+def _fields(settings):
+    damping = _checks.in_interval(
+        "damping", settings.damping, 0.0, 1.0, low_open=False, high_open=True
+    )
+    max_iter = _checks.integer("max_iter", settings.max_iter, 1)
+    tol = _checks.positive("tol", settings.tol)
+    if settings.observe is not None and not callable(settings.observe):
+        raise ValueError(f"observe must be None or a callable of S, got {settings.observe!r}")
+    if not isinstance(settings.name, str):
+        raise ValueError(f"name must be a str, got {settings.name!r}")
+    return settings._replace(damping=damping, max_iter=max_iter, tol=tol)
+
+
+def resolve(cls, settings, default, given: dict):
+    """``settings`` (an instance of ``cls``; ``None``: ``default``, or ``cls()``) with the
+    entries of ``given`` that are not ``None`` in place of its fields, validated."""
+    return _fields(_checks.settings(cls, settings, given, default))
+
+
+def run_arguments(output, denoiser, data, start, extra):
+    """Check :func:`attnlib.gamp.run`'s ``output``, ``denoiser``, ``data``, ``start`` and
+    ``extra = (lam, Q0, weights)``; returns the last three, checked."""
+    if not all(hasattr(output, a) for a in ("task", "jittable", "warm", "fallbacks")):
+        raise ValueError("output must be an attnlib.gamp output step (ERMOutput, "
+                         f"ProjectionOutput, PosteriorOutput), got {output!r}")  # fmt: skip
+    if not callable(denoiser) or not hasattr(denoiser, "jittable"):
+        raise ValueError("denoiser must be a callable (B, a_hat, lam) -> (S, v) with a "
+                         f"jittable attribute (SpectralProx, RIE), got {denoiser!r}")  # fmt: skip
+    _, _, d = _checks.dataset(output.task, data)
+    if not (isinstance(start, tuple) and hasattr(start, "S") and hasattr(start, "v")):
+        raise ValueError(f"start must be an attnlib.gamp.Start, got {start!r}")
+    _checks.square_matrix("start.S", start.S, d, True, against="data.X")
+    _checks.in_interval("start.v", start.v, 0.0, _checks.MAX_ABS)
+    g = getattr(start, "g", None)
+    if g is not None:
+        want = (np.shape(data.X)[0], output.task.n_pairs)
+        _checks.finite_array("start.g", g, ndim=2, shape=want, against="data",
+                             max_abs=_checks.MAX_ABS)  # fmt: skip
+    lam, Q0, weights = extra
+    lam = _checks.in_interval("lam", lam, 0.0, _checks.MAX_ABS, low_open=False)
+    if Q0 is not None:
+        Q0 = _checks.in_interval("Q0", Q0, 1.0 / _checks.MAX_ABS, _checks.MAX_ABS, low_open=False)
+    if weights is not None:
+        want = (np.shape(data.X)[0], output.task.n_pairs)
+        w = _checks.finite_array("weights", weights, ndim=2, shape=want, against="data",
+                                 max_abs=_checks.MAX_ABS)  # fmt: skip
+        if not np.all(np.asarray(w) > 0):
+            raise ValueError("weights must be positive")
+    return lam, Q0, weights
