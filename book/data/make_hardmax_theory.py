@@ -106,7 +106,7 @@ def target() -> targets.Target:
 
 def ray_point(*, alpha: float, n_qmc: int, tol: float, seed: int, init=None) -> tuple[dict, tuple]:
     """The ERM ray at ``alpha`` with the QMC points of ``seed`` (warm start ``init = (gamma,
-    rho)``); a dict and the state."""
+    rho)``); a dict and the state (``init`` again where the ray was not reached)."""
     r, notes = C.quiet(
         hardmax.solve, task(), target(), alpha, init=init, tol=tol, n_qmc=n_qmc, n_rep=8,
         seed=seed,
@@ -120,7 +120,7 @@ def ray_point(*, alpha: float, n_qmc: int, tol: float, seed: int, init=None) -> 
         "integration_error": r.integration_error,
         "converged": float(r.converged),
     }
-    return row, (r.gamma, r.rho)
+    return row, ((r.gamma, r.rho) if r.converged else init)  # a failed ray (NaN) starts nothing
 
 
 def se_iterates(*, alpha: float, n_qmc: int, n_iter: int, seed: int) -> dict:
@@ -137,12 +137,12 @@ def se_iterates(*, alpha: float, n_qmc: int, n_iter: int, seed: int) -> dict:
 
 def bayes_point(*, alpha: float) -> dict:
     """The Bayes-optimal fixed point at ``alpha`` with the exact ``T = 2`` channel (the QMC
-    sizes of :class:`attnlib.bayes.BayesConfig` are not used by it); test errors with
+    sizes of :class:`attnlib.bayes.BayesSettings` are not used by it); test errors with
     noise-free labels, both in closed form. ``integration_error``: relative error of ``J``
     (the change from a quadrature rule with 2/3 of the points, ``< 1e-9``); ``residual``:
     relative fixed-point residual (Brent on a smooth equation: ``~1e-11`` or less)."""
-    cfg = bayes.BayesConfig(check_unique=False)
-    r, _ = C.quiet(bayes.solve, task(), target(), alpha, cfg)
+    settings = bayes.BayesSettings(check_unique=False)
+    r, _ = C.quiet(bayes.solve, task(), target(), alpha, settings=settings)
     return {
         "residual": r.residual,
         "test_error": r.test_error,
