@@ -102,9 +102,10 @@ def _layout(fig):
 
 
 def _quiet(fun, *args, **kwargs):
+    """``fun(*args, **kwargs)`` at the explorers' QMC size, with its warm start."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", se.SEConvergenceWarning)
-        return fun(*args, n_qmc=_EXPLORER_QMC, **kwargs)
+        return fun(*args, n_qmc=_EXPLORER_QMC, return_warm=True, **kwargs)
 
 
 def _settings(cls, settings):
@@ -123,19 +124,22 @@ class _PointSolver:
     """SE points and curves of one explorer, warm-started from its own bounded caches."""
 
     def __init__(self, maxsize: int = 16):
-        self.curves = BoundedCache(maxsize)  # (task, target, lam, penalty, alphas) -> results
+        # (task, target, lam, penalty, alphas) -> (results, their warm starts)
+        self.curves = BoundedCache(maxsize)
         self.points = BoundedCache(4 * maxsize)  # (task, target, penalty) -> last warm start
 
     def curve(self, task, target, lam, penalty, alphas) -> se.LearningCurve:
         key = (task, target, lam, penalty, alphas)
-        results = self.curves.get(key)
-        if results is None:
+        found = self.curves.get(key)
+        if found is None:
 
             def solve_at(i, a, start):
                 return _quiet(se.solve, task, target, a, lam, penalty, init=start)
 
-            results = self.curves.put(key, se.drivers.continuation(solve_at, alphas))
-        fields = {"penalty": penalty, "warm": None}
+            curve = se.drivers.continuation(solve_at, alphas, return_warm=True)
+            found = self.curves.put(key, curve)
+        results = found[0]
+        fields = {"penalty": penalty}
         for f in se.LearningCurve._fields:
             if f not in fields:
                 fields[f] = np.array([getattr(r, f) for r in results])
@@ -146,13 +150,14 @@ class _PointSolver:
         (same task, target, ``lam``) or else from the last point of this explorer."""
         key = (task, target, penalty)
         init = self.points.get(key)
-        results = self.curves.get(near) if near is not None else None
-        if results:
+        found = self.curves.get(near) if near is not None else None
+        if found and found[0]:
+            results, warms = found
             k = int(np.argmin([abs(np.log(r.alpha / alpha)) for r in results]))
-            init = results[k].warm if results[k].warm is not None else init
-        r = _quiet(se.solve, task, target, alpha, lam, penalty, init=init)
-        if r.warm is not None:
-            self.points.put(key, r.warm)
+            init = warms[k] if warms[k] is not None else init
+        r, w = _quiet(se.solve, task, target, alpha, lam, penalty, init=init)
+        if w is not None:
+            self.points.put(key, w)
         return r
 
 
@@ -355,14 +360,15 @@ class ScalingExplorer:
         found = self.curves.get(key)
         if found is None:
             target = scaling.PowerLawModes(gamma=s.gamma, n_modes=s.n_modes)
-            points = []
+            results = []
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", se.SEConvergenceWarning)
-                curve = scaling.excess_risk_curve(
+                curve, warms = scaling.excess_risk_curve(
                     _tasks.Linear(T=1, noise=s.noise), target, np.asarray(alphas), s.lam,
-                    progress=lambda i, a, r: points.append(r), starts=self._starts(key),
+                    progress=lambda i, a, r: results.append(r), starts=self._starts(key),
+                    return_warm=True,
                 )  # fmt: skip
-            found = self.curves.put(key, (curve, points))
+            found = self.curves.put(key, (curve, list(zip(results, warms, strict=True))))
         return found[0]
 
     def _starts(self, key):
@@ -414,7 +420,8 @@ def _draw_scaling(s, curve, fig):
 def _lam_starts(points, lam_from, lam_to):
     """Warm starts at ``lam_to`` from SE points at ``lam_from`` (one per alpha, or None).
 
-    Each converged point gives its :class:`attnlib.se.WarmStart` (prox points and the
+    ``points``: ``(SEResult, WarmStart | None)`` pairs. Each converged point gives its
+    :class:`attnlib.se.WarmStart` (prox points and the
     Anderson history, a secant model of the map at the neighbouring ``lam``) with
     ``(m, q, v)`` moved to the new ``lam``: where the learned matrix is not full rank
     (``rank_fraction < 0.999``) ``v`` scales like ``1 / lam`` (``v = int rho_R f h_R /
@@ -428,13 +435,13 @@ def _lam_starts(points, lam_from, lam_to):
     ``None`` where a point did not converge.
     """
     starts = []
-    for r in points:
+    for r, warm in points:
         if not (r.converged and r.q > 0 and r.v > 0):
             starts.append(None)
             continue
         v = r.v * lam_from / lam_to if r.rank_fraction < 0.999 else r.v
         x = (r.m, r.q, v)
-        starts.append(r.warm._replace(x=x) if r.warm is not None else x)
+        starts.append(warm._replace(x=x) if warm is not None else x)
     return starts
 
 

@@ -6,7 +6,8 @@ same alpha. Prints the load average (the machine may be shared: ratios measured 
 same run are what counts; the convex unit, the warm point and the curve are medians of
 three runs) and:
 
-- a warm SE point (alpha = 0.3 warm-started from alpha = 0.32): target <= 0.02 convex runs;
+- a warm SE point (alpha = 0.3 warm-started from alpha = 0.32, its warm start returned
+  beside it): target <= 0.02 convex runs;
 - a 40-point learning curve (warm-started along alpha): target <= 3 s;
 - the first point in a fresh process, with JAX's persistent compilation cache (a fresh
   cache folder, filled by a first process, read by a second) and without: targets 5 s
@@ -88,8 +89,8 @@ def first_point(cache_dir):
 def cost_vs_T(t_max, convex):
     for T in range(2, t_max + 1):
         task, target = tasks.Seq2Seq(T=T), Wishart(0.5)
-        t_cold, r = _timed(se.solve, task, target, 0.32, LAM)
-        t_warm, w = _timed(se.solve, task, target, ALPHA, LAM, init=r)
+        t_cold, (_, warm) = _timed(se.solve, task, target, 0.32, LAM, return_warm=True)
+        t_warm, w = _timed(se.solve, task, target, ALPHA, LAM, init=warm)
         print(
             f"T={T} (K={task.n_pairs:2d}): first point {t_cold:6.1f} s (with compilation), "
             f"warm point {t_warm:6.2f} s = {t_warm / convex:.3f} convex runs "
@@ -106,7 +107,7 @@ def main():
         cost_vs_T(t_max, convex)
         print(f"load average at end: {os.getloadavg()}")
         return
-    warmup, near = _timed(se.solve, task, target, 0.32, LAM)
+    warmup, (_, near) = _timed(se.solve, task, target, 0.32, LAM, return_warm=True)
     print(f"SE first point in this process (compilation included): {warmup:.1f} s")
     point, r = _median_timed(se.solve, task, target, ALPHA, LAM, init=near)
     print(

@@ -48,15 +48,23 @@ def quadratic(lam: float, zero_above: float = math.inf, fail=()) -> Fake:
     return Fake(lam, True, 0.5, 0.3, e, e + 1.0)
 
 
+def warm_of(r):
+    """The stand-in's warm start, returned beside ``r``: None in the zero phase and where
+    it failed (as :func:`attnlib.se.solve` returns)."""
+    return ("warm", r.lam) if r.converged and r.q > 0 else None
+
+
 class Recorder:
-    """``solve_at`` that records the ``lam`` and the warm start of every solve."""
+    """``solve_at`` that records the ``lam`` and the warm start of every solve; returns
+    ``(result, warm start)``."""
 
     def __init__(self, **kw):
         self.calls, self.kw = [], kw
 
     def __call__(self, lam, init):
         self.calls.append((lam, init))
-        return quadratic(lam, **self.kw)
+        r = quadratic(lam, **self.kw)
+        return r, warm_of(r)
 
 
 def test_bounded_search_finds_the_minimum_within_xatol():
@@ -101,8 +109,9 @@ def test_warm_starts_follow_converged_points_off_the_zero_phase():
         assert init == last
         r = quadratic(lam, zero_above=1.0)
         if r.q > 0:
-            last = r
+            last = ("warm", lam)
     assert s.warm == last and optimal.is_zero_phase(quadratic(5.0, zero_above=1.0))
+    assert s.result_warm == warm_of(s.result)
     # a failed point counts as +inf: the search avoids it
     fail = tuple(lam for lam, _ in f.calls[:2])
     s = optimal.search(Recorder(fail=fail), bounds=(1e-4, 10.0), xatol=0.15)
@@ -131,16 +140,18 @@ def test_solve_nearby_retries_a_failed_cold_start_from_a_larger_alpha(monkeypatc
     ``1.5 alpha``; a warm start is solved once, as given."""
     seen = []
 
-    def fake_solve(task, target, alpha, lam, penalty="nuclear", *, init=None, **kw):
+    def fake_solve(task, target, point_, init, settings):
+        alpha, lam, _ = point_
         seen.append((alpha, init))
         ok = init is not None or alpha > 0.25
-        return quadratic(lam) if ok else quadratic(lam, fail=(lam,))
+        r = quadratic(lam) if ok else quadratic(lam, fail=(lam,))
+        return r, warm_of(r)
 
-    monkeypatch.setattr(drivers, "solve", fake_solve)
+    monkeypatch.setattr(drivers, "_solve", fake_solve)
     task, target = tasks.Linear(T=1), targets.Wishart(0.5)
     r = drivers.solve_nearby(task, target, 0.2, 0.05)
     assert r.converged and [a for a, _ in seen] == [0.2, 0.2 * 1.5, 0.2]
-    assert seen[2][1] is not None  # the last solve starts from the one at 1.5 alpha
+    assert seen[2][1] == ("warm", 0.05)  # the last solve starts from the one at 1.5 alpha
     seen.clear()
     drivers.solve_nearby(task, target, 0.2, 0.05, init=(0.1, 0.2, 1.0))
     assert len(seen) == 1
@@ -165,8 +176,11 @@ def test_search_lambda_on_the_state_evolution_and_its_zero_phase():
     for s in (brent, chained):
         assert abs(math.log(s.lam * float(target.Q0) / 0.3)) < 0.05 and s.result.converged
     assert optimal.is_zero_phase(zero) and zero.converged
-    assert optimal.warm_start(zero, "before") == "before"
-    assert optimal.warm_start(brent.result, "before") is brent.result
+    assert optimal.warm_start(zero, None, "before") == "before"
+    r = brent.result
+    assert isinstance(brent.result_warm, se.WarmStart) and brent.result_warm.x == (r.m, r.q, r.v)
+    assert optimal.warm_start(brent.result, brent.result_warm, "before") is brent.result_warm
+    assert isinstance(brent.warm, se.WarmStart)
 
 
 # ----------------------------------------------------------------------------

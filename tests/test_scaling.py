@@ -264,8 +264,7 @@ def test_recovered_modes_theory_vs_trained():
     for i, alpha in enumerate((0.08, 0.2, 0.35)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", se.SEConvergenceWarning)
-            res = se.solve(task, tg, alpha, lam, init=init)
-        init = res
+            res, init = se.solve(task, tg, alpha, lam, init=init, return_warm=True)
         th = scaling.recovered_modes(tg, res)
         assert np.all(np.abs(th.fractions - 0.5) > 0.18), th.fractions  # a clear-cut count
         k1, k2 = jax.random.split(jax.random.PRNGKey(10 + i))

@@ -21,6 +21,7 @@ eigenvalue); the allowances below are ``4 / d`` (relative) and ``1.5 / d``.
 """
 
 import functools
+import inspect
 import json
 import math
 import pathlib
@@ -34,7 +35,7 @@ from data.make_se_reference import FIELDS as REF_FIELDS  # the grid the referenc
 from data.make_se_reference import TASKS as REF_TASKS
 
 import attnlib  # noqa: F401
-from attnlib import channels, scaling, se, tasks, train
+from attnlib import channels, scaling, se, tasks, train, width
 from attnlib.se import output as se_output
 from attnlib.targets import Wishart
 
@@ -466,7 +467,7 @@ def test_engine_matches_the_stored_reference(row):
             np.testing.assert_allclose(getattr(r, f), row[f], rtol=1e-6, atol=1e-8, err_msg=f)
 
 
-def _map_residual(task, target, r):
+def _map_residual(task, target, r, warm=None):
     """Relative change of (m, q, v) under one SE map evaluated independently of the
     solver: the input side on the host, and each proximal problem solved again by Newton
     from the cold starts (the logits and ``omega``) and from the solver's prox point,
@@ -476,13 +477,14 @@ def _map_residual(task, target, r):
     above the solver's minima), which moves ``m_hat`` by 0.5 % and the map by 4.8e-3
     relative, while the map with the lowest minima moves it by 1.0e-6. The solver's prox
     points count only where no cold start goes lower, so the check still fails on a point
-    that is not a fixed point of the map with the lowest minima."""
-    if channels.for_task(task).closed_form_output or r.warm is None or r.warm.prox is None:
+    that is not a fixed point of the map with the lowest minima. ``warm``: the warm start
+    returned beside ``r`` (its prox points and QMC points), or None (cold starts)."""
+    if channels.for_task(task).closed_form_output or warm is None or warm.prox is None:
         o = se.output_side(task, r.alpha, r.Q0, r.m, r.q, r.v)
     else:
-        z = se_output.qmc_points(task, *r.warm.key[1:])
+        z = se_output.qmc_points(task, *warm.key[1:])
         x = jnp.asarray([r.m, r.q, r.v], dtype=jnp.float64)
-        args = (task, z, jnp.float64(r.alpha), jnp.float64(r.Q0), x, jnp.asarray(r.warm.prox))
+        args = (task, z, jnp.float64(r.alpha), jnp.float64(r.Q0), x, jnp.asarray(warm.prox))
         o = se_output.summarize(se_output.output_arrays(*args, mode="multi").means)
     i = se.input_side(target, o.m_hat, o.q_hat, o.a_hat, r.lam, r.penalty)
     x, fx = np.array([r.m, r.q, r.v]), np.array([i.m, i.q, i.v])
@@ -497,17 +499,17 @@ def _check_robust_point(task, target, alpha, lam, penalty):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", se.SEConvergenceWarning)
         warnings.simplefilter("ignore", se.SEMultipleFixedPointsWarning)
-        r = se.solve(task, target, alpha, lam, penalty)
+        r, w = se.solve(task, target, alpha, lam, penalty, return_warm=True)
         if not r.converged:
-            assert all(math.isnan(getattr(r, f)) for f in REF_FIELDS)
+            assert all(math.isnan(getattr(r, f)) for f in REF_FIELDS) and w is None
             return r
         if r.v == 0.0:  # zero phase: S_hat = 0
-            assert r.rank_fraction == 0.0 and r.m == r.q == 0.0
+            assert r.rank_fraction == 0.0 and r.m == r.q == 0.0 and w is None
             return r
         # QMC noise of the independent evaluation (cold prox) is zero: same points
-        assert _map_residual(task, target, r) < 1e-4
-        nb = se.solve(task, target, alpha, 2.0 * lam, penalty)
-        back = se.solve(task, target, alpha, lam, penalty, init=nb if nb.converged else None)
+        assert _map_residual(task, target, r, w) < 1e-4
+        nb, nb_warm = se.solve(task, target, alpha, 2.0 * lam, penalty, return_warm=True)
+        back = se.solve(task, target, alpha, lam, penalty, init=nb_warm)
     assert back.converged
     for res in (r, back):
         assert all(res.objective <= alt[3] for alt in res.alternatives), res.alternatives
@@ -560,10 +562,11 @@ def test_solve_next_to_the_zero_phase_boundary():
     solves at lam 0.08 and 0.12 converge (rank fractions 0.076 and 0.049). A start
     shrunk towards the origin finds the fixed point (rank fraction 0.063)."""
     task, target = tasks.Seq2Seq(T=2, noise=0.25), Wishart(0.5)
-    r = se.solve(task, target, 0.02, 0.1, on_fail="raise")
-    assert _map_residual(task, target, r) < 1e-4
+    r, w = se.solve(task, target, 0.02, 0.1, on_fail="raise", return_warm=True)
+    assert _map_residual(task, target, r, w) < 1e-4
     assert 0.049 < r.rank_fraction < 0.076
-    warm = se.solve(task, target, 0.02, 0.1, init=se.solve(task, target, 0.02, 0.08))
+    near = se.solve(task, target, 0.02, 0.08, return_warm=True)[1]
+    warm = se.solve(task, target, 0.02, 0.1, init=near)
     np.testing.assert_allclose([warm.m, warm.q, warm.v], [r.m, r.q, r.v], rtol=1e-4)
 
 
@@ -577,12 +580,12 @@ def test_learning_curve_at_small_lam_returns_only_fixed_points():
         warnings.simplefilter("ignore", se.SEConvergenceWarning)
         lc = se.learning_curve(task, target, alphas, 1e-4)
     for i, alpha in enumerate(alphas):
-        r = se.solve(task, target, alpha, 1e-4, init=None) if lc.converged[i] else None
-        if r is None:
+        if not lc.converged[i]:
             assert math.isnan(lc.mse[i])
             continue
+        r, w = se.solve(task, target, alpha, 1e-4, return_warm=True)
         point = r._replace(m=lc.m[i], q=lc.q[i], v=lc.v[i])
-        assert lc.v[i] == 0.0 or _map_residual(task, target, point) < 1e-4, alpha
+        assert lc.v[i] == 0.0 or _map_residual(task, target, point, w) < 1e-4, alpha
         assert abs(lc.mse[i] - r.mse) <= 1e-4 * r.mse + 1e-10, alpha
 
 
@@ -614,7 +617,7 @@ def test_attempt_fails_where_the_check_keeps_finding_lower_minima(monkeypatch):
     from attnlib.se import drivers, engine, point
 
     task = tasks.Seq2Seq(T=2)
-    r = se.solve(task, TARGET, 0.3, 0.1)
+    r, w = se.solve(task, TARGET, 0.3, 0.1, return_warm=True)
     modes = []
     solve_fixed_point = engine.solve_fixed_point
 
@@ -625,7 +628,7 @@ def test_attempt_fails_where_the_check_keeps_finding_lower_minima(monkeypatch):
     monkeypatch.setattr(engine, "solve_fixed_point", recording)
     monkeypatch.setattr(point, "_check_global", lambda pb, x, prox: (prox, 1))
     pb = drivers._problem(task, TARGET, 0.3, 0.1, "nuclear", ((8192, 4, 0), 5))
-    a = point.attempt(pb, (r.m, r.q, r.v), r.warm.prox, engine.Settings())
+    a = point.attempt(pb, (r.m, r.q, r.v), w.prox, engine.LoopSettings())
     assert not a.converged and a.sides is None and a.history is None
     assert modes == ["warm"] * point._MAX_CHECKS + ["multi"]
 
@@ -654,24 +657,67 @@ def test_robust_by_default_grid(name, kappa0, penalty):
     assert not outside, f"no fixed point at (alpha, lam) = {outside} (all failures: {failed})"
 
 
-def test_solve_returns_warm_starts_and_does_not_mutate_them():
+def test_solve_returns_warm_starts_beside_results_and_does_not_mutate_them():
+    """``return_warm=True``: ``(SEResult, WarmStart)``; the result holds numbers only. A
+    warm start passed as ``init`` is not modified, and a result passed as ``init`` is its
+    ``(m, q, v)`` (the same fixed point, from a start without prox points)."""
     task = tasks.Seq2Seq(T=2)
-    r = se.solve(task, TARGET, 0.3, 0.1)
-    assert isinstance(r.warm, se.WarmStart) and r.warm.prox.shape == (8192, 3)
-    before = np.asarray(r.warm.prox).copy()
-    r2 = se.solve(task, TARGET, 0.32, 0.1, init=r)
-    np.testing.assert_array_equal(np.asarray(r.warm.prox), before)
+    r, w = se.solve(task, TARGET, 0.3, 0.1, return_warm=True)
+    assert "warm" not in se.SEResult._fields and "warm" not in se.LearningCurve._fields
+    assert isinstance(w, se.WarmStart) and w.prox.shape == (8192, 3)
+    assert w.x == (r.m, r.q, r.v) and se.solve(task, TARGET, 0.3, 0.1) == r
+    before = np.asarray(w.prox).copy()
+    r2 = se.solve(task, TARGET, 0.32, 0.1, init=w)
+    np.testing.assert_array_equal(np.asarray(w.prox), before)
     assert r2.converged and r2.n_iter < r.n_iter
     cold = se.solve(task, TARGET, 0.32, 0.1)
-    np.testing.assert_allclose([r2.m, r2.q, r2.v], [cold.m, cold.q, cold.v], rtol=1e-4)
+    from_result = se.solve(task, TARGET, 0.32, 0.1, init=r)
+    from_x = se.solve(task, TARGET, 0.32, 0.1, init=(r.m, r.q, r.v))
+    assert from_result == from_x
+    for s in (r2, from_result):
+        np.testing.assert_allclose([s.m, s.q, s.v], [cold.m, cold.q, cold.v], rtol=1e-4)
+
+
+def test_one_settings_type_and_its_shorthands():
+    """``settings=SESettings(...)`` and the keywords of its field names are the same
+    solve; a shorthand replaces its field of ``settings``; each bad field is a ValueError
+    naming it; the defaults live in SESettings only (every shorthand defaults to None)."""
+    task = tasks.Linear(T=1, noise=0.25)
+    s = se.SESettings(tol=1e-8, anderson=3)
+    assert se.solve(task, TARGET, 0.3, 0.1, settings=s) == se.solve(
+        task, TARGET, 0.3, 0.1, tol=1e-8, anderson=3
+    )
+    assert se.settings.resolve(s, tol=1e-7) == s._replace(tol=1e-7)
+    assert se.settings.resolve(None) == se.SESettings()
+    kw_only = inspect.Parameter.KEYWORD_ONLY
+    drivers = (se.solve, se.learning_curve, se.solve_accurate, se.drivers.solve_nearby,
+               width.solve, width.solve_constrained, se.drivers.search_lambda,
+               se.optimal_lambda)  # fmt: skip
+    for fn in drivers:
+        params = inspect.signature(fn).parameters
+        third = "alphas" if fn is se.learning_curve else "alpha"
+        assert list(params)[:3] == ["task", "target", third], fn.__name__
+        assert "lam" not in params or list(params)[3] == "lam", fn.__name__
+        assert params["settings"].kind is kw_only and params["settings"].default is None
+    params = inspect.signature(se.solve).parameters
+    assert all(
+        params[f].kind is kw_only and params[f].default is None for f in se.SESettings._fields
+    )
+    bad = dict(tol=0.0, max_iter=0, damping=1.0, anderson=-1, n_qmc=3000, n_rep=0, seed=-1,
+               on_fail="ignore", rtol=-1.0, max_n_qmc=1)  # fmt: skip
+    for field, value in bad.items():
+        with pytest.raises(ValueError, match=field):
+            se.solve(task, TARGET, 0.3, 0.1, settings=se.SESettings(**{field: value}))
+    with pytest.raises(ValueError, match="settings"):
+        se.solve(task, TARGET, 0.3, 0.1, settings={"tol": 1e-8})
 
 
 def test_zero_phase_or_failed_results_are_ignored_as_warm_starts():
     """A zero-phase result (m = q = v = 0) or a failed one (NaN) passed as ``init``
     starts from the default point instead of raising."""
     task = tasks.Linear(T=1)
-    zero = se.solve(task, TARGET, 0.3, 100.0)
-    assert zero.converged and zero.v == 0.0 and zero.warm is None
+    zero, warm = se.solve(task, TARGET, 0.3, 100.0, return_warm=True)
+    assert zero.converged and zero.v == 0.0 and warm is None
     r = se.solve(task, TARGET, 0.3, 0.1, init=zero)
     assert r.converged and r.v > 0
     failed = zero._replace(converged=False, m=math.nan, q=math.nan, v=math.nan)

@@ -30,10 +30,9 @@ def test_reported_error_covers_the_spread_over_seeds(case):
     point (the previous definition) is below the observed spread by a factor 2.5 (T = 2)
     and 5 (T = 3) here, so the test fails on it."""
     task, target, alpha, lam = CASES[case]
-    first = se.solve(task, target, alpha, lam, n_qmc=2048)
+    first, warm = se.solve(task, target, alpha, lam, n_qmc=2048, return_warm=True)
     rs = [first] + [
-        se.solve(task, target, alpha, lam, n_qmc=2048, seed=s, init=first)
-        for s in range(1, N_SEEDS)
+        se.solve(task, target, alpha, lam, n_qmc=2048, seed=s, init=warm) for s in range(1, N_SEEDS)
     ]
     assert all(r.converged for r in rs)
     observed = accuracy.fixed_point_error(rs)
@@ -45,12 +44,14 @@ def test_rtol_doubles_n_qmc_until_met_and_warns_when_it_cannot():
     task, target = tasks.Seq2Seq(T=2), Wishart(0.5)
     coarse = se.solve(task, target, 0.3, 0.1, n_qmc=512)
     assert coarse.converged and coarse.integration_error > 1e-2
-    r = se.solve(task, target, 0.3, 0.1, n_qmc=512, rtol=1e-2)
-    n_qmc = r.warm.key[1]  # (task, n_qmc, n_rep, seed) of the QMC points
+    r, warm = se.solve(task, target, 0.3, 0.1, n_qmc=512, rtol=1e-2, return_warm=True)
+    n_qmc = warm.key[1]  # (task, n_qmc, n_rep, seed) of the QMC points
     assert r.converged and r.integration_error <= 1e-2 and n_qmc > 512
     with pytest.warns(RuntimeWarning, match="relative error of the metrics .* > rtol"):
-        capped = accuracy.solve_accurate(task, target, 0.3, 0.1, n_qmc=512, max_n_qmc=1024)
-    assert capped.converged and capped.warm.key[1] == 1024 and capped.integration_error > 1e-3
+        capped, warm = accuracy.solve_accurate(
+            task, target, 0.3, 0.1, n_qmc=512, max_n_qmc=1024, return_warm=True
+        )
+    assert capped.converged and warm.key[1] == 1024 and capped.integration_error > 1e-3
 
 
 def test_linear_task_is_exact_and_arguments_are_checked():

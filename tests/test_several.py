@@ -37,7 +37,7 @@ def _linear_problem(lam):
 
 
 def _settings():
-    return engine.Settings(np.float64(1e-8), np.int64(300), np.float64(0.5))
+    return engine.LoopSettings(np.float64(1e-8), np.int64(300), np.float64(0.5))
 
 
 def test_linear_task_is_never_searched():
@@ -65,14 +65,14 @@ def test_lowest_objective_is_returned_with_the_others_recorded(monkeypatch):
     monkeypatch.setattr(several, "others", lambda pb, lam, a, s: ([b], 7))
     extra = dict(converged=True, residual=0.0, n_iter=a.n_iter)
     with pytest.warns(se.SEMultipleFixedPointsWarning, match="2 fixed points"):
-        r = several.lowest(pb, lam, a, extra, _settings())
+        r, warm = several.lowest(pb, lam, a, extra, _settings())
     # b is not a fixed point at this lam: its "objective" only orders the two here
     pair = [(point.result(pb, lam, c.x, extra, point.sides_at(lam, c.sides)), c) for c in (a, b)]
     (low, low_attempt), (high, _) = sorted(pair, key=lambda t: t[0].objective)
     assert low.objective < high.objective
     assert (r.m, r.q, r.objective) == (low.m, low.q, low.objective)
     assert r.alternatives == ((high.m, high.q, high.v, high.objective),)
-    assert r.warm.x == tuple(float(t) for t in low_attempt.x) and r.n_iter == a.n_iter + 7
+    assert warm.x == tuple(float(t) for t in low_attempt.x) and r.n_iter == a.n_iter + 7
 
 
 def test_second_round_from_the_neighbour_only_where_the_first_found_another(monkeypatch):
@@ -116,9 +116,9 @@ def test_seq2lab_direct_solve_and_continuation_agree():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", se.SEMultipleFixedPointsWarning)
         direct = se.solve(task, target, alpha, 1e-6)
-        r = None
+        warm = None
         for lam in 10.0 ** np.arange(-2.0, -6.01, -0.5):
-            r = se.solve(task, target, alpha, float(lam), init=r)
+            r, warm = se.solve(task, target, alpha, float(lam), init=warm, return_warm=True)
     assert direct.converged and r.converged
     assert abs(direct.m - r.m) < 2e-3 and abs(math.log(direct.q / r.q)) < 2e-3
     assert all(direct.objective <= o for *_, o in direct.alternatives)
@@ -135,7 +135,7 @@ def test_lowest_branch_reached_only_from_the_neighbour_is_found():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", se.SEMultipleFixedPointsWarning)
         direct = se.solve(task, target, alpha, lam, "frobenius")
-        nb = se.solve(task, target, alpha, 2 * lam, "frobenius")
+        nb = se.solve(task, target, alpha, 2 * lam, "frobenius", return_warm=True)[1]
         back = se.solve(task, target, alpha, lam, "frobenius", init=nb)
     assert direct.converged and back.converged and len(direct.alternatives) >= 1
     assert all(direct.objective <= o for *_, o in direct.alternatives)

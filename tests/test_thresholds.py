@@ -353,8 +353,8 @@ def test_interpolation_se_fixed_point_is_the_lam_to_zero_limit():
     assert small.train_loss == pytest.approx(above.train_loss, rel=0.02)
     path, init = {}, None
     for lam in (1e-2, 3e-3, 1e-3, 3e-4, 1e-4):  # continuation in lam (factor ~3 per step)
-        path[lam] = init = se.solve(task, tgt, 0.9 * b.alpha, lam, init=init)
-        assert init.converged, f"SE at lam = {lam}: residual {init.residual:.2e}"
+        path[lam], init = se.solve(task, tgt, 0.9 * b.alpha, lam, init=init, return_warm=True)
+        assert path[lam].converged, f"SE at lam = {lam}: residual {path[lam].residual:.2e}"
     r3, r4 = path[1e-3], path[1e-4]
     assert r4.train_loss < 0.02 * r3.train_loss
 

@@ -112,11 +112,14 @@ def test_lam_starts_move_v_below_full_rank_and_keep_it_at_full_rank():
     matrix is not full rank, is kept at full rank, and a point that did not converge
     gives no start. The warm start's prox points and history travel with the new x."""
     target, task = scaling.PowerLawModes(gamma=1.5, n_modes=8), tasks.Linear(T=1)
-    low, full = se.solve(task, target, 0.1, 0.01), se.solve(task, target, 1.0, 0.01)
+    (low, low_warm), (full, full_warm) = (
+        se.solve(task, target, a, 0.01, return_warm=True) for a in (0.1, 1.0)
+    )
     assert low.rank_fraction < 0.999 and full.rank_fraction >= 0.999
     failed = low._replace(converged=False)
-    starts = widgets._lam_starts([low, full, failed], 0.01, 0.02)
+    points = [(low, low_warm), (full, full_warm), (failed, None)]
+    starts = widgets._lam_starts(points, 0.01, 0.02)
     assert starts[2] is None
     np.testing.assert_allclose(starts[0].x, (low.m, low.q, low.v / 2), rtol=1e-15)
     np.testing.assert_allclose(starts[1].x, (full.m, full.q, full.v), rtol=1e-15)
-    assert starts[0].history is low.warm.history and starts[1].prox is full.warm.prox
+    assert starts[0].history is low_warm.history and starts[1].prox is full_warm.prox

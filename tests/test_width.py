@@ -98,10 +98,17 @@ LIN = tasks.Linear(T=1, noise=0.25)
 
 def test_solve_linear_below_and_above_kappa_star():
     """Below kappa*: rank fraction = kappa, errors above the convex ones and decreasing in
-    kappa; at kappa >= kappa* the convex fixed point; continuity at kappa*."""
-    convex = se.solve(LIN, W05, 0.5, 0.1)
+    kappa; at kappa >= kappa* the convex fixed point; continuity at kappa*. The convex
+    point's warm start (beside it) starts the constrained map as ``width.solve`` does
+    without ``convex``, bit for bit."""
+    convex, warm = se.solve(LIN, W05, 0.5, 0.1, return_warm=True)
     k_star = convex.rank_fraction
-    res = [width.solve(LIN, W05, 0.5, 0.1, k, convex=convex) for k in (0.3 * k_star, 0.6 * k_star)]
+    res = [
+        width.solve(LIN, W05, 0.5, 0.1, k, convex=convex, init=warm)
+        for k in (0.3 * k_star, 0.6 * k_star)
+    ]
+    alone, w = width.solve(LIN, W05, 0.5, 0.1, 0.3 * k_star, return_warm=True)
+    assert alone == res[0] and w.x == (alone.se.m, alone.se.q, alone.se.v)
     for r in res:
         assert r.constrained and r.se.converged and r.kappa_star == k_star
         assert r.se.rank_fraction == pytest.approx(r.kappa, abs=1e-5)

@@ -88,17 +88,9 @@ def _row(task, target, res, lm, level, n_nodes):
 
 
 def excess_risk_curve(
-    task,
-    target,
-    alphas,
-    lam,
-    *,
-    level: float = 0.5,
-    n_nodes: int = 400,
-    progress=None,
-    starts=None,
-    **se_kwargs,
-) -> ExcessRiskCurve:
+    task, target, alphas, lam, *, level: float = 0.5, n_nodes: int = 400, progress=None,
+    starts=None, return_warm: bool = False, **se_kwargs,
+):  # fmt: skip
     """:func:`attnlib.se.solve` along increasing ``alphas`` (warm starts), nuclear penalty.
 
     Args:
@@ -110,10 +102,16 @@ def excess_risk_curve(
       n_nodes: quadrature nodes of :func:`spectral_summary`.
       progress: optional callable ``progress(i, alpha, result)`` (e.g. a printer).
       starts: optional per-alpha warm starts (one entry per alpha: ``None``, ``(m, q, v)``,
-        an :class:`attnlib.se.SEResult` or its ``warm``); point ``i`` starts from
-        ``starts[i]`` where it is not ``None``, otherwise from the previous converged point
+        an :class:`attnlib.se.SEResult` (its ``(m, q, v)``) or an
+        :class:`attnlib.se.WarmStart`); else the previous converged point's warm start
         (or ``init`` for the first one).
-      **se_kwargs: passed to :func:`attnlib.se.solve`.
+      return_warm: also return the warm starts of the points (a list, one per alpha,
+        ``None`` where a point did not converge or is the zero phase).
+      **se_kwargs: passed to :func:`attnlib.se.solve` (``init=``, ``settings=`` and its
+        shorthands).
+
+    Returns an :class:`ExcessRiskCurve`; with ``return_warm``, ``(ExcessRiskCurve, warm
+    starts)``.
 
     The test error is ``test_error_from_overlaps(Q0, m, q)`` with ``m = (Q0 + q - mse)/2``
     and the accurate ``mse``; for the linear task it is ``sum_ab w_ab sigma_ab^2 mse``.
@@ -130,13 +128,18 @@ def excess_risk_curve(
     rows = []
 
     def solve_at(i, a, start):
-        return se.solve(task, target, a, float(lams[i]), "nuclear", init=start, **se_kwargs)
+        return se.solve(
+            task, target, a, float(lams[i]), "nuclear", init=start, return_warm=True, **se_kwargs
+        )
 
     def after(i, a, res):
         rows.append(_row(task, target, res, lams[i], level, n_nodes))
         if progress is not None:
             progress(i, a, res)
 
-    se.drivers.continuation(solve_at, alphas, init=init, starts=starts, after=after)
+    _, warms = se.drivers.continuation(
+        solve_at, alphas, init=init, starts=starts, after=after, return_warm=True
+    )
     cols = [np.array(col) for col in zip(*rows, strict=True)]
-    return ExcessRiskCurve(alphas, *cols)
+    curve = ExcessRiskCurve(alphas, *cols)
+    return (curve, warms) if return_warm else curve

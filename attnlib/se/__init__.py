@@ -28,8 +28,10 @@ the normal inverse CDF; ``R`` independent scramblings give their standard error,
 the fixed point amplifies: ``integration_error`` is the error of the metrics at the
 fixed point, propagated through the map's Jacobian (:mod:`attnlib.se.propagation`), and
 ``solve(..., rtol=...)`` (or :func:`solve_accurate`) raises ``n_qmc`` until it meets
-``rtol``. Progress is logged on the ``attnlib.se`` logger
-(``logging.getLogger("attnlib.se").setLevel(logging.DEBUG)``).
+``rtol``. Results hold numbers only; ``return_warm=True`` returns the warm start
+(:class:`WarmStart`) beside them, which ``init=`` takes. Settings: one
+:class:`SESettings` (``settings=``), its fields also as shorthand keywords. Progress is
+logged on the ``attnlib.se`` logger (``logging.getLogger("attnlib.se").setLevel(logging.DEBUG)``).
 """
 
 from attnlib.se.accuracy import solve_accurate
@@ -45,6 +47,7 @@ from attnlib.se.results import (
     SEResult,
     WarmStart,
 )
+from attnlib.se.settings import SESettings
 from attnlib.se.test_error import test_error_from_overlaps
 from attnlib.se.trajectory import SETrajectory, trajectory
 
@@ -55,6 +58,7 @@ __all__ = [
     "SEResult",
     "LearningCurve",
     "WarmStart",
+    "SESettings",
     "OutputSide",
     "InputSide",
     "solve",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnlib.se.drivers import solve
-from attnlib.se.results import SEResult
+from attnlib.se.settings import SESettings
 
 __all__ = ["METRICS", "fixed_point_error", "solve_accurate"]
 
@@ -37,10 +37,12 @@ def fixed_point_error(results) -> float:
 
 def solve_accurate(
     task, target, alpha: float, lam: float, penalty: str = "nuclear", *,
-    rtol: float = 1e-3, **kw,
-) -> SEResult:  # fmt: skip
+    rtol: float = 1e-3, settings: SESettings | None = None, **kw,
+):  # fmt: skip
     """:func:`attnlib.se.solve` with ``rtol`` (default 1e-3): ``n_qmc`` doubles until
     ``integration_error``, the error of the metrics at the fixed point, is at most
-    ``rtol`` (up to ``max_n_qmc``, default ``2**17``; then a ``RuntimeWarning`` states
-    the accuracy reached). Other keywords go to :func:`attnlib.se.solve`."""
-    return solve(task, target, alpha, lam, penalty, rtol=rtol, **kw)
+    ``rtol`` (up to ``settings.max_n_qmc``, default ``2**17``; then a ``RuntimeWarning``
+    states the accuracy reached). ``settings`` (an :class:`~attnlib.se.SESettings`) and
+    the other keywords (``init=``, ``return_warm=``, shorthands of the settings) go to
+    :func:`attnlib.se.solve`."""
+    return solve(task, target, alpha, lam, penalty, rtol=rtol, settings=settings, **kw)

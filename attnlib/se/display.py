@@ -2,9 +2,10 @@
 
 The ``repr`` of :class:`~attnlib.se.SEResult` and :class:`~attnlib.se.LearningCurve`
 lists every scalar field (numbers to 6 significant digits) and elides the rest:
-arrays as ``<array (N, K) float64>``, the warm start as ``<WarmStart>``, other
-tuples by their length. The functions read the fields generically (``_fields``),
-so a field added to a result type shows up without a change here.
+arrays as ``<array (N, K) float64>``, named tuples by their type, other tuples by
+their length (a :class:`~attnlib.se.WarmStart`'s prox points and history elided). The
+functions read the fields generically (``_fields``), so a field added to a result type
+shows up without a change here.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def brief(value) -> str:
 
 
 def result_repr(result) -> str:
-    """``SEResult(alpha=0.3, lam=0.1, penalty='nuclear', m=..., warm=<WarmStart>)``."""
+    """``SEResult(alpha=0.3, lam=0.1, penalty='nuclear', m=..., alternatives=())``."""
     parts = [f"{name}={brief(getattr(result, name))}" for name in result._fields]
     return f"{type(result).__name__}({', '.join(parts)})"
 

@@ -34,7 +34,6 @@ from attnlib.se.output import output_arrays
 __all__ = [
     "Data",
     "Denoiser",
-    "Settings",
     "to_y",
     "to_x",
     "se_map",
@@ -62,12 +61,18 @@ class Denoiser(NamedTuple):
     kappa: float = 1.0
 
 
-class Settings(NamedTuple):
-    """Dynamic settings of the fixed-point iteration (no recompilation when they change)."""
+class LoopSettings(NamedTuple):
+    """Dynamic settings of the fixed-point iteration (no recompilation when they change):
+    internal, the loop's part of :class:`attnlib.se.SESettings` (:func:`loop_settings`)."""
 
     tol: float = 1e-6
     max_iter: int = 300
     damping: float = 0.5
+
+
+def loop_settings(s) -> LoopSettings:
+    """The loop's part of an :class:`attnlib.se.SESettings` ``s`` (strongly typed scalars)."""
+    return LoopSettings(np.float64(s.tol), np.int64(s.max_iter), np.float64(s.damping))
 
 
 def _xp(a):
@@ -145,7 +150,7 @@ def se_map(task, data: Data, y, aux, mode="warm"):
     return _input_half(half, inp, aux, data.Q0)
 
 
-def _config(settings: Settings, memory):
+def _config(settings: LoopSettings, memory):
     return iterate.AndersonConfig(
         tol=settings.tol, max_iter=settings.max_iter, damping=settings.damping, memory=memory
     )
@@ -168,7 +173,7 @@ def _finish(fp):
 
 
 @functools.partial(jax.jit, static_argnames=("task", "memory", "mode"))
-def _device_loop(task, memory, data: Data, settings: Settings, start, *, mode):
+def _device_loop(task, memory, data: Data, settings: LoopSettings, start, *, mode):
     """The whole iteration in one ``lax.while_loop`` (Frobenius: input side traceable)."""
     y0, prox0, history = start
 
@@ -185,18 +190,20 @@ def _host_output(task, data: Data, st, mode):
 
 
 @functools.partial(jax.jit, static_argnames=("memory",))
-def _host_advance(memory, data: Data, settings: Settings, st, half, inp):
+def _host_advance(memory, data: Data, settings: LoopSettings, st, half, inp):
     fy, aux, ok = _input_half(half, inp, st.aux, data.Q0)
     return iterate.update(st, fy, aux, ok, _config(settings, memory))
 
 
 @functools.partial(jax.jit, static_argnames=("memory",))
-def _host_start(memory, data: Data, settings: Settings, start):
+def _host_start(memory, data: Data, settings: LoopSettings, start):
     y0, prox0, history = start
     return iterate.init(y0, _aux0(data, prox0), _config(settings, memory), history)
 
 
-def _host_loop(task, denoiser: Denoiser, memory, data: Data, settings: Settings, start, *, mode):
+def _host_loop(
+    task, denoiser: Denoiser, memory, data: Data, settings: LoopSettings, start, *, mode
+):
     """The same iteration driven from the host, two jitted calls per map around the
     nuclear input side (numpy, :mod:`attnlib.rmt`): no host callback inside the
     compiled programs, so that JAX's persistent compilation cache can keep them."""
@@ -210,7 +217,7 @@ def _host_loop(task, denoiser: Denoiser, memory, data: Data, settings: Settings,
 
 
 def solve_fixed_point(
-    task, denoiser: Denoiser, memory, data: Data, settings: Settings, start, *, mode="warm"
+    task, denoiser: Denoiser, memory, data: Data, settings: LoopSettings, start, *, mode="warm"
 ):
     """Anderson fixed point of :func:`se_map` from ``start = (y0, prox0, history)``
     (``history``: a warm Anderson history, :func:`no_history` for none; ``mode``: the
@@ -222,7 +229,7 @@ def solve_fixed_point(
     not, from the host (:func:`_host_loop`).
     """
     # strongly typed scalars: a Python float (weakly typed) would compile anew
-    settings = Settings(
+    settings = LoopSettings(
         np.float64(settings.tol), np.int64(settings.max_iter), np.float64(settings.damping)
     )
     if denoiser.penalty == "nuclear":

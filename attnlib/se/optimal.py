@@ -1,8 +1,9 @@
 """The optimal penalty: the ``lam`` that minimises the state evolution's test error.
 
 One search on ``log lam`` for every caller (:func:`attnlib.se.optimal_lambda`,
-:func:`attnlib.se.drivers.search_lambda`, the book's data scripts), over a function
-``solve_at(lam, init) -> SEResult``. Three ways to find the minimum:
+:func:`attnlib.se.search_lambda`, the book's data scripts), over a function
+``solve_at(lam, init) -> (SEResult, WarmStart | None)`` (a result and its warm start
+beside it). Three ways to find the minimum:
 
 - by default, bounded Brent on ``log lam`` over ``bounds`` (``scipy.optimize.
   minimize_scalar``) to within ``xatol``;
@@ -14,11 +15,11 @@ One search on ``log lam`` for every caller (:func:`attnlib.se.optimal_lambda`,
   neighbours of its best point, every solve warm-started from that point; the answer
   is the best point evaluated.
 
-Each solve is warm-started from the last converged point off the zero phase (before
-the first one, from ``init``); a point that does not converge counts as ``+inf``. The
-zero phase (``S_hat = 0``: every eigenvalue thresholded) is a converged fixed point of
-:func:`attnlib.se.solve` with ``q = 0`` and ``rank_fraction = 0``
-(:func:`is_zero_phase`); it is evaluated like any other point but never used as a
+Each solve is warm-started from the warm start of the last converged point off the
+zero phase (before the first one, from ``init``); a point that does not converge counts
+as ``+inf``. The zero phase (``S_hat = 0``: every eigenvalue thresholded) is a
+converged fixed point of :func:`attnlib.se.solve` with ``q = 0`` and ``rank_fraction =
+0`` (:func:`is_zero_phase`); it is evaluated like any other point but never gives a
 warm start.
 """
 
@@ -37,14 +38,17 @@ class LambdaSearch(NamedTuple):
     """The outcome of :func:`search`.
 
     ``lam``: the optimal ``lam``; ``result``: the :class:`~attnlib.se.SEResult` there;
-    ``warm``: the last converged result off the zero phase met by the search (the warm
-    start for a neighbouring search; ``init`` if there was none); ``n_solves``: the
-    number of values of ``lam`` solved."""
+    ``warm``: the warm start (:class:`~attnlib.se.WarmStart`) of the last converged
+    result off the zero phase met by the search (the start for a neighbouring search;
+    ``init`` if there was none); ``n_solves``: the number of values of ``lam`` solved;
+    ``result_warm``: the warm start of ``result`` itself (``None`` in the zero phase or
+    where it did not converge)."""
 
     lam: float
     result: Any
     warm: Any
     n_solves: int
+    result_warm: Any = None
 
 
 def is_zero_phase(r) -> bool:
@@ -53,10 +57,10 @@ def is_zero_phase(r) -> bool:
     return bool(r.rank_fraction == 0.0 and r.q == 0.0)
 
 
-def warm_start(r, init):
-    """``r`` where it converged off the zero phase (a warm start for a neighbouring
-    solve), else ``init``."""
-    return r if (r is not None and r.converged and not is_zero_phase(r)) else init
+def warm_start(r, warm, init):
+    """``warm`` (the warm start returned beside the result ``r``) where ``r`` converged
+    off the zero phase (a start for a neighbouring solve), else ``init``."""
+    return warm if (r is not None and r.converged and not is_zero_phase(r)) else init
 
 
 class _Objective:
@@ -70,11 +74,11 @@ class _Objective:
 
     def __call__(self, lam: float) -> float:
         if lam not in self.seen:
-            r = self.solve_at(lam, self.warm)
-            self.seen[lam] = r
+            r, w = self.solve_at(lam, self.warm)
+            self.seen[lam] = (r, w)
             if self.chain:
-                self.warm = warm_start(r, self.warm)
-        r = self.seen[lam]
+                self.warm = warm_start(r, w, self.warm)
+        r = self.seen[lam][0]
         val = r.test_error_noisy if self.noisy else r.test_error
         return val if math.isfinite(val) else math.inf
 
@@ -128,7 +132,7 @@ def _over_grid(f: _Objective, grid, xatol: float) -> float:
     best = f.best()
     i = int(np.argmin(np.abs(grid - best)))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
-    f.warm, f.chain = warm_start(f.seen[best], f.warm), False
+    f.warm, f.chain = warm_start(*f.seen[best], f.warm), False
     _brent(f.log, math.log(lo), math.log(hi), xatol)
     return f.best()
 
@@ -144,7 +148,8 @@ def search(
     solve_at, *, bounds=(1e-4, 10.0), xatol: float = 0.02, previous: float | None = None,
     grid=None, init=None, noisy: bool = False, step: float = 0.4, moves: int = 6,
 ) -> LambdaSearch:  # fmt: skip
-    """The ``lam`` of lowest test error of ``solve_at(lam, init) -> SEResult``.
+    """The ``lam`` of lowest test error of ``solve_at(lam, init) -> (SEResult, WarmStart
+    | None)``.
 
     Args:
       bounds: ``(low, high)``, ``0 < low < high``: the range of ``lam`` searched
@@ -176,4 +181,5 @@ def search(
             x = _brent(f.log, math.log(lo), math.log(hi), xatol)
         lam = math.exp(x)
         f(lam)
-    return LambdaSearch(lam, f.seen[lam], f.warm, len(f.seen))
+    r, w = f.seen[lam]
+    return LambdaSearch(lam, r, f.warm, len(f.seen), w)

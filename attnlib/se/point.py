@@ -118,7 +118,7 @@ def denoiser(pb: Problem) -> engine.Denoiser:
     return engine.Denoiser(pb.penalty, pb.target, pb.kappa)
 
 
-def attempt(pb: Problem, x0, prox0, settings: engine.Settings, history=None) -> Attempt:
+def attempt(pb: Problem, x0, prox0, settings: engine.LoopSettings, history=None) -> Attempt:
     """Anderson from ``x0`` (with an optional warm Anderson ``history``); at convergence
     the prox is re-solved from the cold starts and the iteration goes on where some
     problem finds a lower minimum: warm-started maps up to ``_MAX_CHECKS`` times, then
@@ -270,14 +270,13 @@ def failed(pb: Problem, lam, residual, n_iter) -> SEResult:
     fields = {f: nan for f in SEResult._fields}
     fields.update(
         alpha=float(pb.data.alpha), lam=float(lam), penalty=pb.penalty, Q0=float(pb.data.Q0),
-        converged=False, residual=float(residual), n_iter=int(n_iter), warm=None,
-        alternatives=(),
+        converged=False, residual=float(residual), n_iter=int(n_iter), alternatives=(),
     )  # fmt: skip
     return SEResult(**fields)
 
 
 def warm_start(pb: Problem, x, prox, history=None) -> WarmStart:
     """The warm start at a converged ``x``: prox points and the Anderson ``history``
-    (:attr:`Attempt.history`, optional)."""
+    (:attr:`Attempt.history`, optional), returned beside the result."""
     hist = None if history is None else (pb.penalty, pb.memory, *history)
     return WarmStart(tuple(float(t) for t in x), prox, (pb.task, *pb.qmc), hist)

@@ -1,4 +1,5 @@
-"""Result types of the state evolution: one fixed point, a learning curve, a warm start."""
+"""Result types of the state evolution: one fixed point, a learning curve (numbers only),
+and the warm start returned beside them."""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ class SEMultipleFixedPointsWarning(RuntimeWarning):
 
 class WarmStart(NamedTuple):
     """What a solve hands to the next one: ``x = (m, q, v)`` and the prox points.
+
+    Returned beside a result, never inside it (``se.solve(..., return_warm=True)``
+    returns ``(SEResult, WarmStart | None)``; ``None`` in the zero phase and where the
+    solve failed), and accepted by ``init=``.
 
     ``prox``: the ``(N, K)`` proximal points of the output side at ``x`` (or ``None``),
     valid for the QMC points and task loss named by ``key``. ``history``: ``(penalty,
@@ -72,7 +77,6 @@ class SEResult(NamedTuple):
     three: the QMC error of the integrals propagated through the map's Jacobian,
     :mod:`attnlib.se.propagation`; 0 for closed forms; ``rtol`` of
     :func:`attnlib.se.solve` bounds it).
-    ``warm``: a :class:`WarmStart` for a neighbouring solve (``init=``).
 
     The minimised objective (appended fields; NaN when not converged, and in results
     built from stored rows that predate them). The ERM minimises ``sum_mu loss(Y_mu,
@@ -117,9 +121,8 @@ class SEResult(NamedTuple):
     trace: float = math.nan
     objective: float = math.nan
     alternatives: tuple = ()
-    warm: Any = None
 
-    __repr__ = display.result_repr  # scalars listed, arrays and the warm start elided
+    __repr__ = display.result_repr  # scalars listed, arrays elided
 
     def summary(self) -> str:
         """A few lines of text: inputs, metrics, order parameters, diagnostics."""
@@ -127,9 +130,10 @@ class SEResult(NamedTuple):
 
 
 class LearningCurve(NamedTuple):
-    """:class:`SEResult` fields as arrays over ``alpha`` (``penalty`` stays a string,
-    ``warm`` is the warm start of the last converged point; ``alternatives`` is left
-    out: read it from :func:`attnlib.se.solve`)."""
+    """:class:`SEResult` fields as arrays over ``alpha`` (``penalty`` stays a string;
+    ``alternatives`` is left out: read it from :func:`attnlib.se.solve`). Numbers only:
+    the warm start of the last converged point comes beside the curve
+    (``learning_curve(..., return_warm=True)``)."""
 
     alpha: np.ndarray
     lam: np.ndarray
@@ -155,7 +159,6 @@ class LearningCurve(NamedTuple):
     integration_error: np.ndarray
     trace: np.ndarray = None
     objective: np.ndarray = None
-    warm: Any = None
 
     __repr__ = display.curve_repr
 

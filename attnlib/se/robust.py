@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attnlib.se import point
-from attnlib.se.engine import Settings
+from attnlib.se.engine import LoopSettings
 
 __all__ = ["Found", "default_x0", "find"]
 
@@ -121,7 +121,7 @@ def _first(pb, starts, n_iter, best):
     return None, n_iter, best
 
 
-def find(pb: point.Problem, lam, start, settings: Settings) -> Found:
+def find(pb: point.Problem, lam, start, settings: LoopSettings) -> Found:
     """The fixed point at ``lam`` from ``start = (x0, prox0, history)`` (a warm Anderson
     history or None), with the fallbacks above."""
     Q0 = float(pb.data.Q0)

@@ -36,8 +36,8 @@ import warnings
 import numpy as np
 
 from attnlib.se import point, robust
-from attnlib.se.engine import Settings
-from attnlib.se.results import SEMultipleFixedPointsWarning, SEResult
+from attnlib.se.engine import LoopSettings
+from attnlib.se.results import SEMultipleFixedPointsWarning, SEResult, WarmStart
 
 __all__ = ["needs_search", "distinct", "others", "lowest"]
 
@@ -118,7 +118,7 @@ def _from_neighbour(pb, lam, settings):
     return [b for b in back if b.converged], n_iter
 
 
-def others(pb: point.Problem, lam, a: point.Attempt, settings: Settings) -> tuple[list, int]:
+def others(pb: point.Problem, lam, a: point.Attempt, settings: LoopSettings) -> tuple[list, int]:
     """Converged attempts other than ``a`` (distinct from it and from each other) and the
     SE maps spent: ``(attempts, n_iter)``."""
     Q0 = float(pb.data.Q0)
@@ -139,22 +139,25 @@ def others(pb: point.Problem, lam, a: point.Attempt, settings: Settings) -> tupl
 
 
 def _result(pb, lam, a, extra) -> SEResult:
-    extra = {**extra, "warm": point.warm_start(pb, a.x, a.prox, a.history)}
     return point.result(pb, lam, a.x, extra, point.sides_at(lam, a.sides))
 
 
-def lowest(pb: point.Problem, lam, a: point.Attempt, extra: dict, settings) -> SEResult:
+def lowest(
+    pb: point.Problem, lam, a: point.Attempt, extra: dict, settings
+) -> tuple[SEResult, WarmStart]:
     """The :class:`SEResult` of lowest objective among ``a`` and :func:`others` (where
-    :func:`needs_search`), the others in ``alternatives``; warns
+    :func:`needs_search`), the others in ``alternatives``, and its warm start; warns
     (:class:`SEMultipleFixedPointsWarning`) when there are several."""
     first = _result(pb, lam, a, extra)
     if not needs_search(pb, a):
-        return first
+        return first, point.warm_start(pb, a.x, a.prox, a.history)
     more, n_more = others(pb, lam, a, settings)
     if not more:
-        return first
+        return first, point.warm_start(pb, a.x, a.prox, a.history)
+    found = [a, *more]
     results = [first, *(_result(pb, lam, b, {**extra, "residual": b.residual}) for b in more)]
-    best = min(results, key=lambda r: r.objective)
+    k = min(range(len(results)), key=lambda j: results[j].objective)
+    best, b = results[k], found[k]
     alts = tuple((r.m, r.q, r.v, r.objective) for r in results if r is not best)
     warnings.warn(
         f"state evolution at alpha={first.alpha}, lam={lam}, penalty={pb.penalty}: "
@@ -165,4 +168,5 @@ def lowest(pb: point.Problem, lam, a: point.Attempt, extra: dict, settings) -> S
         SEMultipleFixedPointsWarning,
         stacklevel=3,
     )
-    return best._replace(alternatives=alts, n_iter=first.n_iter + n_more)
+    best = best._replace(alternatives=alts, n_iter=first.n_iter + n_more)
+    return best, point.warm_start(pb, b.x, b.prox, b.history)

@@ -160,7 +160,8 @@ class InterpolationThreshold(NamedTuple):
 
 
 def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
-    """The ``lam = 0`` state-evolution fixed point at ``alpha``, or ``None`` if there is none.
+    """The ``lam = 0`` state-evolution fixed point at ``alpha`` and its warm start (``init``:
+    a warm start, or None), or ``None`` if there is none.
 
     ``None`` when the solver stops without reaching a fixed point (neither ``converged``
     nor a relative residual below ``1e-5``; below the threshold
@@ -172,7 +173,9 @@ def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            r = se.solve(task, target, alpha, 0.0, "nuclear", init=init, **se_kwargs)
+            r, w = se.solve(
+                task, target, alpha, 0.0, "nuclear", init=init, return_warm=True, **se_kwargs
+            )
         except RuntimeError:  # no valid iterate at all
             r = None
     for w in caught:
@@ -183,7 +186,7 @@ def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
     fixed = bool(r.converged) or r.residual < _RESIDUAL_OK
     if not (fixed and math.isfinite(r.v) and r.v < _V_MAX and r.train_loss > 0):
         return None
-    return r
+    return r, w
 
 
 class _Budget(NamedTuple):
@@ -204,7 +207,7 @@ class _Budget(NamedTuple):
 
 def _bisect(task, target, bracket, hi_point, xtol, se_kwargs, *, budget):
     """Halve ``bracket = (lo, hi)`` until ``hi - lo <= xtol`` or the budget is spent;
-    the last fixed point at ``hi``."""
+    the last fixed point at ``hi`` (``hi_point``: a fixed point and its warm start)."""
     lo, hi = bracket
     n = 0
     while hi - lo > xtol:
@@ -218,7 +221,7 @@ def _bisect(task, target, bracket, hi_point, xtol, se_kwargs, *, budget):
             )
             break
         mid = 0.5 * (lo + hi)
-        r = _lam0_fixed_point(task, target, mid, hi_point, se_kwargs)
+        r = _lam0_fixed_point(task, target, mid, hi_point[1], se_kwargs)
         n += 1
         if r is None:
             lo = mid
@@ -227,7 +230,7 @@ def _bisect(task, target, bracket, hi_point, xtol, se_kwargs, *, budget):
         log.info("interpolation_se: probe %d at alpha %.5g: %s; bracket [%.5g, %.5g], %.0f s",
                  n, mid, "fixed point" if r else "interpolates", lo, hi,
                  time.perf_counter() - budget.start)  # fmt: skip
-    return lo, hi, hi_point, n
+    return lo, hi, hi_point[0], n
 
 
 def interpolation_se_bracket(
@@ -277,8 +280,9 @@ def interpolation_se_bracket(
             f"interpolation_se: no lam = 0 state-evolution fixed point at alpha = {hi:.4g}, "
             "above the small-noise bound; the threshold cannot be bracketed"
         )
-    bottom = _lam0_fixed_point(task, target, lo, top, se_kwargs)
+    bottom = _lam0_fixed_point(task, target, lo, top[1], se_kwargs)
     if bottom is not None:
+        bottom = bottom[0]
         warnings.warn(
             f"interpolation_se: the state evolution has a non-interpolating fixed point at "
             f"1/(4 m_eff) = {lo:.4g} (train loss {bottom.train_loss:.3g}), below which "

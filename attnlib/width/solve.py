@@ -13,7 +13,8 @@ from attnlib import _checks, se
 from attnlib.se import engine as se_engine
 from attnlib.se import point, robust
 from attnlib.se.output import check_task, qmc_points
-from attnlib.se.results import SEConvergenceWarning, SEResult
+from attnlib.se.results import SEConvergenceWarning, SEResult, WarmStart
+from attnlib.se.settings import SESettings, resolve
 from attnlib.width.input import constrained_trace
 
 __all__ = ["WidthResult", "solve", "solve_constrained"]
@@ -61,28 +62,30 @@ def _attempt(pb, x0, prox, settings):
 
 
 def _start(init, pb):
+    """``(x0, prox0)`` from ``init``: a :class:`~attnlib.se.WarmStart` (its prox points
+    where they fit this problem's QMC points), ``(m, q, v)``, or a result (an
+    :class:`SEResult` or a :class:`WidthResult`: its ``(m, q, v)`` only)."""
     if isinstance(init, WidthResult):
         init = init.se
     prox = None
     if isinstance(init, SEResult):
-        w = init.warm
-        if w is not None and w.key == (pb.task, *pb.qmc):
-            prox = w.prox
         init = (init.m, init.q, init.v)
+    if isinstance(init, WarmStart):
+        prox = init.prox if init.key == (pb.task, *pb.qmc) else None
+        init = init.x
     x0 = np.asarray(init, dtype=float).reshape(-1)
     if x0.shape != (3,) or not np.all(np.isfinite(x0)) or x0[1] <= 0 or x0[2] <= 0:
         raise ValueError(f"init must be (m, q, v) with q, v > 0 or a result, got {init!r}")
     return x0, (point.cold_prox(pb, x0) if prox is None else prox)
 
 
-def _check(task, target, alpha, lam, kappa, on_fail):
+def _check(task, target, alpha, lam, kappa):
     check_task(task)
     if not hasattr(target, "measure") or not hasattr(target, "Q0"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
     _checks.alpha(alpha)
     _checks.nonnegative("lam", lam)
     _checks.in_interval("kappa", kappa, 0.0, 1.0)
-    _checks.choice("on_fail", on_fail, ("warn", "raise"))
 
 
 def _fail(msg, on_fail):
@@ -91,62 +94,83 @@ def _fail(msg, on_fail):
     warnings.warn(msg, SEConvergenceWarning, stacklevel=3)
 
 
+def _settings(settings, shorthands) -> SESettings:
+    s = resolve(settings, **shorthands)
+    if s.rtol is not None:
+        raise ValueError(f"rtol: the rank-constrained state evolution has no rtol, got {s.rtol}")
+    return s
+
+
+def _convex_start(task, target, point_, s: SESettings):
+    """The start of the constrained map without ``init``: the convex fixed point's warm
+    start where it exists (``lam > 0``, off the zero phase), else the default start."""
+    alpha, lam = point_
+    if lam == 0.0:
+        return robust.default_x0(float(target.Q0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SEConvergenceWarning)
+        r, w = se.solve(task, target, alpha, lam, settings=s._replace(on_fail="warn"),
+                        return_warm=True)  # fmt: skip
+    return w if r.converged and r.q != 0.0 else robust.default_x0(float(target.Q0))
+
+
 def solve_constrained(
-    task, target, alpha: float, lam: float, kappa: float, init=None, *, tol: float = 1e-6,
-    anderson: int = 5, n_qmc: int = 8192, n_rep: int = 4, seed: int = 0, on_fail: str = "warn",
-    attempts: tuple = _RETRY,
-) -> SEResult:  # fmt: skip
+    task, target, alpha: float, lam: float, kappa: float, init=None, *,
+    settings: SESettings | None = None, attempts: tuple | None = None,
+    return_warm: bool = False, **shorthands,
+):  # fmt: skip
     r"""The rank-constrained fixed point at ``(alpha, lam, kappa)`` (an :class:`SEResult`).
 
     The map always uses :func:`attnlib.width.constrained_input_side`, which is the
-    convex input side wherever the constraint is inactive. ``init``: ``(m, q, v)``, an
-    :class:`SEResult` (its prox points are reused) or a :class:`WidthResult`; ``None``
-    starts from the convex fixed point when it exists (``lam > 0``), else from the
-    default start of :mod:`attnlib.se`. ``attempts``: the ``(damping, max_iter)`` of the successive
-    damped Anderson attempts (default ``((0.5, 300), (0.9, 1500))``). Not converged:
-    NaN fields and a warning (``on_fail="warn"``) or ``RuntimeError``.
+    convex input side wherever the constraint is inactive. ``init``: a
+    :class:`~attnlib.se.WarmStart` (its prox points are reused), ``(m, q, v)``, or an
+    :class:`SEResult` or :class:`WidthResult` (their ``(m, q, v)``); ``None`` starts from
+    the convex fixed point (its warm start) when it exists (``lam > 0``), else from the
+    default start of :mod:`attnlib.se`. ``settings`` (an :class:`~attnlib.se.SESettings`)
+    and its shorthand keywords (``tol=``, ``n_qmc=``, ...) as in :func:`attnlib.se.solve`
+    (no ``rtol``). ``attempts``: the ``(damping, max_iter)`` of the successive damped
+    Anderson attempts (default ``((settings.damping, settings.max_iter), (0.9, 1500))``,
+    that is ``((0.5, 300), (0.9, 1500))``). Not converged: NaN fields and a warning
+    (``on_fail="warn"``) or ``RuntimeError``. With ``return_warm``: ``(SEResult,
+    WarmStart | None)``.
     """
-    _check(task, target, alpha, lam, kappa, on_fail)
+    s = _settings(settings, shorthands)
+    _check(task, target, alpha, lam, kappa)
     alpha, lam, kappa = float(alpha), float(lam), float(kappa)
-    qmc = (int(n_qmc), int(n_rep), int(seed))
-    pb = _problem(task, target, (alpha, lam, kappa), qmc, int(anderson))
-    if init is None and lam == 0.0:
-        init = robust.default_x0(float(target.Q0))
+    qmc = (int(s.n_qmc), int(s.n_rep), int(s.seed))
+    pb = _problem(task, target, (alpha, lam, kappa), qmc, int(s.anderson))
     if init is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SEConvergenceWarning)
-            init = se.solve(task, target, alpha, lam, tol=tol, anderson=anderson, n_qmc=n_qmc,
-                            n_rep=n_rep, seed=seed)  # fmt: skip
-        if not init.converged or init.q == 0.0:
-            init = robust.default_x0(float(target.Q0))
+        init = _convex_start(task, target, (alpha, lam), s)
     x0, prox = _start(init, pb)
+    attempts = ((s.damping, s.max_iter), *_RETRY[1:]) if attempts is None else attempts
     n_iter, residual = 0, math.inf
     for damping, max_iter in attempts:
         damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
         max_iter = _checks.integer("max_iter", max_iter, 1)
-        settings = se_engine.Settings(np.float64(tol), np.int64(max_iter), np.float64(damping))
-        sides, x, prox_new, k, residual = _attempt(pb, x0, prox, settings)
+        loop = se_engine.LoopSettings(np.float64(s.tol), np.int64(max_iter), np.float64(damping))
+        sides, x, prox_new, k, residual = _attempt(pb, x0, prox, loop)
         n_iter += k
         if sides is not None:
-            extra = dict(converged=True, residual=residual, n_iter=n_iter,
-                         warm=point.warm_start(pb, x, prox_new))  # fmt: skip
+            extra = dict(converged=True, residual=residual, n_iter=n_iter)
             i = sides[1]
             trace = constrained_trace(target, i.Delta_eff, i.c, i.tau, kappa)
-            return point.result(pb, lam, x, extra, sides, trace=trace)
+            r = point.result(pb, lam, x, extra, sides, trace=trace)
+            w = point.warm_start(pb, x, prox_new)
+            return (r, w) if return_warm else r
         log.info("width SE: no fixed point with damping %.2f (residual %.2e)", damping, residual)
     _fail(
         f"rank-constrained state evolution did not converge at alpha={alpha}, lam={lam}, "
         f"kappa={kappa}: residual {residual:.2e} after {n_iter} maps (fields are NaN)",
-        on_fail,
+        s.on_fail,
     )
-    return point.failed(pb, lam, residual, n_iter)
+    r = point.failed(pb, lam, residual, n_iter)
+    return (r, None) if return_warm else r
 
 
 def solve(
     task, target, alpha: float, lam: float, kappa: float, *, init=None, convex=None,
-    tol: float = 1e-6, anderson: int = 5, n_qmc: int = 8192, n_rep: int = 4, seed: int = 0,
-    on_fail: str = "warn",
-) -> WidthResult:  # fmt: skip
+    settings: SESettings | None = None, return_warm: bool = False, **shorthands,
+):  # fmt: skip
     r"""State evolution of the factorised student of width ``kappa`` (nuclear penalty).
 
     The factorised objective with weight decay ``lam_W`` is the nuclear + PSD ERM with
@@ -159,20 +183,33 @@ def solve(
     Args:
       task, target: as in :func:`attnlib.se.solve`; alpha ``> 0``, lam ``>= 0``.
       kappa: student width ``p / d`` in ``(0, 1]``.
-      init: warm start (``(m, q, v)``, an :class:`SEResult` or a :class:`WidthResult`).
+      init: warm start of the constrained map: a :class:`~attnlib.se.WarmStart` (e.g.
+        the convex point's, returned beside it), ``(m, q, v)``, or an :class:`SEResult`
+        or :class:`WidthResult` (their ``(m, q, v)``); default: the convex point's warm
+        start when :func:`solve` computes it, ``convex``'s ``(m, q, v)`` when given.
       convex: the convex :class:`SEResult` at ``(alpha, lam)`` if already solved (same
-        QMC settings).
-      tol, anderson, n_qmc, n_rep, seed: as in :func:`attnlib.se.solve`.
-      on_fail: ``"warn"`` (:class:`attnlib.se.SEConvergenceWarning`, NaN fields) or
-        ``"raise"`` (``RuntimeError``).
+        settings; pass its warm start as ``init`` to reuse its prox points).
+      settings: an :class:`attnlib.se.SESettings`; the shorthand keywords (``tol=``,
+        ``anderson=``, ``n_qmc=``, ``n_rep=``, ``seed=``, ``on_fail=``, ...) as in
+        :func:`attnlib.se.solve` (no ``rtol``). ``on_fail``: ``"warn"``
+        (:class:`attnlib.se.SEConvergenceWarning`, NaN fields) or ``"raise"``
+        (``RuntimeError``).
+      return_warm: also return the warm start of the returned fixed point.
+
+    Returns:
+      :class:`WidthResult` (``(WidthResult, WarmStart | None)`` with ``return_warm``).
     """
-    _check(task, target, alpha, lam, kappa, on_fail)
-    kw = dict(tol=tol, anderson=anderson, n_qmc=n_qmc, n_rep=n_rep, seed=seed)
+    s = _settings(settings, shorthands)
+    _check(task, target, alpha, lam, kappa)
+    warm = None
     if convex is None:
-        convex = se.solve(task, target, alpha, lam, on_fail=on_fail, **kw)
+        convex, warm = se.solve(task, target, alpha, lam, settings=s, return_warm=True)
     k_star = float(convex.rank_fraction)
     if not convex.converged or not k_star > kappa:
-        return WidthResult(float(kappa), k_star, False, convex, convex)
-    init = convex if init is None else init
-    r = solve_constrained(task, target, alpha, lam, kappa, init, on_fail=on_fail, **kw)
-    return WidthResult(float(kappa), k_star, True, r, convex)
+        out = WidthResult(float(kappa), k_star, False, convex, convex)
+        return (out, warm) if return_warm else out
+    if init is None:
+        init = convex if warm is None else warm
+    r, w = solve_constrained(task, target, alpha, lam, kappa, init, settings=s, return_warm=True)
+    out = WidthResult(float(kappa), k_star, True, r, convex)
+    return (out, w) if return_warm else out

@@ -60,18 +60,19 @@ def rank_fraction(S, cutoff: float) -> float:
 
 
 def se_solve(task, target, alpha, lam, penalty="nuclear", init=None):
-    """``(SEResult, zero)``: :func:`attnlib.se.solve` with its warnings logged, ``zero=True``
-    in the zero phase ``S_hat = 0`` (:func:`attnlib.se.optimal.is_zero_phase`)."""
-    r, notes = quiet(se.solve, task, target, alpha, lam, penalty, init=init)
+    """``(SEResult, warm start, zero)``: :func:`attnlib.se.solve` with its warnings logged
+    and its warm start, ``zero=True`` in the zero phase ``S_hat = 0``
+    (:func:`attnlib.se.optimal.is_zero_phase`)."""
+    (r, w), notes = quiet(se.solve, task, target, alpha, lam, penalty, init=init, return_warm=True)
     if notes or not r.converged:
         log(
             f"    [SE] alpha={alpha:g}, lam={lam:g}, {penalty}: {notes} (residual {r.residual:.1e})"
         )
-    return r, optimal.is_zero_phase(r)
+    return r, w, optimal.is_zero_phase(r)
 
 
-# SEResult fields that are not numbers: the warm start and the other fixed points found
-_NOT_STORED = ("warm", "alternatives")
+# SEResult fields that are not numbers: the other fixed points found
+_NOT_STORED = ("alternatives",)
 
 
 def se_dict(r) -> dict:
@@ -83,10 +84,10 @@ def se_dict(r) -> dict:
     }
 
 
-def warm(r, zero: bool, init):
-    """The warm start for the next point: ``r`` if it converged off the zero phase
-    (:func:`attnlib.se.optimal.warm_start`)."""
-    return init if zero else optimal.warm_start(r, init)
+def warm(r, w, zero: bool, init):
+    """The warm start for the next point: ``w`` (returned beside ``r``) if ``r`` converged
+    off the zero phase (:func:`attnlib.se.optimal.warm_start`)."""
+    return init if zero else optimal.warm_start(r, w, init)
 
 
 # ----------------------------------------------------------------------------

@@ -38,12 +38,14 @@ attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything 
 
 def se_row(task, target, alpha, lam, penalty, init):
     """One SE point as a dict of CURVE_FIELDS, and the warm start for the next one."""
-    r, notes = C.quiet(drivers.solve_nearby, task, target, alpha, lam, penalty, init=init)
+    (r, w), notes = C.quiet(
+        drivers.solve_nearby, task, target, alpha, lam, penalty, init=init, return_warm=True
+    )
     if notes or not r.converged:
         C.log(
             f"    [SE] alpha={alpha:g}, lam={lam:g}, {penalty}: {notes} (residual {r.residual:.1e})"
         )
-    return {f: getattr(r, f) for f in CURVE_FIELDS}, optimal.warm_start(r, init)
+    return {f: getattr(r, f) for f in CURVE_FIELDS}, optimal.warm_start(r, w, init)
 
 
 def se_curve_point(*, task, noise, kappa0, alpha, lam, penalty, init=None):

@@ -81,8 +81,8 @@ def erm_point(setting: str, alpha: float, init=None) -> dict:
     """ERM (nuclear penalty) at its test-optimal ``lam``: :func:`attnlib.se.drivers.
     search_lambda` over the log grid ``LAM_GRID`` (warm-started from the last non-zero
     fixed point), then a bounded search on ``log lam`` between the grid neighbours of the
-    best point. Returns lam, test error, mse, convergence (and the result, a warm start
-    for the next ``alpha``)."""
+    best point. Returns lam, test error, mse, convergence (and the warm start of the
+    result, for the next ``alpha``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         s = drivers.search_lambda(SETTINGS[setting], TARGET, alpha, "nuclear", grid=LAM_GRID,
@@ -93,7 +93,7 @@ def erm_point(setting: str, alpha: float, init=None) -> dict:
         "test_error": r.test_error,
         "mse": r.mse,
         "converged": float(r.converged),
-        "_result": r if r.q > 0 else None,
+        "_warm": s.result_warm if r.q > 0 else None,
     }
 
 
@@ -126,7 +126,7 @@ def run_erm() -> dict:
         for a in alphas:
             t0 = time.time()
             p = erm_point(setting, a, init)
-            init = p.pop("_result")
+            init = p.pop("_warm")
             rows.append(p)
             log(
                 f"erm {setting} alpha={a}: lam={p['lam']:.4g} test={p['test_error']:.5f} "

@@ -147,10 +147,9 @@ def theory(alphas) -> list[dict]:
     task, target = make_task(), make_target()
     out, init = [], None
     for alpha in alphas:
-        r = se.solve(task, target, alpha, LAM, init=init)
+        r, init = se.solve(task, target, alpha, LAM, init=init, return_warm=True)
         if not r.converged:
             raise RuntimeError(f"SE did not converge at alpha={alpha} (residual {r.residual:.1e})")
-        init = r
         row = C.se_dict(r)
         row["recovered"] = recovered_theory(r).tolist()
         row["support"] = [list(iv) for iv in rmt.support(target, r.Delta_eff)]

@@ -206,11 +206,11 @@ def se_level(n_qmc: int, lam: float, seeds=SE_SEEDS) -> dict:
     target = targets.Wishart(KAPPA0)
     rows, init = [], None
     for s in seeds:
-        r = se.solve(task, target, ALPHA, lam, n_qmc=n_qmc, seed=s, init=init)
+        r, w = se.solve(task, target, ALPHA, lam, n_qmc=n_qmc, seed=s, init=init, return_warm=True)
         if not r.converged:
             raise RuntimeError(f"finite_size: no SE fixed point (lam={lam}, n_qmc={n_qmc})")
         rows.append(r)
-        init = r.warm.x
+        init = w.x
     return {f: [float(getattr(r, f)) for r in rows] for f in SE_FIELDS}
 
 

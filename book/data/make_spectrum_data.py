@@ -94,14 +94,14 @@ def make_target(kind: str):
 def se_point(*, alpha, lam, penalty, init=None):
     """One SE fixed point (all fields of SEResult under ``result``), chained; in the zero
     phase without a result from ``se.solve``, ``result`` is ``None`` (left out of the file)."""
-    r, zero = C.se_solve(make_task(), targets.Wishart(KAPPA0), alpha, lam, penalty, init)
+    r, w, zero = C.se_solve(make_task(), targets.Wishart(KAPPA0), alpha, lam, penalty, init)
     if r is None:
         C.log(f"  SE {penalty:9s} alpha={alpha:<5g} lam={lam:<6g}: S_hat = 0 (zero phase)")
         return {"result": None}, init
     flag = "" if r.converged else f" NOT CONVERGED (residual {r.residual:.1e})"
     C.log(f"  SE {penalty:9s} alpha={alpha:<5g} lam={lam:<6g} e_test={r.test_error:.4f} "
           f"rank={r.rank_fraction:.3f}{flag}")  # fmt: skip
-    return {"result": C.se_dict(r), "converged": r.converged}, C.warm(r, zero, init)
+    return {"result": C.se_dict(r), "converged": r.converged}, C.warm(r, w, zero, init)
 
 
 DEC_FIELDS = ("over", "under", "approx", "mismatch", "e_test", "c_star", "mse", "kept_fraction",

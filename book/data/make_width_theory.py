@@ -104,9 +104,10 @@ def linear_task() -> tasks.Task:
 
 
 @functools.lru_cache(maxsize=8)
-def convex_se(alpha: float, lam: float) -> se.SEResult:
-    """The convex fixed point at ``(alpha, lam)`` (solved once per process)."""
-    return se.solve(seq2seq_task(), targets.Wishart(KAPPA0), alpha, lam)
+def convex_se(alpha: float, lam: float) -> tuple:
+    """The convex fixed point at ``(alpha, lam)`` and its warm start (solved once per
+    process)."""
+    return se.solve(seq2seq_task(), targets.Wishart(KAPPA0), alpha, lam, return_warm=True)
 
 
 def theory_point(*, alpha: float, lam: float, kappa: float) -> dict:
@@ -115,8 +116,9 @@ def theory_point(*, alpha: float, lam: float, kappa: float) -> dict:
     ``trace`` and ``objective`` (the nuclear objective per sequence, ``train_loss +
     lam Tr(S)/(d alpha)``) are those of the rank-constrained fixed point (NaN if not converged).
     """
+    convex, warm = convex_se(alpha, lam)
     r = width.solve(
-        seq2seq_task(), targets.Wishart(KAPPA0), alpha, lam, kappa, convex=convex_se(alpha, lam)
+        seq2seq_task(), targets.Wishart(KAPPA0), alpha, lam, kappa, convex=convex, init=warm
     )
     s = r.se
     return {

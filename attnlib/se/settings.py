@@ -1,0 +1,75 @@
+"""The settings of the state-evolution family: one NamedTuple, its defaults written once.
+
+:func:`attnlib.se.solve`, :func:`attnlib.se.learning_curve`, :func:`attnlib.se.solve_accurate`,
+:func:`attnlib.width.solve` and the drivers (:mod:`attnlib.se.drivers`) take
+``settings=SESettings(...)`` (keyword-only). Their keywords of the same names
+(``tol=``, ``n_qmc=``, ...) are shorthands: ``None`` (their default) means "from
+``settings``", any other value replaces that field. :func:`resolve` merges the two and
+validates every field (a ``ValueError`` naming it).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from attnlib import _checks
+
+__all__ = ["SESettings", "resolve"]
+
+ON_FAIL = ("warn", "raise")
+
+
+class SESettings(NamedTuple):
+    """Settings of one state-evolution solve (the defaults of the whole family).
+
+    - ``tol``: tolerance on the change of ``(m/Q0, log q, log v)`` under one SE map;
+    - ``max_iter``: SE maps per attempt; ``damping``: weight of the old iterate
+      (``[0, 1)``); ``anderson``: Anderson memory (0 = damped iteration);
+    - ``n_qmc``, ``n_rep``, ``seed``: QMC points of the output side (``n_qmc / n_rep`` a
+      power of 2), independent scramblings, seed;
+    - ``on_fail``: ``"warn"`` (:class:`attnlib.se.SEConvergenceWarning`, NaN fields) or
+      ``"raise"`` (``RuntimeError``);
+    - ``rtol``: accuracy of the metrics (``n_qmc`` doubles until ``integration_error <=
+      rtol``, up to ``max_n_qmc``); ``None``: one solve at ``n_qmc``.
+    """
+
+    tol: float = 1e-6
+    max_iter: int = 300
+    damping: float = 0.5
+    anderson: int = 5
+    n_qmc: int = 8192
+    n_rep: int = 4
+    seed: int = 0
+    on_fail: str = "warn"
+    rtol: float | None = None
+    max_n_qmc: int = 2**17
+
+
+def _check(s: SESettings) -> SESettings:
+    """``s`` with every field validated (``ValueError`` naming the field)."""
+    _checks.positive("tol", s.tol)
+    _checks.integer("max_iter", s.max_iter, 1)
+    _checks.in_interval("damping", s.damping, 0.0, 1.0, low_open=False, high_open=True)
+    _checks.integer("anderson", s.anderson, 0)
+    n_qmc = _checks.integer("n_qmc", s.n_qmc, 2)
+    n_rep = _checks.integer("n_rep", s.n_rep, 1)
+    per = n_qmc // n_rep
+    if per * n_rep != n_qmc or per < 2 or per & (per - 1):
+        raise ValueError(
+            f"n_qmc / n_rep must be a power of 2 >= 2, got n_qmc={n_qmc}, n_rep={n_rep}"
+        )
+    _checks.integer("seed", s.seed, 0)
+    _checks.choice("on_fail", s.on_fail, ON_FAIL)
+    max_n_qmc = _checks.integer("max_n_qmc", s.max_n_qmc, 2)
+    if s.rtol is not None:
+        _checks.positive("rtol", s.rtol)
+        _checks.integer("max_n_qmc", max_n_qmc, n_qmc)
+    return s
+
+
+def resolve(settings: SESettings | None = None, **shorthands) -> SESettings:
+    """``settings`` (default :class:`SESettings()`) with each shorthand keyword that is not
+    ``None`` replacing its field (:func:`attnlib._checks.settings`, the one merge of the
+    library's settings types), validated. ``rtol=None`` as a shorthand keeps
+    ``settings.rtol``."""
+    return _check(_checks.settings(SESettings, settings, shorthands))
