@@ -136,8 +136,7 @@ class _PointSolver:
             def solve_at(i, a, start):
                 return _quiet(se.solve, task, target, a, lam, penalty, init=start)
 
-            curve = se.drivers.continuation(solve_at, alphas, return_warm=True)
-            found = self.curves.put(key, curve)
+            found = self.curves.put(key, se.continuation(solve_at, alphas, return_warm=True))
         results = found[0]
         fields = {"penalty": penalty}
         for f in se.LearningCurve._fields:

@@ -559,6 +559,39 @@ def _specs():
         n=6,
     )
     add(
+        se.search_lambda,
+        dict(task=lin, target=tg, alpha=1.0, bounds=(0.05, 2.0), xatol=0.3),
+        dict(
+            task="task",
+            target="target",
+            alpha="pos",
+            penalty="penalty",
+            bounds="vector",
+            xatol="pos",
+            previous="pos",
+            grid="vector",
+            noisy="bool",
+        ),
+        n=8,
+    )
+    add(
+        se.solve_nearby,
+        dict(task=lin, target=tg, alpha=1.0, lam=0.3),
+        dict(
+            task="task", target="target", alpha="pos", lam="pos", penalty="penalty", nearby="pos"
+        ),
+        n=8,
+    )
+    r = c["se_result"]
+    point = (r, se.WarmStart((r.m, r.q, r.v)))  # a stand-in solve: a result, its warm start
+    add(
+        se.continuation,
+        dict(solve_at=lambda i, a, start: point, alphas=[0.5, 1.0, 2.0], secant_Q0=1.0),
+        dict(
+            solve_at="callable", alphas="vector", starts="vector", secant_Q0="pos", after="callable"
+        ),
+    )
+    add(
         se.test_error_from_overlaps,
         dict(task=task, Q0=1.0, m=0.5, q=0.4, n_qmc=256),
         dict(task="task", Q0="pos", m="real", q="nonneg", n_qmc="int"),

@@ -137,7 +137,7 @@ def excess_risk_curve(
         if progress is not None:
             progress(i, a, res)
 
-    _, warms = se.drivers.continuation(
+    _, warms = se.continuation(
         solve_at, alphas, init=init, starts=starts, after=after, return_warm=True
     )
     cols = [np.array(col) for col in zip(*rows, strict=True)]

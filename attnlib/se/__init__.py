@@ -35,8 +35,16 @@ logged on the ``attnlib.se`` logger (``logging.getLogger("attnlib.se").setLevel(
 """
 
 from attnlib.se.accuracy import solve_accurate
-from attnlib.se.drivers import learning_curve, optimal_lambda, solve
+from attnlib.se.drivers import (
+    continuation,
+    learning_curve,
+    optimal_lambda,
+    search_lambda,
+    solve,
+    solve_nearby,
+)
 from attnlib.se.input import InputSide, input_side
+from attnlib.se.optimal import LambdaSearch
 from attnlib.se.output import OutputSide, output_side
 from attnlib.se.qmc import qmc_normals
 from attnlib.se.results import (
@@ -59,12 +67,16 @@ __all__ = [
     "LearningCurve",
     "WarmStart",
     "SESettings",
+    "LambdaSearch",
     "OutputSide",
     "InputSide",
     "solve",
     "solve_accurate",
     "learning_curve",
     "optimal_lambda",
+    "search_lambda",
+    "solve_nearby",
+    "continuation",
     "test_error_from_overlaps",
     "output_side",
     "input_side",
