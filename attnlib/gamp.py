@@ -23,7 +23,7 @@ with one scalar variance ``v`` iterates, with ``alpha = n / d^2``:
    proximal map of the penalty with threshold ``tau = lam / a_hat``, eigenvalues ``x ->
    max(x - tau, 0)`` (nuclear + PSD) or ``x -> x / (1 + tau)`` (Frobenius), with ``v =
    div F(B) / (d^2 a_hat)`` (:class:`SpectralProx`); or the RIE of a prior
-   (:class:`attnlib.bayes.gamp_rie.RIE`). The divergence is over the ``D`` orthonormal
+   (:class:`attnlib.denoisers.rie.RIE`). The divergence is over the ``D`` orthonormal
    coordinates, ``sum_i f'(x_i) + sum_{i<j} (f(x_i) - f(x_j)) / (x_i - x_j)``.
 
 Then, where asked (hardmax), ``S_hat`` and ``v`` are divided by ``sqrt(Tr(S_hat^2) / (d
@@ -460,7 +460,7 @@ def run(
         :class:`PosteriorOutput` (arguments are checked by the public configurations:
         :func:`attnlib.amp.gamp`, :func:`attnlib.hardmax.gamp`, :func:`attnlib.bayes.gamp_rie`).
       denoiser: the input side, ``(B, a_hat, lam) -> (S_hat, v)``: :class:`SpectralProx`
-        or :class:`attnlib.bayes.gamp_rie.RIE`.
+        or :class:`attnlib.denoisers.rie.RIE`.
       data: the data set; start: :class:`Start`; lam: the penalty (an operand of the
         denoiser).
       settings: :class:`GAMPSettings` (default ``GAMPSettings()``).

@@ -17,7 +17,7 @@ import pytest
 
 import attnlib  # noqa: F401
 from attnlib import amp, bayes, gamp, hardmax, tasks, train
-from attnlib.bayes.gamp_rie import RIE
+from attnlib.denoisers.rie import RIE
 from attnlib.targets import Wishart
 
 D = 60

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from attnlib import bayes, rmt, se, targets, tasks
-from attnlib.bayes import channels, denoiser
+from attnlib import bayes, channels, rmt, se, targets, tasks
+from attnlib.bayes import prediction
+from attnlib.channels import posterior
+from attnlib.denoisers import rie
 
 W05 = targets.Wishart(0.5)
 
@@ -48,16 +50,16 @@ def _mmse_quad(target, Delta, n=400):
 def test_mmse_den_two_formulas(target, Delta):
     """``Q0 - int rho (x - 2 Delta h)^2 = Delta - (4 pi^2/3) Delta^2 int rho^3`` (identity
     ``int rho h^2 = (pi^2/3) int rho^3``); quadrature accuracy about 1e-9."""
-    p = denoiser.mmse_den_parts(target, Delta)
+    p = rie.mmse_den_parts(target, Delta)
     assert abs(p.overlap - p.cubic) < 1e-8
-    assert 0 < p.cubic < min(Delta, denoiser.prior_variance(target))
+    assert 0 < p.cubic < min(Delta, rie.prior_variance(target))
 
 
 @pytest.mark.parametrize("Delta", [1e-4, 1e-6])
 def test_mmse_den_small_noise_limit(Delta):
     """``mmse_den / Delta -> 2 kappa0 - kappa0^2`` (correction O(Delta) for kappa0 < 1)."""
     for k in (0.2, 0.5):
-        ratio = denoiser.mmse_den(targets.Wishart(k), Delta) / Delta
+        ratio = rie.mmse_den(targets.Wishart(k), Delta) / Delta
         assert abs(ratio - (2 * k - k * k)) < 2 * Delta
 
 
@@ -73,10 +75,10 @@ def test_mmse_den_sampled_matrices():
             S0 = np.asarray(W05.sample(jax.random.PRNGKey(seed), d))
             G = np.random.default_rng(seed).normal(size=(d, d))
             R = S0 + math.sqrt(Delta) * (G + G.T) / math.sqrt(2 * d)
-            r = denoiser.rie_denoise(R, W05, Delta)
+            r = rie.rie_denoise(R, W05, Delta)
             errs.append(np.sum((r.S - S0) ** 2) / d)
             divs.append(2 * Delta * r.div / d**2)
-        ref = denoiser.mmse_den(W05, Delta)
+        ref = rie.mmse_den(W05, Delta)
         assert abs(np.mean(errs) - ref) < tol, (Delta, np.mean(errs), ref)
         assert abs(np.mean(divs) - ref) < tol, (Delta, np.mean(divs), ref)
 
@@ -91,7 +93,7 @@ def test_noise_free_softmax_is_m_eff_measurements(T):
     """Noise-free seq2seq: ``J mmse = K - 1 = m_eff`` at every mmse."""
     task = tasks.Seq2Seq(T=T)
     for mmse in (0.01, 0.4, 1.2):
-        assert abs(channels.information(task, mmse, 1.5).dof - task.m_eff) < 1e-12
+        assert abs(posterior.information(task, mmse, 1.5).dof - task.m_eff) < 1e-12
 
 
 def test_softmax_logit_noise_output_against_quadrature():
@@ -103,7 +105,7 @@ def test_softmax_logit_noise_output_against_quadrature():
     Y = np.asarray(task.output(tasks.to_matrix(np.asarray(u), 2)))[None]
     omega = rng.normal(size=(1, 3))
     V = np.array([0.6, 0.3, 0.6])
-    g, dg = channels.gaussian_output(task, Y, omega, V)
+    g, dg = posterior.gaussian_output(task, Y, omega, V)
 
     def logZ(om):
         var = V + task.noise
@@ -128,9 +130,22 @@ def test_integrated_channel_matches_closed_form():
     closed form holds: agreement within 3 reported integration errors."""
     task = tasks.Linear(T=1, noise=0.1, noise_on="outputs")
     for mmse in (0.1, 0.6):
-        exact = channels.information(task, mmse, 1.5)
-        qmc = channels.information(task, mmse, 1.5, method="qmc", n_outer=1024, n_inner=1024)
+        exact = posterior.information(task, mmse, 1.5)
+        qmc = posterior.information(task, mmse, 1.5, method="qmc", n_outer=1024, n_inner=1024)
         assert abs(qmc.J - exact.J) < 3 * qmc.error, (mmse, qmc, exact)
+
+
+def test_test_errors_take_the_order_of_information():
+    """``prediction.test_errors(task, mmse, Q0)`` and ``information(task, mmse, Q0)``: one
+    order. The linear task's Bayes test error is ``sum_ab w_ab sigma_ab^2 mmse`` (exact);
+    the two quantities swapped (``mmse > Q0``) are refused."""
+    task, mmse, Q0 = tasks.Linear(T=2), 0.2, 1.5
+    w, s2 = channels.pair_weights(2), tasks.pair_variances(2)
+    te = prediction.test_errors(task, mmse, Q0)
+    assert te.bayes == pytest.approx(float(np.sum(w * s2)) * mmse, rel=1e-12)
+    assert posterior.information(task, mmse, Q0).dof == pytest.approx(task.n_pairs, rel=1e-12)
+    with pytest.raises(ValueError, match="mmse"):
+        prediction.test_errors(task, Q0, mmse)
 
 
 def test_argument_validation():
@@ -141,9 +156,9 @@ def test_argument_validation():
     with pytest.raises(ValueError, match="noise"):  # noise-free custom channel: not implemented
         bayes.solve(tasks.Custom(T=2, g=lambda h: h[..., 0, 1]), W05, 0.1)
     with pytest.raises(ValueError, match="mmse"):
-        channels.information(tasks.Linear(T=1), 2.0, 1.5)
+        posterior.information(tasks.Linear(T=1), 2.0, 1.5)
     with pytest.raises(ValueError, match="Delta"):
-        denoiser.mmse_den(W05, -1.0)
+        rie.mmse_den(W05, -1.0)
     with pytest.raises(ValueError, match="settings"):
         bayes.solve(tasks.Linear(T=1), W05, 0.1, settings=(1, 2))
     with pytest.raises(TypeError):  # settings are keyword-only

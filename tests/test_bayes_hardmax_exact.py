@@ -1,7 +1,8 @@
-"""The exact T = 2 hardmax Bayes channel (attnlib.bayes.hardmax_exact) against independent
-computations: scipy's bivariate normal CDF, plain Monte Carlo of the posterior by
-rejection, finite differences, the nested QMC channel at large sizes, and the state
-evolution at alpha = 2 (where the nested channel was 4-7 % low and did not converge)."""
+"""The exact T = 2 hardmax Bayes channel (attnlib.channels.posterior_hardmax_exact)
+against independent computations: scipy's bivariate normal CDF, plain Monte Carlo of
+the posterior by rejection, finite differences, the nested QMC channel at large sizes,
+and the state evolution at alpha = 2 (where the nested channel was 4-7 % low and did
+not converge)."""
 
 import warnings
 
@@ -11,8 +12,8 @@ import pytest
 import scipy.stats
 
 from attnlib import bayes, targets, tasks
-from attnlib.bayes import hardmax_exact as hx
 from attnlib.bayes import prediction
+from attnlib.channels import posterior_hardmax_exact as hx
 
 TG = targets.Wishart(kappa0=0.5)
 S2 = np.array([2.0, 1.0, 2.0])

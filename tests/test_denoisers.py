@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from attnlib import denoisers, rmt
-from attnlib.bayes import denoiser as rie
+from attnlib.denoisers import rie
 from attnlib.se import input as se_input
 from attnlib.targets import Wishart
 from attnlib.width import input as width_input

@@ -12,21 +12,19 @@ matrix GAMP of the ERM with the two proximal maps replaced by Bayes-optimal ones
 3. ``B = S_hat + (1 / (d a_hat)) sum_mu sum_ab g_ab Z_ab`` (:func:`attnlib.gamp.data_gradient_sum`),
    which behaves like ``S0 + sqrt(Delta_eff) W_goe``;
 4. ``S_hat = F(B)`` with the RIE ``f(x) = x - 2 Delta_eff h_R(x)`` of the prior's limiting
-   ``rho_R`` (:class:`RIE`, which applies :func:`attnlib.bayes.denoiser.rie_denoise`);
+   ``rho_R`` (:class:`attnlib.denoisers.rie.RIE`, which applies
+   :func:`~attnlib.denoisers.rie.rie_denoise`);
 5. ``v = 2 Delta_eff div F(B) / d^2`` (``= mmse_den(Delta_eff)`` in the limit).
 
 ``S_hat``, ``v`` and ``g`` are damped (``new = damping old + (1 - damping) update``).
 Start: the prior mean ``S_hat = (Tr S0 / d) I`` with ``v`` the prior variance (no
 information). Implemented channels: the Gaussian ones (linear; seq2seq without noise or
-with noise on the logits) and ``T = 2`` hardmax (:func:`attnlib.bayes.hardmax_exact.output`).
-Each iteration costs one ``(d, nT) @ (nT, d)`` product and one ``d x d``
-eigendecomposition.
+with noise on the logits) and ``T = 2`` hardmax
+(:func:`attnlib.channels.posterior_hardmax_exact.output`). Each iteration costs one
+``(d, nT) @ (nT, d)`` product and one ``d x d`` eigendecomposition.
 """
 
 from __future__ import annotations
-
-import dataclasses
-from typing import Any
 
 import numpy as np
 
@@ -34,29 +32,9 @@ from attnlib import _checks
 from attnlib import channels as _channels
 from attnlib import gamp as _gamp
 from attnlib import tasks as _tasks
-from attnlib.bayes import denoiser
+from attnlib.denoisers import rie
 
-__all__ = ["RIE", "gamp_rie"]
-
-
-@dataclasses.dataclass(frozen=True)
-class RIE:
-    """The Bayes-optimal denoiser of GAMP-RIE (numpy, on the host): ``Delta_eff = 1 / (2
-    a_hat)``, ``S_hat = F(B)`` with the RIE of ``target`` at ``Delta_eff`` and ``v = 2
-    Delta_eff div F(B) / d^2`` (``lam`` is not used)."""
-
-    target: Any
-    jittable = False
-
-    def __post_init__(self):
-        if not hasattr(self.target, "measure") or not hasattr(self.target, "Q0"):
-            raise ValueError(f"target must be an attnlib.targets.Target, got {self.target!r}")
-
-    def __call__(self, B, a_hat, lam):
-        d = B.shape[0]
-        Delta = 1.0 / (2 * a_hat)
-        den = denoiser.rie_denoise(B, self.target, Delta)
-        return den.S, 2 * Delta * den.div / d**2
+__all__ = ["gamp_rie"]
 
 
 def _check_inputs(task, data, target):
@@ -70,8 +48,7 @@ def _check_inputs(task, data, target):
     return np.asarray(X, dtype=float)
 
 
-# the default settings (a dict: attnlib.gamp is not yet initialised when this module is read)
-_DEFAULTS = dict(max_iter=50, tol=1e-5, name="gamp_rie")
+_SETTINGS = _gamp.GAMPSettings(max_iter=50, tol=1e-5, name="gamp_rie")  # the default settings
 
 
 def gamp_rie(
@@ -81,7 +58,7 @@ def gamp_rie(
     r"""Run GAMP-RIE on ``data`` (:class:`attnlib.tasks.Dataset`) with the prior of ``target``.
 
     Args:
-      task: a task with a Gaussian channel (:func:`attnlib.bayes.channels.is_gaussian`)
+      task: a task with a Gaussian channel (:func:`attnlib.channels.posterior.is_gaussian`)
         or ``T = 2`` hardmax without noise or with noise on the logits.
       data: the data set (``X`` of shape ``(n, T, d)``, labels ``Y``).
       target: the prior of ``S0`` (its limiting spectrum enters the RIE).
@@ -100,8 +77,7 @@ def gamp_rie(
       Warns when it did not converge or broke down (``a_hat`` not finite and positive).
     """
     X = _check_inputs(task, data, target)
-    default = _gamp.GAMPSettings(**_DEFAULTS)
-    settings = _gamp.resolve_settings(settings, default, max_iter=max_iter, tol=tol,
+    settings = _gamp.resolve_settings(settings, _SETTINGS, max_iter=max_iter, tol=tol,
                                       damping=damping)  # fmt: skip
     d = X.shape[2]
     observe = settings.observe
@@ -112,6 +88,6 @@ def gamp_rie(
             return float(np.sum((S - S0) ** 2) / d)
 
     settings = settings._replace(observe=observe)
-    start = _gamp.Start(np.eye(d) * target.measure().moment(1), denoiser.prior_variance(target))
+    start = _gamp.Start(np.eye(d) * target.measure().moment(1), rie.prior_variance(target))
     data = _tasks.Dataset(X, data.Y, None)
-    return _gamp.run(_gamp.PosteriorOutput(task), RIE(target), data, start, settings=settings)
+    return _gamp.run(_gamp.PosteriorOutput(task), rie.RIE(target), data, start, settings=settings)

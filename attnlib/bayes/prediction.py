@@ -15,7 +15,7 @@ the posterior mean of ``S0``) and variance ``V_ab = sigma_ab^2 mmse``; jointly
 For the linear task both equal ``sum_ab w_ab sigma_ab^2 mmse`` (``w_ab`` = 1 on the
 diagonal, 2 off it: the square loss over the ``T x T`` output). For ``T = 2`` hardmax the
 Bayes-optimal one is ``1 - (2/pi) arcsin(1 - mmse / Q0)``
-(:func:`attnlib.bayes.hardmax_exact.test_error`).
+(:func:`attnlib.channels.posterior_hardmax_exact.test_error`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import numpy as np
 
 from attnlib import _checks, channels, se
 from attnlib import tasks as _tasks
-from attnlib.bayes.channels import _normals
+from attnlib.channels.posterior import _normals
 
 __all__ = ["TestErrors", "test_errors"]
 
@@ -59,9 +59,10 @@ def _bayes_error(task, z_out, z_in, mmse, Q0):
 
 
 def test_errors(
-    task, Q0: float, mmse: float, *, n_outer: int = 4096, n_inner: int = 1024, seed: int = 0
+    task, mmse: float, Q0: float, *, n_outer: int = 4096, n_inner: int = 1024, seed: int = 0
 ) -> TestErrors:
-    """Test errors at posterior variance ``mmse`` (``0 <= mmse <= Q0``) for target norm ``Q0``."""
+    """Test errors at posterior variance ``mmse`` (``0 <= mmse <= Q0``) for target norm ``Q0``
+    (the argument order of :func:`attnlib.bayes.information`)."""
     channels.require_task(task)
     Q0 = _checks.positive("Q0", Q0)
     mmse = _checks.in_interval("mmse", mmse, 0.0, Q0, low_open=False)

@@ -8,8 +8,8 @@ On the Nishimori line the overlaps satisfy ``m = q`` and the state evolution clo
 on one scalar, the effective noise ``Delta_eff = 1 / q_hat`` of the input problem
 ``R = S0 + sqrt(Delta_eff) W_goe`` (arXiv:2506.01582; T = 1: arXiv:2408.03733):
 
-    mmse = mmse_den(Delta_eff)                      (input side, the RIE; denoiser.py)
-    1 / Delta_eff = q_hat = 2 alpha J(mmse)          (output side; channels.py)
+    mmse = mmse_den(Delta_eff)                      (input side, the RIE; denoisers/rie.py)
+    1 / Delta_eff = q_hat = 2 alpha J(mmse)          (output side; channels/posterior.py)
 
 with ``J = sum_ab sigma_ab^2 E[g_ab^2]`` the information per sequence of the
 task's channel at posterior variances ``V_ab = sigma_ab^2 mmse``. Where the ``2``
@@ -39,7 +39,9 @@ from typing import NamedTuple
 
 from attnlib import _checks, iterate
 from attnlib import channels as _channels
-from attnlib.bayes import channels, denoiser, prediction
+from attnlib.bayes import prediction
+from attnlib.channels import posterior
+from attnlib.denoisers import rie
 from attnlib.se.results import SEConvergenceWarning
 from attnlib.width.capacity import rank_manifold_dimension
 
@@ -103,7 +105,7 @@ def _check(task, target):
 
 
 def _info(task, target, mmse, cfg):
-    return channels.information(
+    return posterior.information(
         task, mmse, target.Q0, n_outer=cfg.n_outer, n_inner=cfg.n_inner, seed=cfg.seed
     )
 
@@ -115,7 +117,7 @@ def _gap_fn(task, target, alpha, cfg):
 
     def G(logD):
         D = math.exp(logD)
-        mm = denoiser.mmse_den(target, D)
+        mm = rie.mmse_den(target, D)
         info = _info(task, target, mm, cfg)
         cache[logD] = (mm, info)
         return 2 * alpha * D * info.J - 1.0
@@ -167,10 +169,10 @@ def solve(
 
 def _solve(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
     Q0 = float(target.Q0)
-    var0 = denoiser.prior_variance(target)
+    var0 = rie.prior_variance(target)
     D0 = 1.0 / (2 * alpha * _info(task, target, var0, cfg).J)  # first iterate from no information
     G, cache = _gap_fn(task, target, alpha, cfg)
-    gauss = channels.is_gaussian(task)
+    gauss = posterior.is_gaussian(task)
     root = iterate.largest_root(
         G, math.log(D0), math.log(_DELTA_MIN * Q0), xtol=cfg.xtol,
         scan_all=gauss and cfg.check_unique,
@@ -180,7 +182,7 @@ def _solve(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
         msg = f"the first iterate has G = {root.g0:.3e} < 0 (not monotone)"
         return _failed(alpha, Q0, math.inf, n_iter, msg)
     if root.status == iterate.NO_ROOT:  # no fixed point with Delta_eff > 0: perfect recovery
-        te = prediction.test_errors(task, Q0, 0.0, seed=cfg.seed)
+        te = prediction.test_errors(task, 0.0, Q0, seed=cfg.seed)
         return _result(
             alpha,
             Q0,
@@ -202,7 +204,7 @@ def _solve(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
     if not converged:
         return _failed(alpha, Q0, residual, n_iter, f"residual {residual:.2e}")
     _warn_other(alpha, D, other)
-    te = prediction.test_errors(task, Q0, mm, n_outer=cfg.n_test, seed=cfg.seed)
+    te = prediction.test_errors(task, mm, Q0, n_outer=cfg.n_test, seed=cfg.seed)
     ierr = max(info.error / info.J, te.error / max(te.bayes, 1e-300))
     return _result(
         alpha,
@@ -302,5 +304,5 @@ def perfect_recovery_se(task, target, Delta: float = 1e-8) -> float:
     Delta = _checks.in_interval("Delta", Delta, 0.0, 1e-3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # quadrature at the rounding level
-        ratio = denoiser.mmse_den(target, Delta) / Delta
+        ratio = rie.mmse_den(target, Delta) / Delta
     return ratio / (2 * task.m_eff) if task.m_eff > 0 else math.inf

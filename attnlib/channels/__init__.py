@@ -27,7 +27,14 @@ One idea per file:
   each through the task's channel;
 - :mod:`attnlib.channels.hardmax`: the exact prox of the piecewise-constant hardmax
   loss (enumeration of regions and faces); :class:`HardmaxChannel`
-  (:mod:`attnlib.channels.hardmax_channel`) uses it.
+  (:mod:`attnlib.channels.hardmax_channel`) uses it;
+- the Bayes posterior (``J(mmse)``, the output step of GAMP-RIE; re-exported by
+  :mod:`attnlib.bayes`): :mod:`attnlib.channels.posterior` (the Gaussian channels in
+  closed form, the nested integral for noise on the outputs, :func:`attnlib.bayes.information`),
+  :mod:`attnlib.channels.posterior_nested` (the pieces of the nested integrals),
+  :mod:`attnlib.channels.posterior_hardmax` (hardmax by rejection),
+  :mod:`attnlib.channels.posterior_hardmax_exact` (``T = 2`` hardmax: Gaussian orthants),
+  :mod:`attnlib.channels.posterior_level_set` (seq2lab: a delta channel on a level set).
 """
 
 from attnlib.channels import hardmax
@@ -43,7 +50,7 @@ from attnlib.channels.losses import (
 from attnlib.channels.prox import Prox, finish, label_start, output_step, prox
 
 # isort: split
-# last: the channels use the numerics above (and attnlib.bayes, attnlib.se.qmc)
+# last: the channels use the numerics above (and the posterior modules, attnlib.se.qmc)
 from attnlib.channels.channel import Channel, TestErrors
 from attnlib.channels.dispatch import for_task, require_task
 

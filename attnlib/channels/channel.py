@@ -39,7 +39,7 @@ import numpy as np
 
 from attnlib import _jax_config
 from attnlib import tasks as _tasks
-from attnlib.bayes import channels as _bayes_channels
+from attnlib.channels import posterior as _posterior
 from attnlib.channels.prox import Prox, _all_starts, _finish_jit, _prox_jit
 from attnlib.se import qmc as _qmc
 
@@ -192,7 +192,7 @@ class Channel:
         """``(J, dof, error)`` of the Bayes channel by the nested integral; ``qmc =
         (n_outer, n_inner, seed)``, arguments checked by :func:`attnlib.bayes.information`."""
         n_outer, n_inner, seed = qmc
-        return tuple(_bayes_channels._qmc_information(self.task, mmse, Q0, n_outer, n_inner, seed))
+        return tuple(_posterior._qmc_information(self.task, mmse, Q0, n_outer, n_inner, seed))
 
     @property
     def exact_posterior_output(self) -> bool:

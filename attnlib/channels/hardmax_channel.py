@@ -4,8 +4,8 @@ The ERM prox is exact, by enumeration of regions and faces
 (:mod:`attnlib.channels.hardmax`). At ``T = 2`` the test error has a closed form
 (Sheppard's formula, :meth:`HardmaxChannel.test_errors`), and so do the Bayes
 posterior without noise or with noise on the logits and its test error
-(:mod:`attnlib.bayes.hardmax_exact`); at ``T = 3`` the posterior is a nested integral
-(:mod:`attnlib.bayes.hardmax`).
+(:mod:`attnlib.channels.posterior_hardmax_exact`); at ``T = 3`` the posterior is a nested integral
+(:mod:`attnlib.channels.posterior_hardmax`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import math
 
 import jax.numpy as jnp
 
-from attnlib.bayes import hardmax as _bayes_hardmax
-from attnlib.bayes import hardmax_exact as _hardmax_exact
 from attnlib.channels import hardmax as _hardmax
+from attnlib.channels import posterior_hardmax as _bayes_hardmax
+from attnlib.channels import posterior_hardmax_exact as _hardmax_exact
 from attnlib.channels.channel import Channel, TestErrors
 from attnlib.channels.prox import Prox
 

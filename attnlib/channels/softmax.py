@@ -3,8 +3,8 @@
 Seq2seq labels ``Y = softmax_rows(beta h)`` give the logits up to one global shift:
 the ERM prox starts from the label-consistent point as well, and without noise (or
 with noise on the logits) the Bayes posterior is Gaussian in the shift-projected
-precision (:mod:`attnlib.bayes.channels`). Seq2lab without noise (or with noise on the
-logits) is a delta channel on a level set (:mod:`attnlib.bayes.level_set`).
+precision (:mod:`attnlib.channels.posterior`). Seq2lab without noise (or with noise on the
+logits) is a delta channel on a level set (:mod:`attnlib.channels.posterior_level_set`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import dataclasses
 import jax.numpy as jnp
 
 from attnlib import tasks as _tasks
-from attnlib.bayes import channels as _bayes_channels
-from attnlib.bayes import level_set as _level_set
+from attnlib.channels import posterior as _posterior
+from attnlib.channels import posterior_level_set as _level_set
 from attnlib.channels.channel import Channel
 
 __all__ = ["Seq2SeqChannel", "Seq2LabChannel"]
@@ -47,7 +47,7 @@ class Seq2SeqChannel(Channel):
         return p + shift
 
     def observed_logits(self, Y):
-        return _bayes_channels.logits_from_attention(Y, self.task.beta)
+        return _posterior.logits_from_attention(Y, self.task.beta)
 
 
 @dataclasses.dataclass(frozen=True)

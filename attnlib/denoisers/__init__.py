@@ -3,7 +3,9 @@
 :mod:`~attnlib.denoisers.spectral` integrates any spectral map against ``rho_R``
 (``q, m, div, trace, rank``); :mod:`~attnlib.denoisers.nuclear` is the soft threshold of
 the nuclear + PSD penalty, :mod:`~attnlib.denoisers.constrained` the same cut at a
-quantile of ``rho_R`` for the rank-constrained student. The library's layout
+quantile of ``rho_R`` for the rank-constrained student, :mod:`~attnlib.denoisers.rie` the
+rotationally invariant estimator (the Bayes-optimal denoiser: ``mmse_den``, the spectral
+map and :class:`~attnlib.denoisers.rie.RIE`, GAMP-RIE's denoiser). The library's layout
 and the moves still to come are in ``attnlib/ARCHITECTURE.md``.
 """
 

@@ -15,7 +15,7 @@ overlap ``E[v^T S0 v | x]`` of an eigenvector ``v`` of ``R``::
 Every input side of attnlib is this integrator with its own ``f``: the soft threshold of
 the nuclear + PSD penalty, cut at a quantile of ``rho_R`` for the rank-constrained
 student (:mod:`attnlib.denoisers.nuclear`), the RIE ``x - 2 Delta h_R`` of the
-Bayes-optimal denoiser (:mod:`attnlib.bayes.denoiser`), or any callable
+Bayes-optimal denoiser (:mod:`attnlib.denoisers.rie`), or any callable
 (:func:`attnlib.rmt.spectral_integrals`).
 
 This module is numpy only (no import of :mod:`attnlib.rmt`, which calls it): the

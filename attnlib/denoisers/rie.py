@@ -18,19 +18,33 @@ the second line from ``int rho_R h_R = 1/2`` and ``int rho_R h_R^2 = (pi^2/3)
 int rho_R^3``. ``Delta -> 0``: ``mmse_den / Delta -> 2 kappa0 - kappa0^2`` for a
 rank-``kappa0 d`` target (twice the dimension of the rank-``kappa0 d`` manifold per
 ``d^2``); ``Delta -> infinity``: ``mmse_den -> Q0 - (Tr S0 / d)^2``.
+
+:func:`rie_denoise` applies the map to a matrix; :class:`RIE` is the denoiser of
+GAMP-RIE (:func:`attnlib.bayes.gamp_rie`, on :func:`attnlib.gamp.run`), at the noise
+``Delta_eff = 1 / (2 a_hat)`` of each iteration. :mod:`attnlib.bayes` re-exports
+:func:`mmse_den`, :func:`rie_function` and :func:`rie_denoise`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from attnlib import _checks, rmt
 from attnlib.denoisers.spectral import integrate
 
-__all__ = ["MMSE", "mmse_den", "mmse_den_parts", "prior_variance", "rie_function", "rie_denoise"]
+__all__ = [
+    "MMSE",
+    "RIE",
+    "mmse_den",
+    "mmse_den_parts",
+    "prior_variance",
+    "rie_function",
+    "rie_denoise",
+]
 
 
 class MMSE(NamedTuple):
@@ -123,3 +137,23 @@ def rie_denoise(R, target, Delta: float) -> Denoised:
     div = float(np.sum(fp) + 0.5 * (np.sum(q) - np.trace(q)))
     S = (U * f[None, :]) @ U.T
     return Denoised(0.5 * (S + S.T), x, f, div)
+
+
+@dataclasses.dataclass(frozen=True)
+class RIE:
+    """The Bayes-optimal denoiser of GAMP-RIE (numpy, on the host): ``Delta_eff = 1 / (2
+    a_hat)``, ``S_hat = F(B)`` with the RIE of ``target`` at ``Delta_eff`` and ``v = 2
+    Delta_eff div F(B) / d^2`` (``lam`` is not used)."""
+
+    target: Any
+    jittable = False
+
+    def __post_init__(self):
+        if not hasattr(self.target, "measure") or not hasattr(self.target, "Q0"):
+            raise ValueError(f"target must be an attnlib.targets.Target, got {self.target!r}")
+
+    def __call__(self, B, a_hat, lam):
+        d = B.shape[0]
+        Delta = 1.0 / (2 * a_hat)
+        den = rie_denoise(B, self.target, Delta)
+        return den.S, 2 * Delta * den.div / d**2

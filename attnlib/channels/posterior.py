@@ -35,10 +35,10 @@ returned and the reported ``error`` is half their gap plus the outer standard er
 Hardmax without noise or with noise on the logits: ``Y`` tells which polyhedral region
 the (noisy) logits fell in, ``Z_out`` is a Gaussian probability of that region; at
 ``T = 2`` a bivariate Gaussian orthant, in closed form, with a two-dimensional outer
-quadrature (:mod:`attnlib.bayes.hardmax_exact`, exact to about ``1e-10``); at ``T = 3``
-by rejection on fixed inner Sobol points (:mod:`attnlib.bayes.hardmax`).
+quadrature (:mod:`attnlib.channels.posterior_hardmax_exact`, exact to about ``1e-10``); at ``T = 3``
+by rejection on fixed inner Sobol points (:mod:`attnlib.channels.posterior_hardmax`).
 Noise-free seq2lab (or seq2lab with noise on the logits) is a delta channel on a
-``(K-1)``-dimensional level set (:mod:`attnlib.bayes.level_set`): the limit of a narrow
+``(K-1)``-dimensional level set (:mod:`attnlib.channels.posterior_level_set`): the limit of a narrow
 Gaussian likelihood around it, with its ``O(eps^2)`` bias estimated and reported.
 """
 
@@ -150,7 +150,7 @@ def information(
         (``V_ab = sigma_ab^2 mmse``).
       Q0: ``Tr(S0^2)/d`` (sets the spread of ``omega``; unused by Gaussian channels).
       method: ``"auto"`` (closed form where :func:`is_gaussian`, the exact orthant
-        integrals of :mod:`attnlib.bayes.hardmax_exact` for ``T = 2`` hardmax, else the
+        integrals of :mod:`attnlib.channels.posterior_hardmax_exact` for ``T = 2`` hardmax, else the
         nested integral) or ``"qmc"`` (the nested integral always; needs noise on the
         outputs, or a hardmax or seq2lab channel).
       n_outer, n_inner: Sobol points (powers of 2) of the nested integral (other channels).

@@ -1,6 +1,6 @@
 r"""Exact Bayes posterior of the ``T = 2`` hardmax channel: bivariate Gaussian orthants.
 
-Conventions as in :mod:`attnlib.bayes.channels`: the ``K = 3`` pairs ``(h00, h01, h11)``,
+Conventions as in :mod:`attnlib.channels.posterior`: the ``K = 3`` pairs ``(h00, h01, h11)``,
 ``sigma^2 = (2, 1, 2)``, ``omega_ab ~ N(0, sigma_ab^2 (Q0 - mmse))``, given ``omega`` the
 target's pairs ``h ~ N(omega, V)``, ``V = sigma^2 mmse``, and logits ``u = h + sqrt(Delta)
 xi ~ N(omega, D)``, ``D = V + Delta`` (``Delta = 0`` without noise).

@@ -1,9 +1,9 @@
 r"""Bayes posterior of the hardmax channel (noise-free, or noise on the logits), by nested
 quasi-Monte Carlo: the default at ``T = 3``; ``T = 2`` uses the exact orthant integrals of
-:mod:`attnlib.bayes.hardmax_exact` (this path with ``method="qmc"``: there it was 4-6 %
+:mod:`attnlib.channels.posterior_hardmax_exact` (this path with ``method="qmc"``: there it was 4-6 %
 low at ``mmse / Q0 = 0.016`` with 2048-8192 outer points, -0.6 % with 16384 x 32768).
 
-Conventions as in :mod:`attnlib.bayes.channels`: ``K`` pairs, ``sigma_ab^2 = 1 +
+Conventions as in :mod:`attnlib.channels.posterior`: ``K`` pairs, ``sigma_ab^2 = 1 +
 delta_ab``, ``omega_ab ~ N(0, sigma_ab^2 (Q0 - mmse))`` and, given ``omega``, the
 target's pairs ``h_ab ~ N(omega_ab, V_ab)`` with ``V_ab = sigma_ab^2 mmse``. The labels
 are ``Y = hardmax_rows(u)`` with ``u = h + sqrt(Delta) xi`` (``Delta = 0``: ``u = h``),
@@ -34,7 +34,7 @@ import numpy as np
 
 from attnlib import channels as _channels
 from attnlib import tasks as _tasks
-from attnlib.bayes import nested
+from attnlib.channels import posterior_nested as nested
 
 __all__ = ["hardmax_information"]
 

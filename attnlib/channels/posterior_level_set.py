@@ -1,6 +1,6 @@
 r"""Bayes posterior of a scalar delta channel: seq2lab without noise or with logit noise.
 
-Conventions as in :mod:`attnlib.bayes.channels`: ``K`` pairs, ``sigma_ab^2 = 1 +
+Conventions as in :mod:`attnlib.channels.posterior`: ``K`` pairs, ``sigma_ab^2 = 1 +
 delta_ab``; ``omega_ab ~ N(0, sigma_ab^2 (Q0 - mmse))`` and, given ``omega``, the
 target's pairs ``h_ab ~ N(omega_ab, V_ab)``, ``V_ab = sigma_ab^2 mmse``. The label is
 ``y = r(u)`` exactly, ``r`` = the task's output (a scalar readout of the attention
@@ -30,7 +30,7 @@ import numpy as np
 
 from attnlib import channels as _channels
 from attnlib import tasks as _tasks
-from attnlib.bayes import nested
+from attnlib.channels import posterior_nested as nested
 
 __all__ = ["level_set_information"]
 

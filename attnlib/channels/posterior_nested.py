@@ -1,7 +1,7 @@
-r"""Pieces shared by the nested quasi-Monte Carlo channels (:mod:`attnlib.bayes.hardmax`,
-:mod:`attnlib.bayes.level_set`).
+r"""Pieces shared by the nested quasi-Monte Carlo channels
+(:mod:`attnlib.channels.posterior_hardmax`, :mod:`attnlib.channels.posterior_level_set`).
 
-Conventions of :mod:`attnlib.bayes.channels`: ``K`` pairs, ``sigma_ab^2 = 1 +
+Conventions of :mod:`attnlib.channels.posterior`: ``K`` pairs, ``sigma_ab^2 = 1 +
 delta_ab``; ``omega_ab ~ N(0, sigma_ab^2 (Q0 - mmse))``, given ``omega`` the target's
 pairs ``h_ab ~ N(omega_ab, V_ab)`` with ``V_ab = sigma_ab^2 mmse``, and the label is the
 task's output at ``u = h + sqrt(Delta) xi`` (logit noise ``Delta``; ``u = h`` without
