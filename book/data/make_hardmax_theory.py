@@ -18,7 +18,7 @@ Parts and files (``book/data/``):
   a small cycle, so the seeds measure the curve's own error) on a dense ``alpha`` grid;
   the same state evolution's iterates from GAMP's start at ``alpha = 0.5``; and the
   Bayes-optimal state evolution (:func:`attnlib.bayes.solve`) on a coarser grid, with the
-  exact ``T = 2`` channel (:mod:`attnlib.bayes.hardmax_exact`: bivariate Gaussian
+  exact ``T = 2`` channel (:mod:`attnlib.channels.posterior_hardmax_exact`: bivariate Gaussian
   orthants, a two-dimensional Gauss-Legendre outer integral; no QMC size to choose).
   -> ``hardmax_theory.npz``: ``alpha`` (ray grid) and, shape ``(seed, alpha)``,
   ``gamma``, ``test_error``, ``rank_fraction``, ``integration_error``, ``converged``;
