@@ -9,9 +9,15 @@ move from mode 2 to mode 8 (the threshold phase of the chapter, derived exponent
 test labels, so ``e_0 = 0``), its matrix error and its number of recovered modes;
 :func:`theory` is the state-evolution curve on a dense grid.
 
-Run from book/ as ``python -m data.make_scaling_trained`` (writes
-``scaling_trained.npz``, a few CPU-minutes); the chapter calls ``run(quick=True)``
-in class mode.
+Run from ``book/`` (a few CPU-minutes)::
+
+    python -m data.make_scaling_trained                    # -> data/scaling_trained.npz
+    python -m data.make_scaling_trained --quick --out DIR  # the quick grid, elsewhere
+
+the chapter calls ``run(quick=True)`` in class mode. The trained points are an
+:class:`attnlib.sweep.Grid` of :func:`run_point` over ``(d, alpha)`` and seeds, the
+theory a grid of one point (:func:`theory_point`), both run by ``C.Runner`` (cached, on
+Dask; ``--serial``: in this process).
 """
 
 from __future__ import annotations
@@ -21,11 +27,15 @@ import time
 import warnings
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a file: make `data` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import jax
 import numpy as np
+from data import _common as C
 
 import attnlib
-from attnlib import scaling, se, tasks, train
+from attnlib import scaling, se, sweep, tasks, train
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -49,7 +59,7 @@ QUICK = dict(
 )
 
 
-def run_point(alpha: float, d: int, seed: int) -> dict:
+def run_point(*, alpha: float, d: int, seed: int) -> dict:
     """One trained model: excess test error, mse_S, recovered modes, solver convergence."""
     k = jax.random.fold_in(jax.random.fold_in(KEY, d), seed)
     k = jax.random.fold_in(k, int(round(1e4 * alpha)))
@@ -72,19 +82,32 @@ def theory(alphas) -> scaling.ExcessRiskCurve:
         return scaling.excess_risk_curve(TASK, TARGET, np.asarray(alphas), LAM)
 
 
-def run(quick: bool = False) -> dict:
+TH_FIELDS = ("alpha", "excess", "n_recovered", "threshold", "Delta_eff", "converged")
+SIM_FIELDS = ("excess", "mse", "n_recovered", "converged")
+
+
+def theory_point(*, alphas) -> dict:
+    """:func:`theory` as a grid point: the curve's fields as arrays."""
+    th = theory(alphas)
+    return {f: np.asarray(getattr(th, f)) for f in TH_FIELDS}
+
+
+def run(quick: bool = False, runner=None) -> dict:
     """Trained points (len(d), len(seeds), len(alpha_sim)) per field, and the theory curve."""
-    P = QUICK if quick else FULL
+    P, run_ = QUICK if quick else FULL, runner or C.Runner()
     t0 = time.time()
     out = {"d": np.array(P["d"]), "alpha_sim": P["alpha_sim"], "lam": LAM}
-    rows = [
-        [[run_point(float(a), d, s) for a in P["alpha_sim"]] for s in P["seeds"]] for d in P["d"]
-    ]
-    for f in ("excess", "mse", "n_recovered", "converged"):
-        out[f"sim_{f}"] = np.array([[[r[f] for r in row] for row in rd] for rd in rows])
-    th = theory(P["alpha_th"])
-    for f in ("alpha", "excess", "n_recovered", "threshold", "Delta_eff", "converged"):
-        out[f"th_{f}"] = np.asarray(getattr(th, f))
+    alphas = [float(a) for a in P["alpha_sim"]]
+    assert tuple(P["seeds"]) == tuple(range(len(P["seeds"])))  # the grid's seeds 0 .. n - 1
+    sims = sweep.Grid(run_point, {"d": list(P["d"]), "alpha": alphas}, seeds=len(P["seeds"]))
+    t = run_(sims)
+    axes = {"d": list(P["d"]), "seed": list(P["seeds"]), "alpha": alphas}
+    for f in SIM_FIELDS:
+        out[f"sim_{f}"] = sweep.pivot(t, f, axes)
+    out["sim_n_recovered"] = out["sim_n_recovered"].astype(int)
+    row = run_(sweep.Grid(theory_point, {"alphas": [list(P["alpha_th"])]})).iloc[0]
+    for f in TH_FIELDS:
+        out[f"th_{f}"] = np.asarray(row[f])
     print(f"[scaling_trained] {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     return out
 
@@ -95,5 +118,17 @@ def load(path: Path = HERE / "scaling_trained.npz") -> dict:
         return {k: f[k] for k in f.files}
 
 
+def _write(quick, out, runner) -> None:  # np.savez (not compressed), as before
+    np.savez(Path(out) / "scaling_trained.npz", **run(quick, runner))
+
+
+def main(argv=None) -> None:
+    parts = {"trained": _write}
+    args = C.parser(__doc__, parts).parse_args(argv)
+    C.run_parts(args, parts, lambda *a: None)
+
+
 if __name__ == "__main__":
-    np.savez(HERE / "scaling_trained.npz", **run(quick="--quick" in sys.argv))
+    from data import make_scaling_trained  # the importable module: workers load it by name
+
+    make_scaling_trained.main()
