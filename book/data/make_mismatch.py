@@ -2,8 +2,9 @@ r"""Spectrum lecture: the test error of a rescaled learned matrix ``e_test(c S_h
 
 Run from ``book/``::
 
-    python -m data.make_mismatch           # full size -> data/mismatch.npz
-    python -m data.make_mismatch --quick   # small d (what ATTNLIB_QUICK=1 runs live)
+    python -m data.make_mismatch                    # full size -> data/mismatch.npz
+    python -m data.make_mismatch --quick --out DIR  # small d (what ATTNLIB_QUICK=1 runs
+                                                    # live) -> DIR/mismatch_quick.npz
 
 Setting of the spectrum lecture's running example (seq2seq, ``T = 2``, noise ``Delta = 0.25`` on the
 logits, Wishart target ``kappa0 = 0.2``, ``alpha = 0.4``), at a small and a large nuclear
@@ -12,27 +13,28 @@ test error of ``c S_hat`` is measured on one set of fresh sequences for every ``
 grid, so that the curve's shape is not blurred by Monte Carlo noise. ``E_mismatch`` is the
 drop from ``c = 1`` to the minimum of that curve.
 
-``point`` is a pure function of one grid point and seed returning a dict of numbers.
+``point`` is a pure function of one grid point and seed returning a dict of numbers; the
+grid (``lam`` and seeds) is an :class:`attnlib.sweep.Grid` run by ``C.Runner`` (cached, on
+Dask; ``--serial``: in this process).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 import warnings
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a file: make `data` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import jax
 import numpy as np
+from data import _common as C
+
+import attnlib
+from attnlib import spectrum, sweep, targets, tasks, train
 
 HERE = Path(__file__).resolve().parent
-try:
-    import attnlib
-except ImportError:  # a checkout without `pip install -e .`: use the repository's copy
-    sys.path.insert(0, str(HERE.parents[1]))
-    import attnlib
-from attnlib import spectrum, targets, tasks, train  # noqa: E402
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -47,7 +49,7 @@ def make_task() -> tasks.Task:
     return tasks.Seq2Seq(T=2, noise=NOISE)
 
 
-def point(lam: float, seed: int, d: int, n_test: int) -> dict:
+def point(*, lam: float, seed: int, d: int, n_test: int) -> dict:
     """Train at penalty ``lam``; MC test error of ``c S_hat`` for every ``c`` in ``SCALES``."""
     task = make_task()
     key = jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(SEED), d), seed)
@@ -62,8 +64,6 @@ def point(lam: float, seed: int, d: int, n_test: int) -> dict:
     stats = [train.test_error_stats(k_test, task, S0, c * res.S, n_test=n_test) for c in SCALES]
     dec = spectrum.decompose_trained(task, res.S, S0)
     return {
-        "lam": lam,
-        "seed": seed,
         "e_mc": [s.mean for s in stats],
         "e_mc_stderr": [s.stderr for s in stats],
         "c_star": dec.c_star,
@@ -72,28 +72,38 @@ def point(lam: float, seed: int, d: int, n_test: int) -> dict:
     }
 
 
-def run(quick: bool = False) -> dict:
+FIELDS = ("e_mc", "e_mc_stderr", "c_star", "mismatch", "e_test")
+
+
+def run(quick: bool = False, runner=None) -> dict:
     """Every (lam, seed): arrays of shape ``(n_lams, seeds[, n_scales])``."""
     cfg = QUICK if quick else FULL
-    rows = [
-        [point(lam, s, cfg["d"], cfg["n_test"]) for s in range(cfg["seeds"])] for lam in cfg["lams"]
-    ]
-    out = {k: np.array([[r[k] for r in row] for row in rows]) for k in rows[0][0]}
+    lams, seeds = list(cfg["lams"]), range(cfg["seeds"])
+    grid = sweep.Grid(point, {"lam": lams, "d": cfg["d"], "n_test": cfg["n_test"]},
+                      seeds=cfg["seeds"])  # fmt: skip
+    t = (runner or C.Runner())(grid)
+    out = {"lam": np.array([[lam for _ in seeds] for lam in lams]),
+           "seed": np.array([list(seeds) for _ in lams])}  # fmt: skip
+    out |= {k: sweep.pivot(t, k, {"lam": lams, "seed": seeds}) for k in FIELDS}
     out["scales"] = np.array(SCALES)
     out["d"] = cfg["d"]
     return out
 
 
+def _write(quick, out, runner) -> None:
+    name = "mismatch_quick.npz" if quick else "mismatch.npz"
+    res = run(quick, runner)
+    np.savez_compressed(Path(out) / name, **res)
+    C.log(f"wrote {name}: c* = {np.round(res['c_star'], 3).tolist()}")
+
+
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args(argv)
-    t0 = time.time()
-    out = run(args.quick)
-    name = "mismatch_quick.npz" if args.quick else "mismatch.npz"
-    np.savez_compressed(HERE / name, **out)
-    print(f"wrote {name}: c* = {np.round(out['c_star'], 3).tolist()}, {time.time() - t0:.0f} s")
+    parts = {"mismatch": _write}
+    args = C.parser(__doc__, parts).parse_args(argv)
+    C.run_parts(args, parts, lambda *a: None)
 
 
 if __name__ == "__main__":
-    main()
+    from data import make_mismatch  # the importable module: workers load it by name
+
+    make_mismatch.main()
