@@ -2,8 +2,8 @@
 
 Run from ``book/``::
 
-    python -m data.make_hardmax            # the full grid, writes hardmax_gamp.npz
-    python -m data.make_hardmax --quick    # the quick grid (class mode), writes nothing
+    python -m data.make_hardmax                    # the full grid -> data/hardmax_gamp.npz
+    python -m data.make_hardmax --quick --out DIR  # the quick grid -> DIR/hardmax_gamp_quick.npz
 
 Setting: hardmax seq2seq, T = 2, no noise, Wishart target kappa0 = 0.5, nuclear
 penalty (the direction does not depend on lam), alpha = 0.5. GAMP with the
@@ -11,12 +11,14 @@ zero-scale (projection) channel, renormalised after each step, undamped, started
 from the identity with v = 0.3 (:func:`attnlib.hardmax.gamp`); the state evolution
 from the same start (cosine sqrt(kappa0 / Q0), rho = 0.3 / sqrt(Q0)), undamped.
 Stored: the cosine with the target after each iteration, per (d, seed), and the
-state-evolution trajectory and fixed ray.
+state-evolution trajectory and fixed ray. GAMP runs are an :class:`attnlib.sweep.Grid` of
+:func:`point` over ``d`` and seeds, the state-evolution iterates a one-point grid of
+:func:`data.make_hardmax_theory.se_iterates` (the same map from the same start), run by
+``C.Runner`` (cached, on Dask; ``--serial``: in this process).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import warnings
 from pathlib import Path
@@ -26,10 +28,11 @@ if __package__ in (None, ""):  # run as a file: make `data` importable
 
 import jax
 import numpy as np
+from data import _common as C
+from data import make_hardmax_theory as HT
 
 import attnlib
-from attnlib import hardmax, targets, tasks
-from attnlib.hardmax import state_evolution as hse
+from attnlib import hardmax, sweep, targets, tasks
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -43,18 +46,15 @@ QUICK = {"d": (40,), "seeds": (0, 1)}
 OUT = Path(__file__).resolve().parent / "hardmax_gamp.npz"
 
 
-def se_trajectory(n_iter: int = N_ITER, n_qmc: int = 65536) -> np.ndarray:
+def se_trajectory(n_iter: int = N_ITER, n_qmc: int = 65536, runner=None) -> np.ndarray:
     """Cosines of the undamped state evolution from GAMP's start, ``(n_iter,)``."""
-    Q0 = TARGET.Q0
-    y = np.array([np.arctanh(np.sqrt(TARGET.kappa0 / Q0)), np.log(V0 / np.sqrt(Q0))])
-    out = []
-    for _ in range(n_iter):
-        y, _ = hse._map(TASK, TARGET, ALPHA, y, (n_qmc, 8, 0))
-        out.append(np.tanh(y[0]))
-    return np.array(out)
+    params = {"alpha": ALPHA, "n_qmc": n_qmc, "n_iter": n_iter}
+    grid = sweep.Grid(HT.se_iterates, params, seeds=1)  # the QMC points of seed 0
+    row = (runner or C.Runner())(grid).iloc[0]
+    return np.array([row[f"cosine_{t}"] for t in range(n_iter)])
 
 
-def point(d: int, seed: int, n_iter: int = N_ITER) -> dict:
+def point(*, d: int, seed: int, n_iter: int = N_ITER) -> dict:
     """GAMP on one data set: the cosine with the target after each iteration."""
     k_target, k_data = jax.random.split(jax.random.PRNGKey(seed))
     S0 = np.asarray(TARGET.sample(k_target, d))
@@ -70,23 +70,28 @@ def point(d: int, seed: int, n_iter: int = N_ITER) -> dict:
     return {"cosine": r.trace, "kappa_scale": r.trajectory.scale[-1]}
 
 
-def run(quick: bool = False) -> dict:
-    grid = QUICK if quick else FULL
-    cos = np.full((len(grid["d"]), len(grid["seeds"]), N_ITER), np.nan)
-    for i, d in enumerate(grid["d"]):
-        for j, s in enumerate(grid["seeds"]):
-            cos[i, j] = point(d, s)["cosine"]
-            print(f"d={d} seed={s}: " + " ".join(f"{c:.4f}" for c in cos[i, j]), flush=True)
+def run(quick: bool = False, runner=None) -> dict:
+    grid, run_ = QUICK if quick else FULL, runner or C.Runner()
+    # the grid's seeds are 0 .. n - 1, as FULL's and QUICK's
+    t = run_(sweep.Grid(point, {"d": list(grid["d"])}, seeds=len(grid["seeds"])))
+    cos = sweep.pivot(t, "cosine", {"d": list(grid["d"]), "seed": list(grid["seeds"])})
     ray = hardmax.solve(TASK, TARGET, ALPHA)
     return {"d": np.array(grid["d"]), "seeds": np.array(grid["seeds"]), "gamp_cosine": cos,
-            "se_cosine": se_trajectory(), "se_ray": ray.gamma, "se_test_error": ray.test_error,
-            "alpha": ALPHA}  # fmt: skip
+            "se_cosine": se_trajectory(runner=run_), "se_ray": ray.gamma,
+            "se_test_error": ray.test_error, "alpha": ALPHA}  # fmt: skip
+
+
+def _write(quick, out, runner) -> None:  # np.savez (not compressed), as before
+    np.savez(Path(out) / ("hardmax_gamp_quick.npz" if quick else OUT.name), **run(quick, runner))
+
+
+def main(argv=None) -> None:
+    parts = {"gamp": _write}
+    args = C.parser(__doc__, parts).parse_args(argv)
+    C.run_parts(args, parts, lambda *a: None)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    res = run(quick=args.quick)
-    if not args.quick:
-        np.savez(OUT, **res)
+    from data import make_hardmax  # the importable module: workers load it by name
+
+    make_hardmax.main()
