@@ -4,11 +4,12 @@ evolution, at several ``d`` for an extrapolation in ``1/d``.
 
 Run from ``book/``::
 
-    python -m data.make_train_loss          # -> data/train_loss_fs.npz (about 10 CPU-minutes)
-    python -m data.make_train_loss --quick  # small grid, prints the runs
-    python -m data.make_train_loss --study linear  # one study, cached (run the rest later)
+    python -m data.make_train_loss --serial   # -> data/train_loss_fs.npz (about 10 CPU-minutes)
+    python -m data.make_train_loss --quick --serial --out DIR  # -> train_loss_fs_quick.npz
 
-Three studies, each a pure function :func:`run_point` of ``(study, lam, d, seed)``:
+Three studies, each a :class:`attnlib.sweep.Grid` per size ``d`` of the pure point
+function :func:`run_point` of ``(study, lam, d, seed)`` (cached on disk, so an interrupted
+run resumes; Dask or serial; ``--help`` for the options):
 
 - ``linear``: linear task ``T = 1``, label noise ``Delta = 0.25``, ``alpha = 0.1``
   (deep in the interpolating regime, ``alpha_interp(Delta) = 0.324``), penalties
@@ -26,35 +27,31 @@ The convex solver (:func:`attnlib.train.train_convex`, tolerance ``1e-11``, at m
 penalty (keys depend on the study, ``d`` and the seed only). Every run also records the
 fraction of eigenvalues of ``S_hat`` at zero (below ``1e-8`` times the largest). The
 state-evolution value at each point is stored with the runs (:func:`se_references`; a
-chapter in class mode runs the quick grid and reads them from the file). Finished runs
-are cached (``CACHE``), so an interrupted run resumes.
+chapter in class mode runs the quick grid and reads them from the file).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
+import sys
 import time
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a file: make `data` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import jax
 import numpy as np
+from data import _common as C
 
 import attnlib
-from attnlib import se, targets, tasks, train
+from attnlib import se, sweep, targets, tasks, train
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "train_loss_fs.npz"
 SEED = 2027
 KAPPA0 = 0.5
 TOL = 1e-11
 MAX_ITER = 50000
-# finished runs, one JSON line each: an interrupted run resumes (the points are pure functions)
-CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-CACHE = CACHE_HOME / "attnlib" / "train_loss.jsonl"
 N_TEST = 20000
 STUDIES = {
     "linear": {"task": tasks.Linear(T=1, noise=0.25), "alpha": 0.1, "lams": (1e-3, 1e-2, 1e-1)},
@@ -90,7 +87,8 @@ def dataset(study: str, d: int, seed: int):
 
 
 def run_point(study: str, lam: float, d: int, seed: int) -> dict:
-    """The convex solver on data set ``seed`` at dimension ``d``; a dict of FIELDS."""
+    """The convex solver on data set ``seed`` at dimension ``d``; a dict of FIELDS
+    (``seconds``, the solver's CPU time, as ``cpu_seconds``)."""
     if study not in STUDIES:
         raise ValueError(f"study must be one of {sorted(STUDIES)}, got {study!r}")
     task, S0, data, k_test = dataset(study, d, seed)
@@ -104,72 +102,69 @@ def run_point(study: str, lam: float, d: int, seed: int) -> dict:
         "mse": float(np.sum((S - np.asarray(S0)) ** 2) / d),
         "null_fraction": float(np.mean(ev <= 1e-8 * max(ev.max(), 1e-300))),
         "converged": float(r.residual <= TOL),
-        "seconds": time.process_time() - t0,
+        "cpu_seconds": time.process_time() - t0,  # stored as "seconds" (a column of the table)
     }
 
 
-def _cached(study, lam, d, seed, use_cache=True) -> dict:
-    key = f"{study} {lam:g} {d} {seed} {TOL:g} {MAX_ITER}"
-    if use_cache and CACHE.exists():
-        for line in CACHE.read_text().splitlines():
-            entry = json.loads(line)
-            if entry["key"] == key:
-                return entry["row"]
-    row = {"d": d, "seed": seed, "lam": lam, **run_point(study, lam, d, seed)}
-    print(study, row, flush=True)
-    if use_cache:
-        CACHE.parent.mkdir(parents=True, exist_ok=True)
-        with CACHE.open("a") as f:
-            f.write(json.dumps({"key": key, "row": row}) + "\n")
-    return row
-
-
 def se_point(study: str, lam: float) -> dict:
+    """The state evolution of ``study`` at ``lam``: train loss, test error, mse."""
     spec = STUDIES[study]
     r = se.solve(spec["task"], targets.Wishart(KAPPA0), alpha=spec["alpha"], lam=lam)
-    if not r.converged:
-        raise RuntimeError(f"state evolution did not converge ({study}, lam = {lam})")
-    return {f: float(getattr(r, f)) for f in ("train_loss", "test_error", "mse")}
+    return {f: float(getattr(r, f)) for f in ("train_loss", "test_error", "mse", "converged")}
 
 
-def run(quick: bool = False, studies=tuple(STUDIES)) -> dict:
-    """The runs of ``studies``; flat arrays keyed ``<study>.<field>`` (and ``.d``, ``.lam``)."""
-    grid = QUICK if quick else FULL
+def grids(study: str, dims: dict) -> list[sweep.Grid]:
+    """One grid per size ``d``: every penalty of ``study`` on ``dims[d]`` data sets."""
+    lams = STUDIES[study]["lams"]
+    return [
+        sweep.Grid(run_point, sweep.product(study=study, d=d, lam=lams), seeds=n_seeds)
+        for d, n_seeds in dims.items()
+    ]
+
+
+def run(quick: bool = False, studies=tuple(STUDIES), runner=None) -> dict:
+    """The runs of ``studies``; flat arrays keyed ``<study>.<field>`` (and ``.d``, ``.lam``),
+    ordered by ``d``, then seed, then penalty."""
+    runner = runner or C.Runner()
     out = {}
     for study in studies:
-        dims = grid[study]
-        rows = []
-        for d, n_seeds in dims.items():
-            for seed in range(n_seeds):
-                for lam in STUDIES[study]["lams"]:
-                    rows.append(_cached(study, lam, d, seed, use_cache=not quick))
-        for key in ("d", "seed", "lam", *FIELDS):
-            out[f"{study}.{key}"] = np.array([r[key] for r in rows])
+        dims, lams = (QUICK if quick else FULL)[study], STUDIES[study]["lams"]
+        cols = {key: [] for key in ("d", "seed", "lam", *FIELDS)}
+        for (d, n_seeds), g in zip(dims.items(), grids(study, dims), strict=True):
+            table = runner(g)
+            axes = {"seed": range(n_seeds), "lam": lams}
+            for f in FIELDS:
+                cols[f].append(sweep.pivot(table, "cpu_seconds" if f == "seconds" else f, axes))
+            cols["d"].append(np.full((n_seeds, len(lams)), d))
+            cols["seed"].append(np.repeat(np.arange(n_seeds), len(lams)).reshape(n_seeds, -1))
+            cols["lam"].append(np.tile(np.array(lams), (n_seeds, 1)))
+        for key, parts in cols.items():
+            out[f"{study}.{key}"] = np.concatenate([x.ravel() for x in parts])
         out[f"{study}.alpha"] = np.array(STUDIES[study]["alpha"])
     return out
 
 
-def se_references(studies=tuple(STUDIES)) -> dict:
+def se_references(studies=tuple(STUDIES), runner=None) -> dict:
     """The state evolution at every point, keyed ``<study>.se.<lam>.<field>``."""
+    pts = [{"study": st, "lam": lam} for st in studies for lam in STUDIES[st]["lams"]]
+    table = (runner or C.Runner())(sweep.Grid(se_point, pts))
+    if not (table["status"] == "ok").all():
+        raise RuntimeError(f"state evolution did not converge:\n{table[table.status != 'ok']}")
     return {
-        f"{study}.se.{lam:g}.{f}": np.array(v)
-        for study in studies
-        for lam in STUDIES[study]["lams"]
-        for f, v in se_point(study, lam).items()
+        f"{row.study}.se.{row.lam:g}.{f}": np.array(getattr(row, f))
+        for row in table.itertuples()
+        for f in ("train_loss", "test_error", "mse")
     }
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small grid, nothing written")
-    ap.add_argument("--study", choices=sorted(STUDIES), help="only run (and cache) one study")
-    args = ap.parse_args(argv)
-    studies = (args.study,) if args.study else tuple(STUDIES)
-    out = run(quick=args.quick, studies=studies)
-    if not (args.quick or args.study):
-        out.update(se_references(studies))
-        np.savez(OUT, **out)
-        print(f"wrote {OUT}")
+    args = C.parser(__doc__, ["fs"]).parse_args(argv)
+    name = "train_loss_fs_quick.npz" if args.quick else "train_loss_fs.npz"
+
+    def compute(_, quick, runner):
+        return {**run(quick, runner=runner), **se_references(runner=runner)}
+
+    C.run_parts(args, C.npz_parts({"fs": name}, compute), lambda *a: None)
 
 
 if __name__ == "__main__":
