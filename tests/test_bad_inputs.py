@@ -49,6 +49,7 @@ from attnlib import (
     thresholds,
     train,
     widgets,
+    width,
 )
 
 matplotlib.use("Agg")
@@ -73,6 +74,7 @@ MODULES = (
     "iterate",
     "hardmax",
     "gamp",
+    "width",
 )
 D = 4  # matrix size of the baseline calls
 
@@ -925,10 +927,43 @@ def _later_specs(add, c):
              settings="task", Q0="pos", weights="matrix"),  # fmt: skip
         n=16,
     )
+    _width_specs(add, c)
     add(widgets.BoundedCache, dict(), dict(maxsize="int"))
     for cls in (widgets.ERMExplorer, widgets.SpectrumExplorer, widgets.ScalingExplorer):
         add(cls, dict(), dict(settings="target", cache_size="int"), n=3)
         SLOW.add(f"widgets.{cls.__qualname__}")
+
+
+def _width_specs(add, c):
+    """attnlib.width: the narrow student (linear task, kappa 0.2 below kappa* = 0.53 of the
+    convex point at alpha 0.5, lam 0.1: the constraint binds)."""
+    lin, tg = c["linear"], c["target"]
+    point = dict(task=lin, target=tg, alpha=0.5, lam=0.1, kappa=0.2)
+    kinds = dict(task="task", target="target", alpha="pos", lam="nonneg", kappa="unit",
+                 init="vector", settings="task")  # fmt: skip
+    add(width.solve, point, {**kinds, "convex": "target"}, n=10)
+    add(width.solve_constrained, point, {**kinds, "attempts": "vector"}, n=10)
+    add(
+        width.constrained_input_side,
+        dict(target=tg, m_hat=1.0, q_hat=0.5, a_hat=1.0, lam=0.3, kappa=0.2),
+        dict(
+            target="target", m_hat="pos", q_hat="pos", a_hat="pos", lam="nonneg", kappa="unit"
+        ),
+        n=8,
+    )
+    add(width.counting_bound, dict(task=c["task"], kappa=0.5), dict(task="task", kappa="unit"))
+    add(
+        width.rank_cutoff,
+        dict(target=tg, Delta=0.5, kappa=0.2),
+        dict(target="target", Delta="pos", kappa="unit"),
+        n=8,
+    )
+    add(
+        width.spectral_integrals,
+        dict(target=tg, Delta=0.5, c=1.0, tau=0.1, cut=0.5),
+        dict(target="target", Delta="pos", c="pos", tau="nonneg", cut="real"),
+        n=8,
+    )
 
 
 def _point(a, seed):

@@ -21,7 +21,7 @@ __all__ = ["WidthResult", "solve", "solve_constrained"]
 
 log = logging.getLogger("attnlib.width")
 
-_RETRY = ((0.5, 300), (0.9, 1500))  # (damping, max_iter) of the successive attempts
+_RETRY = (0.9, 5)  # the second attempt: damping 0.9, 5 max_iter maps (1500 by default)
 
 
 class WidthResult(NamedTuple):
@@ -34,6 +34,18 @@ class WidthResult(NamedTuple):
     ``kappa < kappa_star`` (otherwise ``se`` is ``convex``). ``se.trace`` and
     ``se.objective`` are those of the rank-constrained fixed point (``f`` cut at the
     top-``kappa`` quantile of ``rho_R``; same normalisation as :class:`attnlib.se.SEResult`).
+
+    Diagnostics (the result family's four, as in :class:`attnlib.se.SEResult`):
+    ``converged``, ``residual``, ``n_iter`` (maps of the rank-constrained attempts; the
+    convex solve's are ``convex.n_iter``), ``integration_error``: properties reading ``se``,
+    the fixed point this result describes. Properties, not fields, so that the tuple, its
+    equality, pickles and the stored rows built from it stay as they were, and no second
+    copy of a number can disagree with ``se``'s. Failure policy (the state-evolution
+    family's): not converged, ``converged`` is false, every order parameter and metric of
+    ``se`` is NaN, and an :class:`attnlib.se.SEConvergenceWarning` was issued. Where the
+    convex point failed, ``se is convex`` (NaN), ``kappa_star`` is NaN and
+    ``constrained`` false; where only the constrained map failed, ``convex`` keeps its
+    (converged) fixed point.
     """
 
     kappa: float
@@ -41,6 +53,28 @@ class WidthResult(NamedTuple):
     constrained: bool
     se: SEResult
     convex: SEResult
+
+    @property
+    def converged(self) -> bool:
+        """Whether the fixed point ``se`` was reached."""
+        return self.se.converged
+
+    @property
+    def residual(self) -> float:
+        """``se.residual``: the change of ``(m/Q0, log q, log v)`` under one map."""
+        return self.se.residual
+
+    @property
+    def n_iter(self) -> int:
+        """``se.n_iter``: maps evaluated for ``se`` (the constrained attempts, or the
+        convex solve where the constraint is inactive)."""
+        return self.se.n_iter
+
+    @property
+    def integration_error(self) -> float:
+        """``se.integration_error``: the relative QMC error of the metrics at ``se`` (at a
+        constrained point the metrics' own QMC error, not propagated through the map)."""
+        return self.se.integration_error
 
 
 def _problem(task, target, point_, qmc, memory) -> point.Problem:
@@ -61,31 +95,57 @@ def _attempt(pb, x0, prox, settings):
     return sides, a.x, a.prox, a.n_iter, a.residual
 
 
-def _start(init, pb):
-    """``(x0, prox0)`` from ``init``: a :class:`~attnlib.se.WarmStart` (its prox points
-    where they fit this problem's QMC points), ``(m, q, v)``, or a result (an
-    :class:`SEResult` or a :class:`WidthResult`: its ``(m, q, v)`` only)."""
+def _init_point(init):
+    """``(x0, warm)`` from ``init`` (validated before any solve): ``x0 = (m, q, v)`` with
+    ``q, v > 0``; ``warm`` the :class:`~attnlib.se.WarmStart` when ``init`` is one. Accepts
+    a ``WarmStart``, ``(m, q, v)``, or a result (an :class:`SEResult` or a
+    :class:`WidthResult`: its ``(m, q, v)`` only)."""
+    given, warm = init, None
     if isinstance(init, WidthResult):
         init = init.se
-    prox = None
     if isinstance(init, SEResult):
         init = (init.m, init.q, init.v)
     if isinstance(init, WarmStart):
-        prox = init.prox if init.key == (pb.task, *pb.qmc) else None
-        init = init.x
-    x0 = np.asarray(init, dtype=float).reshape(-1)
+        warm, init = init, init.x
+    try:
+        x0 = np.asarray(init, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        x0 = np.zeros(0)
     if x0.shape != (3,) or not np.all(np.isfinite(x0)) or x0[1] <= 0 or x0[2] <= 0:
-        raise ValueError(f"init must be (m, q, v) with q, v > 0 or a result, got {init!r}")
+        raise ValueError(f"init must be (m, q, v) with q, v > 0 or a result, got {given!r}")
+    return x0, warm
+
+
+def _start(init, pb):
+    """``(x0, prox0)`` from ``init`` (:func:`_init_point`): a ``WarmStart``'s prox points
+    where they fit this problem's QMC points, else the cold prox points at ``x0``."""
+    x0, warm = _init_point(init)
+    prox = warm.prox if warm is not None and warm.key == (pb.task, *pb.qmc) else None
     return x0, (point.cold_prox(pb, x0) if prox is None else prox)
 
 
-def _check(task, target, alpha, lam, kappa):
+def _check(task, target, alpha, lam, kappa, init=None):
     check_task(task)
     if not hasattr(target, "measure") or not hasattr(target, "Q0"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
     _checks.alpha(alpha)
     _checks.nonnegative("lam", lam)
     _checks.in_interval("kappa", kappa, 0.0, 1.0)
+    if init is not None:
+        _init_point(init)
+
+
+def _check_convex(convex, alpha, lam):
+    """``convex``: ``None`` or the nuclear :class:`SEResult` at this ``(alpha, lam)``."""
+    if convex is None:
+        return
+    if not isinstance(convex, SEResult) or convex.penalty != "nuclear":
+        raise ValueError(f"convex must be None or a nuclear SEResult, got {convex!r}")
+    if convex.alpha != float(alpha) or convex.lam != float(lam):
+        raise ValueError(
+            f"convex must be the fixed point at alpha={alpha}, lam={lam}, got one at "
+            f"alpha={convex.alpha}, lam={convex.lam}"
+        )
 
 
 def _fail(msg, on_fail):
@@ -101,17 +161,43 @@ def _settings(settings, shorthands) -> SESettings:
     return s
 
 
+def _attempts(attempts, s: SESettings) -> tuple:
+    """The ``(damping, max_iter)`` pairs of the successive attempts, validated (a
+    ``ValueError`` naming ``attempts``); default ``((damping, max_iter), (0.9, 5 max_iter))``
+    of ``s``."""
+    if attempts is None:
+        return ((s.damping, s.max_iter), (_RETRY[0], _RETRY[1] * int(s.max_iter)))
+    try:
+        pairs = [] if isinstance(attempts, str) else [tuple(a) for a in attempts]
+    except TypeError:
+        pairs = []
+    if not pairs or any(len(p) != 2 for p in pairs):
+        raise ValueError(
+            f"attempts must be a non-empty sequence of (damping, max_iter) pairs, got {attempts!r}"
+        )
+    interval = dict(low_open=False, high_open=True)
+    return tuple(
+        (_checks.in_interval("attempts: damping", d, 0.0, 1.0, **interval),
+         _checks.integer("attempts: max_iter", k, 1))
+        for d, k in pairs
+    )  # fmt: skip
+
+
 def _convex_start(task, target, point_, s: SESettings):
-    """The start of the constrained map without ``init``: the convex fixed point's warm
-    start where it exists (``lam > 0``, off the zero phase), else the default start."""
+    """``(start, zero)``: the start of the constrained map without ``init``, the convex fixed
+    point's warm start where it exists (``lam > 0``, off the zero phase), else the default
+    start; ``zero``: the convex result where it is the zero phase (``S = 0`` has rank 0, so
+    it is the constrained minimiser too), else ``None``."""
     alpha, lam = point_
     if lam == 0.0:
-        return robust.default_x0(float(target.Q0))
+        return robust.default_x0(float(target.Q0)), None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SEConvergenceWarning)
         r, w = se.solve(task, target, alpha, lam, settings=s._replace(on_fail="warn"),
                         return_warm=True)  # fmt: skip
-    return w if r.converged and r.q != 0.0 else robust.default_x0(float(target.Q0))
+    if r.converged and r.q == 0.0:
+        return None, r
+    return (w if r.converged else robust.default_x0(float(target.Q0))), None
 
 
 def solve_constrained(
@@ -129,24 +215,26 @@ def solve_constrained(
     default start of :mod:`attnlib.se`. ``settings`` (an :class:`~attnlib.se.SESettings`)
     and its shorthand keywords (``tol=``, ``n_qmc=``, ...) as in :func:`attnlib.se.solve`
     (no ``rtol``). ``attempts``: the ``(damping, max_iter)`` of the successive damped
-    Anderson attempts (default ``((settings.damping, settings.max_iter), (0.9, 1500))``,
-    that is ``((0.5, 300), (0.9, 1500))``). Not converged: NaN fields and a warning
-    (``on_fail="warn"``) or ``RuntimeError``. With ``return_warm``: ``(SEResult,
+    Anderson attempts (default ``((settings.damping, settings.max_iter), (0.9, 5
+    settings.max_iter))``, that is ``((0.5, 300), (0.9, 1500))``; ``max_iter`` bounds both,
+    so that ``max_iter=1`` fails cheaply). Not converged: NaN fields and a warning
+    (``on_fail="warn"``) or ``RuntimeError``. Without ``init``, where the convex point is
+    the zero phase, that result (``S = 0``, rank 0). With ``return_warm``: ``(SEResult,
     WarmStart | None)``.
     """
     s = _settings(settings, shorthands)
-    _check(task, target, alpha, lam, kappa)
+    _check(task, target, alpha, lam, kappa, init)
+    attempts = _attempts(attempts, s)
     alpha, lam, kappa = float(alpha), float(lam), float(kappa)
     qmc = (int(s.n_qmc), int(s.n_rep), int(s.seed))
     pb = _problem(task, target, (alpha, lam, kappa), qmc, int(s.anderson))
     if init is None:
-        init = _convex_start(task, target, (alpha, lam), s)
+        init, zero = _convex_start(task, target, (alpha, lam), s)
+        if zero is not None:
+            return (zero, None) if return_warm else zero
     x0, prox = _start(init, pb)
-    attempts = ((s.damping, s.max_iter), *_RETRY[1:]) if attempts is None else attempts
     n_iter, residual = 0, math.inf
     for damping, max_iter in attempts:
-        damping = _checks.in_interval("damping", damping, 0.0, 1.0, low_open=False, high_open=True)
-        max_iter = _checks.integer("max_iter", max_iter, 1)
         loop = se_engine.LoopSettings(np.float64(s.tol), np.int64(max_iter), np.float64(damping))
         sides, x, prox_new, k, residual = _attempt(pb, x0, prox, loop)
         n_iter += k
@@ -200,7 +288,8 @@ def solve(
       :class:`WidthResult` (``(WidthResult, WarmStart | None)`` with ``return_warm``).
     """
     s = _settings(settings, shorthands)
-    _check(task, target, alpha, lam, kappa)
+    _check(task, target, alpha, lam, kappa, init)
+    _check_convex(convex, alpha, lam)
     warm = None
     if convex is None:
         convex, warm = se.solve(task, target, alpha, lam, settings=s, return_warm=True)
