@@ -23,24 +23,33 @@ the variance, and with it the Onsager term, of a sequence ignores the fluctuatio
 vectors. Both variants have the same fixed points and the same state evolution
 (``r -> 1`` as ``d -> infinity``).
 
-Run from book/ as ``python -m data.make_gamp_iterates`` (writes
-``gamp_iterates.npz``, several CPU-minutes); the chapter calls
-``run(quick=True)`` in class mode (small d, two seeds, seconds).
+Run from ``book/``::
+
+    python -m data.make_gamp_iterates --serial   # -> data/gamp_iterates.npz (CPU-minutes)
+    python -m data.make_gamp_iterates --quick --serial --out DIR  # -> gamp_iterates_quick.npz
+
+The trajectories are a :class:`attnlib.sweep.Grid` per setting of the pure point
+function :func:`run_point` (sizes, variants and seeds; cached on disk, Dask or serial;
+``--help`` for the options), the SE iterates one of :func:`se_iterates`; the chapter
+calls ``run(quick=True)`` in class mode (small d, two seeds, seconds).
 """
 
 from __future__ import annotations
 
 import sys
-import time
 import warnings
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file: make `data` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from data import _common as C
 
 import attnlib
-from attnlib import gamp, se, targets, tasks
+from attnlib import gamp, se, sweep, targets, tasks
 from attnlib.gamp import sequence_weights  # the chapters' make_gamp_iterates.sequence_weights
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
@@ -54,15 +63,15 @@ SETTINGS = {
     "linear": dict(task=tasks.Linear(T=1, noise=0.1), alpha=0.3),
     "seq2seq": dict(task=tasks.Seq2Seq(T=2), alpha=0.15),
 }
-# per setting: sizes d, seeds, iterations; QMC points of the SE output side (non-linear
+# per setting: sizes d, number of seeds, iterations; QMC points of the SE output side (non-linear
 # tasks); "uniform": sizes at which GAMP with uniform variances also runs (the contrast)
 FULL = {
-    "seq2seq": dict(d=(200,), seeds=(0, 1, 2), n_iter=15, n_qmc=8192, uniform=()),
-    "linear": dict(d=(100, 200), seeds=(0, 1, 2, 3), n_iter=20, n_qmc=8192, uniform=(200,)),
+    "seq2seq": dict(d=(200,), seeds=3, n_iter=15, n_qmc=8192, uniform=()),
+    "linear": dict(d=(100, 200), seeds=4, n_iter=20, n_qmc=8192, uniform=(200,)),
 }
 QUICK = {
-    "seq2seq": dict(d=(40,), seeds=(0, 1), n_iter=10, n_qmc=1024, uniform=()),
-    "linear": dict(d=(40,), seeds=(0, 1), n_iter=10, n_qmc=1024, uniform=(40,)),
+    "seq2seq": dict(d=(40,), seeds=2, n_iter=10, n_qmc=1024, uniform=()),
+    "linear": dict(d=(40,), seeds=2, n_iter=10, n_qmc=1024, uniform=(40,)),
 }
 KEY = jax.random.PRNGKey(20261203)
 
@@ -118,27 +127,38 @@ def se_iterates(name: str, n_iter: int, n_qmc: int = 8192) -> dict:
     return {"m": t.m, "q": t.q, "v": t.v, "loss": t.train_loss}
 
 
-def run(quick: bool = False) -> dict:
+FIELDS = ("m", "q", "v", "loss")
+
+
+def grids(P: dict, name: str) -> tuple[sweep.Grid, sweep.Grid]:
+    """GAMP at every size, variant and seed of setting ``name``; the SE iterates."""
+    pts = sweep.product(name=name, d=P["d"], n_iter=P["n_iter"], per_sequence=True)
+    pts += sweep.product(name=name, d=P["uniform"], n_iter=P["n_iter"], per_sequence=False)
+    se_pt = {"name": name, "n_iter": P["n_iter"], "n_qmc": P["n_qmc"]}
+    return sweep.Grid(run_point, pts, seeds=P["seeds"]), sweep.Grid(se_iterates, [se_pt])
+
+
+def run(quick: bool = False, runner=None) -> dict:
     """Every setting and size: GAMP trajectories (seeds, n_iter) and the SE iterates (n_iter,).
 
     Keys: ``{name}_d{d}_gamp_{m,q,v,loss}``, ``{name}_d{d}_Q0`` (sampled targets),
     ``{name}_se_{m,q,v,loss}``, ``{name}_sizes``; GAMP with uniform variances under
     ``{name}_uniform_d{d}_...`` and ``{name}_uniform_sizes``.
     """
-    res = {}
+    runner, res = runner or C.Runner(), {}
     for name, P in (QUICK if quick else FULL).items():
-        t0 = time.time()
+        g_gamp, g_se = grids(P, name)
+        t, t_se = runner(g_gamp), runner(g_se)
         variants = ((name, P["d"], True), (f"{name}_uniform", P["uniform"], False))
         for label, sizes, per_seq in variants:
             for d in sizes:
-                runs = [run_point(name, d, s, P["n_iter"], per_seq) for s in P["seeds"]]
-                for k in ("m", "q", "v", "loss"):
-                    res[f"{label}_d{d}_gamp_{k}"] = np.stack([r[k] for r in runs])
-                res[f"{label}_d{d}_Q0"] = np.array([r["Q0"] for r in runs])
+                axes = {"d": [d], "per_sequence": [per_seq], "seed": range(P["seeds"])}
+                for k in (*FIELDS, "Q0"):
+                    key = f"{label}_d{d}_Q0" if k == "Q0" else f"{label}_d{d}_gamp_{k}"
+                    res[key] = sweep.pivot(t, k, axes)[0, 0]
             res[f"{label}_sizes"] = np.array(sizes, dtype=int)
-        for k, x in se_iterates(name, P["n_iter"], P["n_qmc"]).items():
-            res[f"{name}_se_{k}"] = x
-        print(f"[gamp_iterates] {name}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+        for k in FIELDS:
+            res[f"{name}_se_{k}"] = sweep.pivot(t_se, k, {"name": [name]})[0]
     return res
 
 
@@ -148,7 +168,12 @@ def load(path: Path = HERE / "gamp_iterates.npz") -> dict:
         return {k: f[k] for k in f.files}
 
 
+def main(argv=None) -> None:
+    args = C.parser(__doc__, ["iterates"]).parse_args(argv)
+    name = "gamp_iterates_quick.npz" if args.quick else "gamp_iterates.npz"
+    parts = C.npz_parts({"iterates": name}, lambda _, quick, runner: run(quick, runner))
+    C.run_parts(args, parts, lambda *a: None)
+
+
 if __name__ == "__main__":
-    quick = "--quick" in sys.argv
-    out = run(quick=quick)
-    np.savez(HERE / ("gamp_iterates_quick.npz" if quick else "gamp_iterates.npz"), **out)
+    main()
