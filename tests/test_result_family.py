@@ -13,7 +13,9 @@ The diagnostics are ``converged``, ``residual``, ``n_iter`` and ``integration_er
   ``train.train_factorized`` (Adam on ``W``), ``train_direct``, ``train_convex``): their
   result is an estimator, so a run stopped by its iteration budget returns its last
   iterate (finite) with ``converged=False`` and a ``RuntimeWarning``; NaN only on a
-  breakdown (GAMP: ``tests/test_amp.py::test_breakdown_stops_with_nan_and_a_warning``).
+  breakdown (GAMP: ``tests/test_amp.py::test_breakdown_stops_with_nan_and_a_warning``;
+  training: a step size that makes Adam's objective non-finite is refused as a bad
+  argument, a ``ValueError`` naming ``learning_rate``, and FISTA backtracks).
   Not applicable on data: ``integration_error`` (nothing is integrated: the metrics are
   those of the data set at hand, their sampling error is not the solver's). Training
   counts its iterations as ``n_steps`` (optimiser steps; the name that the book/data
