@@ -2,8 +2,9 @@ r"""Block targets for the spectrum lecture: strong directions of finite mass, on
 
 Run from ``book/``::
 
-    python -m data.make_blocks          # -> data/blocks_theory.json, data/blocks_sims.npz
-    python -m data.make_blocks --quick  # small d (what ATTNLIB_QUICK=1 runs live)
+    python -m data.make_blocks                # -> data/blocks_theory.json, data/blocks_sims.npz
+    python -m data.make_blocks --part sims    # theory | sims
+    python -m data.make_blocks --quick --serial --out DIR   # small d, six SE points
 
 The target (:func:`make_target`) has a null space of mass ``1 - 3 * BLOCK_MASS`` and three
 blocks of ``BLOCK_MASS * d`` equal eigenvalues ``theta_k = a * (1, 2, 4)``, with ``a``
@@ -19,17 +20,18 @@ the block):
 with ``O`` the eigenvector-overlap density of :func:`attnlib.spectrum.overlap_density`.
 The under-fitting part of the mse is then exactly ``sum_k theta_k^2 BLOCK_MASS (1 - r_k)``.
 
-``point`` is a pure function of one grid point and seed returning a dict of numbers
-(the form attnlib.sweep maps over); ``theory`` gives the state-evolution curve.
+:func:`point` (the convex solver on one data set) and :func:`theory_point` (the state
+evolution at one ``alpha``, warm-started along ``alpha``) are pure functions of one point's
+parameters (and seed); :func:`grids` declares them as :class:`attnlib.sweep.Grid` objects
+(cached on disk). ``run(quick=True)`` gives the simulations' arrays in this process (what
+ATTNLIB_QUICK=1 runs live). A point that fails (the solver or the SE not converged) stops
+the script, as before.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -44,7 +46,7 @@ except ImportError:  # a checkout without `pip install -e .`: use the repository
     import attnlib
 from data import _common as C  # noqa: E402
 
-from attnlib import rmt, se, spectrum, targets, tasks, train  # noqa: E402
+from attnlib import rmt, se, spectrum, sweep, targets, tasks, train  # noqa: E402
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -64,6 +66,7 @@ FULL = {
 }
 QUICK = {
     **FULL,
+    "theory_alphas": FULL["theory_alphas"][:6],  # the first points of the chain
     "sim_alphas": [0.1, 0.4, 1.6],
     "d": 30,
     "seeds": 2,
@@ -142,56 +145,66 @@ def point(alpha: float, seed: int, d: int, n_test: int = 10000) -> dict:
     }
 
 
-def theory(alphas) -> list[dict]:
+def theory_point(alpha: float, init=None) -> tuple[dict, object]:
+    """State evolution at ``alpha`` (warm start ``init``), with ``r_k``; and its warm start."""
+    target = make_target()
+    r, warm = se.solve(make_task(), target, alpha, LAM, init=init, return_warm=True)
+    if not r.converged:
+        raise RuntimeError(f"SE did not converge at alpha={alpha} (residual {r.residual:.1e})")
+    row = C.se_dict(r)
+    row["recovered"] = recovered_theory(r).tolist()
+    row["support"] = [list(iv) for iv in rmt.support(target, r.Delta_eff)]
+    return row, warm
+
+
+def grids(cfg: dict) -> dict:
+    sims = {"alpha": cfg["sim_alphas"], "d": cfg["d"], "n_test": cfg["n_test"]}
+    return {
+        "theory": sweep.Grid(theory_point, {"alpha": cfg["theory_alphas"]}, chain="alpha"),
+        "sims": sweep.Grid(point, sims, seeds=cfg["seeds"]),  # alpha, then seed
+    }
+
+
+def _rows(table) -> list[dict]:
+    """The table's rows as dicts (parameters and outputs, in order); a failed point raises."""
+    bad = table[table["status"] == sweep.ERROR]
+    if len(bad):
+        raise RuntimeError(f"{len(bad)} point(s) failed: {bad['error'].iloc[0]}")
+    return table.drop(columns=list(sweep.table.META_COLUMNS)).to_dict("records")
+
+
+def theory(alphas, runner=None) -> list[dict]:
     """State evolution along ``alphas`` (warm-started), with ``r_k`` at every point."""
-    task, target = make_task(), make_target()
-    out, init = [], None
-    for alpha in alphas:
-        r, init = se.solve(task, target, alpha, LAM, init=init, return_warm=True)
-        if not r.converged:
-            raise RuntimeError(f"SE did not converge at alpha={alpha} (residual {r.residual:.1e})")
-        row = C.se_dict(r)
-        row["recovered"] = recovered_theory(r).tolist()
-        row["support"] = [list(iv) for iv in rmt.support(target, r.Delta_eff)]
-        out.append(row)
-    return out
+    return _rows((runner or C.Runner())(grids({**FULL, "theory_alphas": alphas})["theory"]))
 
 
-def run(quick: bool = False) -> dict:
+def run(quick: bool = False, runner=None) -> dict:
     """Every simulation of the grid: a dict of arrays with one entry per (alpha, seed)."""
-    cfg = QUICK if quick else FULL
-    rows = []
-    for alpha in cfg["sim_alphas"]:
-        for seed in range(cfg["seeds"]):
-            t0 = time.time()
-            rows.append(point(alpha, seed, cfg["d"], cfg["n_test"]))
-            if not quick:
-                print(
-                    f"  alpha={alpha} seed={seed} e_test={rows[-1]['e_test']:.4f} "
-                    f"r={[round(rows[-1][f'r{k}'], 3) for k in range(3)]} "
-                    f"{time.time() - t0:.0f} s",
-                    flush=True,
-                )
-    return {k: np.array([row[k] for row in rows]) for k in rows[0]}
+    rows = _rows((runner or C.Runner())(grids(QUICK if quick else FULL)["sims"]))
+    keys = ["alpha", "seed", "d"] + [
+        k for k in rows[0] if k not in ("alpha", "seed", "d", "n_test")
+    ]
+    return {k: np.array([row[k] for row in rows]) for k in keys}
+
+
+def _theory_part(quick, out, runner) -> None:
+    th = theory((QUICK if quick else FULL)["theory_alphas"], runner)
+    C.save_json(out / "blocks_theory.json", th, indent=1)
+
+
+def _sims_part(quick, out, runner) -> None:
+    C.save_npz(out / "blocks_sims.npz", run(quick, runner))
+
+
+PARTS = {"theory": _theory_part, "sims": _sims_part}
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--skip-theory", action="store_true")
-    args = ap.parse_args(argv)
-    cfg = QUICK if args.quick else FULL
-    suffix = "_quick" if args.quick else ""
-    if not args.skip_theory:
-        t0 = time.time()
-        th = theory(cfg["theory_alphas"])
-        (HERE / "blocks_theory.json").write_text(json.dumps(th, indent=1))
-        print(f"theory: {len(th)} points, {time.time() - t0:.0f} s", flush=True)
-    t0 = time.time()
-    sims = run(args.quick)
-    np.savez_compressed(HERE / f"blocks_sims{suffix}.npz", **sims)
-    print(f"simulations: {len(sims['alpha'])} runs, {time.time() - t0:.0f} s", flush=True)
+    args = C.parser(__doc__, PARTS).parse_args(argv)
+    C.run_parts(args, PARTS, lambda *a: None)
 
 
 if __name__ == "__main__":
-    main()
+    from data import make_blocks  # the importable module: workers load its functions by name
+
+    make_blocks.main()
