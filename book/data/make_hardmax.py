@@ -32,15 +32,15 @@ from data import _common as C
 from data import make_hardmax_theory as HT
 
 import attnlib
-from attnlib import hardmax, sweep, targets, tasks
+from attnlib import hardmax, sweep, tasks
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
-TASK = tasks.Hardmax(T=2)
-TARGET = targets.Wishart(0.5)
-ALPHA = 0.5
-V0 = 0.3
-N_ITER = 15
+# the setting of make_hardmax_theory (whose se_iterates gives the SE trajectory here)
+TASK, TARGET = HT.task(), HT.target()  # Hardmax(T=2), Wishart(0.5)
+ALPHA = HT.ITER_ALPHA  # 0.5
+V0 = HT.V0  # 0.3
+N_ITER = HT.N_ITER  # 15
 FULL = {"d": (100, 200, 300), "seeds": (0, 1, 2, 3)}
 QUICK = {"d": (40,), "seeds": (0, 1)}
 OUT = Path(__file__).resolve().parent / "hardmax_gamp.npz"
