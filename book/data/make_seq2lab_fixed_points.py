@@ -23,32 +23,38 @@ Per start: the objective per sequence, the train loss, ``Tr S / d``,
 
 Run from ``book/``::
 
-    python -m data.make_seq2lab_fixed_points           # -> data/seq2lab_fixed_points.npz
+    python -m data.make_seq2lab_fixed_points --serial  # -> data/seq2lab_fixed_points.npz
                                                        # (about 10 CPU-minutes; d = 80
                                                        # took over 13 CPU-minutes a seed)
-    python -m data.make_seq2lab_fixed_points --quick   # small d, seconds
+    python -m data.make_seq2lab_fixed_points --quick --serial --out DIR  # small d, seconds
 
-The arrays have shape ``(d, seed, start)``; ``meta`` holds the parameters, the run
-time and, under ``se``, the state evolution's fixed point (:func:`attnlib.se.solve`,
-which returns the lowest objective and the other fixed points it found);
-``--part se`` recomputes only that record.
+The minimisations are one :class:`attnlib.sweep.Grid` of the pure point function
+:func:`run_point` over ``(d, start)`` and seeds (cached on disk, Dask or serial;
+``--help`` for the options). The arrays have shape ``(d, seed, start)``; ``meta`` holds
+the parameters, the run time and, under ``se``, the state evolution's fixed point
+(:func:`attnlib.se.solve`, which returns the lowest objective and the other fixed points
+it found). Part ``runs`` writes the arrays, part ``se`` (run after it by default) adds
+that record to the file; ``--part se`` recomputes only the record.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 import warnings
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a file: make `data` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from data import _common as C
 
 import attnlib
-from attnlib import se, targets, tasks, train
+from attnlib import se, sweep, targets, tasks, train
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -63,52 +69,50 @@ FULL = dict(d=(30, 40, 60), seeds=3, max_iter=20000, steps=20000)
 QUICK = dict(d=(16, 24), seeds=2, max_iter=2000, steps=2000)
 
 
-def _minimise(start: str, data, d: int, k, cfg):
+def _minimise(start: str, data, d: int, k, max_iter: int, steps: int):
     key = jax.random.fold_in(k, 10 + STARTS.index(start))
     if start.startswith("fista"):
         W = jax.random.normal(key, (d, d))
         S_init = None if start == "fista0" else W @ W.T / d
         return train.train_convex(TASK, data, LAM, S_init=S_init, tol=1e-9,
-                                  max_iter=cfg["max_iter"])  # fmt: skip
+                                  max_iter=max_iter)  # fmt: skip
     scale = 0.1 if start == "adam_small" else 1.0
-    return train.train_factorized(key, TASK, data, d, lam=LAM, steps=cfg["steps"],
+    return train.train_factorized(key, TASK, data, d, lam=LAM, steps=steps,
                                   learning_rate=0.02, dtype=jnp.float64,
                                   init_scale=scale)  # fmt: skip
 
 
-def run_point(d: int, seed: int, cfg) -> np.ndarray:
-    """``(start, field)`` array of one data set at size ``d``."""
+def run_point(d: int, start: str, max_iter: int, steps: int, seed: int) -> dict:
+    """One minimisation (``start``) on data set ``seed`` at size ``d``: a dict of FIELDS."""
     k = jax.random.fold_in(jax.random.fold_in(KEY, d), seed)
     S0 = targets.Explicit(tuple(TARGET.eigenvalues(d))).sample(jax.random.fold_in(k, 0), d)
     n = tasks.n_samples(ALPHA, d)
     data = tasks.make_dataset(jax.random.fold_in(k, 1), TASK, S0, n)
-    out = np.zeros((len(STARTS), len(FIELDS)))
-    for i, start in enumerate(STARTS):
-        res = _minimise(start, data, d, k, cfg)
-        S = np.asarray(res.S, dtype=np.float64)
-        S = (S + S.T) / 2
-        out[i] = (
-            train.objective(TASK, data, S, LAM) / n,
-            float(train.train_loss(TASK, data, S)),
-            np.trace(S) / d,
-            np.sum(S * np.asarray(S0)) / d,
-            np.sum(S * S) / d,
-            float(res.residual),
-        )
-    return out
+    res = _minimise(start, data, d, k, max_iter, steps)
+    S = np.asarray(res.S, dtype=np.float64)
+    S = (S + S.T) / 2
+    return dict(
+        objective=float(train.objective(TASK, data, S, LAM) / n),
+        train_loss=float(train.train_loss(TASK, data, S)),
+        trace=float(np.trace(S) / d),
+        m=float(np.sum(S * np.asarray(S0)) / d),
+        q=float(np.sum(S * S) / d),
+        residual=float(res.residual),
+    )
 
 
-def run(quick: bool = False) -> dict:
+def grid(cfg) -> sweep.Grid:
+    pts = sweep.product(d=cfg["d"], start=STARTS, max_iter=cfg["max_iter"], steps=cfg["steps"])
+    return sweep.Grid(run_point, pts, seeds=cfg["seeds"])
+
+
+def run(quick: bool = False, runner=None) -> dict:
+    """Arrays ``(d, seed, start)`` of FIELDS, the sizes ``d`` and ``meta`` (JSON)."""
     cfg = QUICK if quick else FULL
     t0 = time.time()
-    rows = np.zeros((len(cfg["d"]), cfg["seeds"], len(STARTS), len(FIELDS)))
-    for a, d in enumerate(cfg["d"]):
-        for s in range(cfg["seeds"]):
-            rows[a, s] = run_point(d, s, cfg)
-            parts = zip(STARTS, rows[a, s], strict=True)
-            line = "  ".join(f"{st} obj {r[0]:.5e} q {r[4]:.4f} m {r[3]:.4f}" for st, r in parts)
-            print(f"d={d} seed={s}: {line}", flush=True)
-    arrays = {f: rows[..., j] for j, f in enumerate(FIELDS)}
+    table = (runner or C.Runner())(grid(cfg))
+    axes = {"d": cfg["d"], "seed": range(cfg["seeds"]), "start": STARTS}
+    arrays = {f: sweep.pivot(table, f, axes) for f in FIELDS}
     meta = dict(alpha=ALPHA, lam=LAM, kappa0=0.2, T=2, d=list(cfg["d"]), seeds=cfg["seeds"],
                 starts=list(STARTS), seconds=round(time.time() - t0, 1))  # fmt: skip
     return {"d": np.asarray(cfg["d"]), **arrays, "meta": np.asarray(json.dumps(meta))}
@@ -127,28 +131,31 @@ def se_record() -> dict:
     return rec
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--out", type=Path, default=HERE)
-    p.add_argument(
-        "--part",
-        choices=("all", "se"),
-        default="all",
-        help="se: recompute only the state-evolution record of an existing file",
-    )
-    args = p.parse_args(argv)
-    path = args.out / ("seq2lab_fixed_points" + ("_quick" if args.quick else "") + ".npz")
-    if args.part == "se":
-        arrays = dict(np.load(path))
-    else:
-        arrays = run(quick=args.quick)
+def _path(out: Path, quick: bool) -> Path:
+    return out / ("seq2lab_fixed_points" + ("_quick" if quick else "") + ".npz")
+
+
+def _runs(quick, out, runner) -> None:
+    C.save_npz(_path(out, quick), run(quick, runner))
+
+
+def _se(quick, out, runner) -> None:
+    """Add the state evolution's record to the file's ``meta``."""
+    arrays = C.load_npz(_path(out, quick))
     meta = json.loads(str(arrays["meta"]))
     meta["se"] = se_record()
     arrays["meta"] = np.asarray(json.dumps(meta))
-    np.savez(path, **arrays)
-    print(f"wrote {path}: SE {meta['se']}")
+    C.save_npz(_path(out, quick), arrays)
+    C.log(f"SE {meta['se']}")
+
+
+PARTS = {"runs": _runs, "se": _se}
+
+
+def main(argv=None) -> None:
+    args = C.parser(__doc__, PARTS).parse_args(argv)
+    C.run_parts(args, PARTS, lambda *a: None)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
