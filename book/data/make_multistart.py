@@ -2,8 +2,8 @@ r"""01_model: does training reach the same solution from different starts?
 
 Run from ``book/``::
 
-    python -m data.make_multistart           # full size -> data/multistart.npz
-    python -m data.make_multistart --quick   # small d (what ATTNLIB_QUICK=1 runs live)
+    python -m data.make_multistart --serial   # full size -> data/multistart.npz
+    python -m data.make_multistart --quick --serial --out DIR  # small d -> multistart_quick.npz
 
 The softmax empirical risk is not convex in ``S``, so nothing guarantees that two
 optimisers, or one optimiser from two starting points, end at the same minimiser.
@@ -16,29 +16,28 @@ one data set, and
 - the proximal solver on ``S`` (:func:`attnlib.train.train_convex`) from several
   ``S_init`` (zero, a multiple of the identity, random Wishart matrices).
 
-``start`` is a pure function of one start's parameters returning a dict of numbers; every
-start is compared with the same fresh test sequences (one key), so the spread of the
-test errors is that of the solutions, not Monte Carlo noise.
+``start`` is a pure function of one start's parameters returning a dict of numbers; the
+starts are one :class:`attnlib.sweep.Grid` of it (cached on disk, Dask or serial;
+``--help`` for the options; ``ATTNLIB_QUICK=1`` runs the quick grid live). Every start is
+compared with the same fresh test sequences (one key), so the spread of the test errors
+is that of the solutions, not Monte Carlo noise.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 import warnings
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a file: make `data` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import jax
 import numpy as np
+from data import _common as C
 
-HERE = Path(__file__).resolve().parent
-try:
-    import attnlib
-except ImportError:  # a checkout without `pip install -e .`: use the repository's copy
-    sys.path.insert(0, str(HERE.parents[1]))
-    import attnlib
-from attnlib import targets, tasks, train  # noqa: E402
+import attnlib
+from attnlib import sweep, targets, tasks, train
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -105,23 +104,31 @@ def start(solver: str, index: int, scale: float, d: int, n_test: int) -> dict:
     }
 
 
-def run(quick: bool = False) -> dict:
+# the columns of the file, in order, with their dtypes
+COLUMNS = {
+    "converged": bool,
+    "n_steps": int,
+    "train_loss": float,
+    "objective": float,
+    "test_error": float,
+    "test_stderr": float,
+    "mse": float,
+    "rank_fraction": float,
+}
+
+
+def grid(cfg) -> sweep.Grid:
+    pts = [dict(solver=s, index=i, scale=c, **cfg) for s, i, c in STARTS]
+    return sweep.Grid(start, pts)
+
+
+def run(quick: bool = False, runner=None) -> dict:
     """Every start: arrays over ``STARTS`` plus the distances between the learned matrices."""
     cfg = QUICK if quick else FULL
-    rows = []
-    for solver, index, scale in STARTS:
-        t0 = time.time()
-        rows.append(start(solver, index, scale, cfg["d"], cfg["n_test"]))
-        if not quick:
-            print(
-                f"  {solver:6s} {index} scale={scale}: test={rows[-1]['test_error']:.5f} "
-                f"train={rows[-1]['train_loss']:.5f} conv={rows[-1]['converged']} "
-                f"{time.time() - t0:.0f} s",
-                flush=True,
-            )
-    S = np.array([r.pop("S") for r in rows])
+    table = (runner or C.Runner())(grid(cfg))
+    S = np.array(table["S"].tolist(), dtype=float)
     ref = S[[i for i, s in enumerate(STARTS) if s[0] == "convex"][0]]
-    out = {k: np.array([r[k] for r in rows]) for k in rows[0]}
+    out = {k: np.array(table[k].tolist(), dtype=dt) for k, dt in COLUMNS.items()}
     out["rel_dist"] = np.linalg.norm(S - ref, axis=(1, 2)) / np.linalg.norm(ref)
     out["solver"] = np.array([s[0] for s in STARTS])
     out["init_scale"] = np.array([s[2] for s in STARTS])
@@ -131,14 +138,10 @@ def run(quick: bool = False) -> dict:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args(argv)
-    t0 = time.time()
-    out = run(args.quick)
+    args = C.parser(__doc__, ["starts"]).parse_args(argv)
     name = "multistart_quick.npz" if args.quick else "multistart.npz"
-    np.savez_compressed(HERE / name, **out)
-    print(f"wrote {name}: {len(out['solver'])} starts, {time.time() - t0:.0f} s")
+    parts = C.npz_parts({"starts": name}, lambda _, quick, runner: run(quick, runner))
+    C.run_parts(args, parts, lambda *a: None)
 
 
 if __name__ == "__main__":
