@@ -14,32 +14,44 @@ Writes next to this script:
   the mse over the last iterates.
 
 Each experiment is a pure function of one point's parameters and seed that returns
-a dict of numbers (:func:`erm_point`, :func:`gamp_point`), with a full and a quick
-grid. Run from book/ (about 30 minutes on two busy cores):
+a dict of numbers (:func:`erm_point`, chained along ``alpha`` for its warm starts, and
+:func:`gamp_point`), declared as :class:`attnlib.sweep.Grid` objects with a full and a
+quick grid (cached on disk). Run from book/ (about 30 minutes on two busy cores)::
 
-    python -m data.make_bayes_data          # everything
-    python -m data.make_bayes_data gamp     # only one part: erm | gamp | seeds
+    python -m data.make_bayes_data                       # every part
+    python -m data.make_bayes_data --part gamp           # erm | gamp | seeds
+    python -m data.make_bayes_data --quick --serial --out DIR
 
+``run(quick=True)`` gives the GAMP-RIE arrays in this process (the chapter's QUICK mode).
 Every random draw derives from explicit PRNG keys, so the files are reproducible.
+
+GAMP-RIE is run with heavier damping (0.5, then 0.8, then 0.9) where a run blows up: its
+``v`` not finite or above the prior variance bound ``2 (Q0 - m1^2)`` (:func:`gamp_point`).
+The library's :func:`attnlib.amp.robust_gamp` is the ERM's GAMP and retries until a run
+*converges*; this script keeps a stable run that stops at ``max_iter`` (23 of the 36 runs
+of ``bayes_gamp.npz`` and all 6 of ``bayes_gamp_a005.npz``, whose spread the chapter
+reports), so the acceptance test is its own: the library has no GAMP-RIE retry.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 import warnings
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a file: make `data` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import jax
 import numpy as np
+from data import _common as C
 
 import attnlib
-from attnlib import bayes, targets, tasks
+from attnlib import bayes, sweep, targets, tasks
 from attnlib.se import drivers
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
-HERE = Path(__file__).resolve().parent
 TARGET = targets.Wishart(0.5)
 SETTINGS = {
     "seq2seq": tasks.Seq2Seq(T=2),
@@ -66,150 +78,141 @@ GAMP_QUICK = {
     "seeds": (0, 1),
     "max_iter": 50,
 }
-
-
-def log(msg: str) -> None:
-    print(f"[make_bayes_data {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
+ERM_QUICK = {"seq2seq": (0.03, 0.06), "seq2seq_noisy": (0.03,)}  # the chains' first points
+# alpha = 0.05, noise-free seq2seq, where two seeds put GAMP-RIE at d = 150 below the
+# Bayes-optimal error: six seeds at that size, and the spread of the mse over the last
+# iterates of each run (how far from a fixed point a run that did not converge is)
+SEEDS_A005 = {"alpha": 0.05, "sizes": (150,), "seeds": tuple(range(6)), "tail": 30}
+SEEDS_QUICK = {**SEEDS_A005, "sizes": (40,), "seeds": (0, 1)}
+TAIL = SEEDS_A005["tail"]
 
 DAMPINGS = (0.5, 0.8, 0.9)
 LAM_GRID = np.logspace(-3.0, -0.5, 5)
 N_QMC = 2048  # QMC points of the ERM state evolution (integration error reported)
 
 
-def erm_point(setting: str, alpha: float, init=None) -> dict:
+def erm_point(setting: str, alpha: float, init=None) -> tuple[dict, object]:
     """ERM (nuclear penalty) at its test-optimal ``lam``: :func:`attnlib.se.drivers.
     search_lambda` over the log grid ``LAM_GRID`` (warm-started from the last non-zero
     fixed point), then a bounded search on ``log lam`` between the grid neighbours of the
-    best point. Returns lam, test error, mse, convergence (and the warm start of the
-    result, for the next ``alpha``)."""
+    best point. Returns lam, test error, mse, convergence, and the warm start of the
+    result for the next ``alpha`` (``None`` in the zero phase)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         s = drivers.search_lambda(SETTINGS[setting], TARGET, alpha, "nuclear", grid=LAM_GRID,
                                   xatol=0.05, init=init, n_qmc=N_QMC)  # fmt: skip
     r = s.result
-    return {
-        "lam": s.lam,
-        "test_error": r.test_error,
-        "mse": r.mse,
-        "converged": float(r.converged),
-        "_warm": s.result_warm if r.q > 0 else None,
-    }
+    row = {"lam": s.lam, "test_error": r.test_error, "mse": r.mse, "converged": float(r.converged)}
+    return row, (s.result_warm if r.q > 0 else None)
+
+
+def _gamp_rie(task, data, S0, max_iter: int, where: str):
+    """GAMP-RIE with the first damping of ``DAMPINGS`` whose run stays finite with ``v``
+    below the prior variance bound (the last one otherwise); and that damping."""
+    bound = 2 * (TARGET.Q0 - TARGET.measure().moment(1) ** 2)
+    for damping in DAMPINGS:
+        r = bayes.gamp_rie(task, data, TARGET, S0=S0, max_iter=max_iter, tol=1e-5, damping=damping)
+        if np.all(np.isfinite(r.trajectory.v)) and r.trajectory.v[-1] < bound:
+            break
+        C.log(f"   gamp {where}: diverged at damping {damping}")
+    return r, damping
 
 
 def gamp_point(setting: str, alpha: float, d: int, seed: int, max_iter: int = 150) -> dict:
-    """GAMP-RIE on one data set: final mse, Delta_eff, iterations and convergence."""
+    """GAMP-RIE on one data set: final mse, Delta_eff, iterations, convergence, damping, and
+    the mean and spread of the mse over the last ``TAIL`` iterates."""
     task = SETTINGS[setting]
     key = jax.random.fold_in(jax.random.PRNGKey(seed), int(round(alpha * 1e4)) + 7 * d)
     k_s0, k_data = jax.random.split(key)
     S0 = TARGET.sample(k_s0, d)
     data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
-    bound = 2 * (TARGET.Q0 - TARGET.measure().moment(1) ** 2)
-    for damping in DAMPINGS:  # heavier damping when an iteration blows up
-        r = bayes.gamp_rie(task, data, TARGET, S0=S0, max_iter=max_iter, tol=1e-5, damping=damping)
-        if np.all(np.isfinite(r.trajectory.v)) and r.trajectory.v[-1] < bound:
-            break
-        log(f"   gamp {setting} alpha={alpha} d={d} seed={seed}: diverged at damping {damping}")
+    r, damping = _gamp_rie(task, data, S0, max_iter, f"{setting} alpha={alpha} d={d} seed={seed}")
+    tail = np.asarray(r.trace[-TAIL:])
     return {
         "damping": damping,
         "mse": float(r.trace[-1]),  # the mse of each iterate (the observe hook of gamp_rie)
         "Delta_eff": float(1.0 / (2 * r.trajectory.a_hat[-1])),
         "n_iter": float(r.n_iter),
         "converged": float(r.converged),
+        "mse_tail_mean": float(tail.mean()),
+        "mse_tail_std": float(tail.std()),
     }
 
 
-def run_erm() -> dict:
+def _gamp_points(settings: dict, sizes, max_iter: int) -> list[dict]:
+    """The points ``(setting, alpha, d, max_iter)`` of every setting's alphas and ``sizes``."""
+    return [p for name, alphas in settings.items() if alphas
+            for p in sweep.product(setting=name, alpha=list(alphas), d=list(sizes),
+                                   max_iter=max_iter)]  # fmt: skip
+
+
+def run_erm(grid: dict = ERM_GRID, runner=None) -> dict:
+    pts = [p for name, a in grid.items() for p in sweep.product(setting=name, alpha=list(a))]
+    table = (runner or C.Runner())(sweep.Grid(erm_point, pts, chain="alpha"))
     out = {}
-    for setting, alphas in ERM_GRID.items():
-        rows, init = [], None
-        for a in alphas:
-            t0 = time.time()
-            p = erm_point(setting, a, init)
-            init = p.pop("_warm")
-            rows.append(p)
-            log(
-                f"erm {setting} alpha={a}: lam={p['lam']:.4g} test={p['test_error']:.5f} "
-                f"mse={p['mse']:.5f} ({time.time() - t0:.0f} s)"
-            )
+    for setting, alphas in grid.items():
         out[f"{setting}_alpha"] = np.array(alphas)
-        for k in rows[0]:
-            out[f"{setting}_{k}"] = np.array([r[k] for r in rows])
+        for k in ("lam", "test_error", "mse", "converged"):
+            out[f"{setting}_{k}"] = sweep.pivot(table, k, {"setting": [setting], "alpha": alphas})[
+                0
+            ]
     return out
 
 
-def run_gamp(grid: dict) -> dict:
+def run_gamp(grid: dict, runner=None) -> dict:
+    seeds = tuple(grid["seeds"])
+    assert seeds == tuple(range(len(seeds))), "seeds are 0 .. n - 1"
+    pts = _gamp_points(grid["alphas"], grid["sizes"], grid.get("max_iter", 150))
+    table = (runner or C.Runner())(sweep.Grid(gamp_point, pts, seeds=len(seeds)))
     out = {}
     for setting, alphas in grid["alphas"].items():
         if not alphas:
             continue
-        shape = (len(alphas), len(grid["sizes"]), len(grid["seeds"]))
-        res = {k: np.zeros(shape) for k in ("mse", "Delta_eff", "n_iter", "converged", "damping")}
-        for i, a in enumerate(alphas):
-            for j, d in enumerate(grid["sizes"]):
-                for s, seed in enumerate(grid["seeds"]):
-                    p = gamp_point(setting, a, d, seed, grid.get("max_iter", 150))
-                    for k in res:
-                        res[k][i, j, s] = p[k]
-                log(f"gamp {setting} alpha={a} d={d}: mse {res['mse'][i, j].mean():.4f}")
+        axes = {"setting": [setting], "alpha": alphas, "d": grid["sizes"], "seed": seeds}
         out[f"{setting}_alpha"] = np.array(alphas)
-        out.update({f"{setting}_{k}": v for k, v in res.items()})
+        for k in ("mse", "Delta_eff", "n_iter", "converged", "damping"):
+            out[f"{setting}_{k}"] = sweep.pivot(table, k, axes)[0]  # (alpha, size, seed)
     out["sizes"] = np.array(grid["sizes"])
     out["seeds"] = np.array(grid["seeds"])
     return out
 
 
-# alpha = 0.05, noise-free seq2seq, where two seeds put GAMP-RIE at d = 150 below the
-# Bayes-optimal error: six seeds at that size, and the spread of the mse over the last
-# iterates of each run (how far from a fixed point a run that did not converge is)
-SEEDS_A005 = {"alpha": 0.05, "sizes": (150,), "seeds": tuple(range(6)), "tail": 30}
-
-
-def run_seeds_a005(grid: dict = SEEDS_A005) -> dict:
+def run_seeds_a005(grid: dict = SEEDS_A005, runner=None) -> dict:
     """GAMP-RIE at one alpha, more seeds: final mse, its mean and spread over the last
-    ``tail`` iterates, convergence, iterations."""
-    shape = (len(grid["sizes"]), len(grid["seeds"]))
-    keys = ("mse", "mse_tail_mean", "mse_tail_std", "converged", "n_iter")
-    res = {k: np.zeros(shape) for k in (*keys, "damping")}
-    task, a = SETTINGS["seq2seq"], grid["alpha"]
-    for j, d in enumerate(grid["sizes"]):
-        for s, seed in enumerate(grid["seeds"]):
-            key = jax.random.fold_in(jax.random.PRNGKey(seed), int(round(a * 1e4)) + 7 * d)
-            k_s0, k_data = jax.random.split(key)
-            S0 = TARGET.sample(k_s0, d)
-            data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(a, d))
-            bound = 2 * (TARGET.Q0 - TARGET.measure().moment(1) ** 2)
-            for damping in DAMPINGS:  # as gamp_point: heavier damping when a run blows up
-                r = bayes.gamp_rie(
-                    task, data, TARGET, S0=S0, max_iter=150, tol=1e-5, damping=damping
-                )
-                if np.all(np.isfinite(r.trajectory.v)) and r.trajectory.v[-1] < bound:
-                    break
-            res["damping"][j, s] = damping
-            tail = np.asarray(r.trace[-grid["tail"] :])
-            values = (r.trace[-1], tail.mean(), tail.std(), r.converged, r.n_iter)
-            for k, v in zip(keys, values, strict=True):
-                res[k][j, s] = float(v)
-            log(f"gamp seeds alpha={a} d={d} seed={seed}: mse {res['mse'][j, s]:.4f}")
-    return {**res, "alpha": np.array(a), "sizes": np.array(grid["sizes"])}
+    ``tail`` iterates, convergence, iterations (the points of :func:`gamp_point`)."""
+    seeds = tuple(grid["seeds"])
+    assert seeds == tuple(range(len(seeds))) and grid["tail"] == TAIL
+    pts = _gamp_points({"seq2seq": (grid["alpha"],)}, grid["sizes"], 150)
+    table = (runner or C.Runner())(sweep.Grid(gamp_point, pts, seeds=len(seeds)))
+    axes = {"alpha": [grid["alpha"]], "d": grid["sizes"], "seed": seeds}
+    keys = ("mse", "mse_tail_mean", "mse_tail_std", "converged", "n_iter", "damping")
+    res = {k: sweep.pivot(table, k, axes)[0] for k in keys}  # (size, seed)
+    return {**res, "alpha": np.array(grid["alpha"]), "sizes": np.array(grid["sizes"])}
 
 
-def run(quick: bool = False) -> dict:
+def run(quick: bool = False, runner=None) -> dict:
     """GAMP-RIE data of the chapter (quick: d = 40, two seeds; used live in QUICK mode)."""
-    return run_gamp(GAMP_QUICK if quick else GAMP_FULL)
+    return run_gamp(GAMP_QUICK if quick else GAMP_FULL, runner)
 
 
-def main(parts) -> None:
-    if "erm" in parts:
-        np.savez_compressed(HERE / "bayes_erm.npz", **run_erm())
-        log("wrote bayes_erm.npz")
-    if "gamp" in parts:
-        np.savez_compressed(HERE / "bayes_gamp.npz", **run())
-        log("wrote bayes_gamp.npz")
-    if "seeds" in parts:
-        np.savez_compressed(HERE / "bayes_gamp_a005.npz", **run_seeds_a005())
-        log("wrote bayes_gamp_a005.npz")
+def compute(part: str, quick: bool = False, runner=None) -> dict:
+    """The arrays of one part (in this process, nothing written)."""
+    if part == "erm":
+        return run_erm(ERM_QUICK if quick else ERM_GRID, runner)
+    if part == "gamp":
+        return run(quick, runner)
+    return run_seeds_a005(SEEDS_QUICK if quick else SEEDS_A005, runner)
+
+
+FILES = {"erm": "bayes_erm.npz", "gamp": "bayes_gamp.npz", "seeds": "bayes_gamp_a005.npz"}
+
+
+def main(argv=None) -> None:
+    args = C.parser(__doc__, FILES).parse_args(argv)
+    C.run_parts(args, C.npz_parts(FILES, compute), lambda *a: None)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ("erm", "gamp", "seeds"))
+    from data import make_bayes_data  # the importable module: workers load its functions by name
+
+    make_bayes_data.main()
