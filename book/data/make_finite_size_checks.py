@@ -3,7 +3,7 @@ r"""Checks behind the finite-size study (``book/methods_finite_size.ipynb``): is
 Run from ``book/``::
 
     python -m data.make_finite_size_checks           # -> data/finite_size_checks.json
-    python -m data.make_finite_size_checks --quick   # small d, fewer QMC points (prints)
+    python -m data.make_finite_size_checks --quick --serial --out DIR   # small d, fewer QMC
 
 At the point of :mod:`data.make_finite_size` (seq2seq ``T = 2``, Wishart ``kappa0 = 1/2``,
 ``Delta = 0.25`` on the logits, ``alpha = 0.3``, ``lam = 1e-3``) it measures:
@@ -22,11 +22,17 @@ At the point of :mod:`data.make_finite_size` (seq2seq ``T = 2``, Wishart ``kappa
   number that find a lower minimum is counted; ``a_hat`` from the pointwise
   derivative ``E[-dg/domega]`` (what the engine uses, blind to jumps of the prox) is
   compared with its Stein form ``E[-g * score]`` (exact when the prox jumps).
+
+Both are :class:`attnlib.sweep.Grid` objects (:func:`grids`: the seeds of the solver
+check, the one QMC size of the prox check, each with the study's constants,
+:func:`study`), cached on disk; ``seconds`` in the file is
+the wall time of the run that wrote it. The prox check takes the engine's pairs and cold
+prox points from :mod:`attnlib.se.output` (``pairs``, ``cold_prox``; until issue 27 the
+private ``_pairs`` and ``_solve_prox``, which had been renamed under the script).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -41,15 +47,16 @@ if __package__ in (None, ""):  # run as a file: make `data` importable
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from data import _common as C  # noqa: E402
 from data import make_finite_size as FS  # noqa: E402
 
 import attnlib  # noqa: E402
-from attnlib import channels, se, targets, tasks, train  # noqa: E402
+from attnlib import channels, se, sweep, targets, tasks, train  # noqa: E402
 from attnlib.se import output as se_output  # noqa: E402
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
-OUT = HERE / "finite_size_checks.json"
+FILE = "finite_size_checks.json"
 FULL = {"solver": {"d": 40, "seeds": (0, 1, 2)}, "n_qmc": 32768}
 QUICK = {"solver": {"d": 16, "seeds": (0,)}, "n_qmc": 4096}
 ADAM_STEPS = 20000
@@ -112,15 +119,13 @@ def solver_check(d: int, seed: int) -> dict:
 
 
 def _prox_arrays(task, z, fixed_point):
-    """Labels, omega, V, the engine's prox points and their objectives at ``x``."""
+    """Labels, omega, V, the engine's cold prox points and their objectives at ``x``."""
     m, q, v, Q0 = fixed_point
     R, N, _ = z.shape
     zf = z.reshape(R * N, -1)
     x = jnp.asarray([m, q, v])
-    Y, omega, lab, V, csd = se_output._pairs(task, zf, Q0, x)
-    starts = jnp.stack([omega, lab], axis=1)
-    zeros = jnp.zeros((R * N, task.n_pairs))
-    h, obj, _ = se_output._solve_prox(task, Y, omega, V, starts, zeros, mode="cold")
+    Y, omega, lab, V, csd, _ = se_output.pairs(task, zf, Q0, x)
+    h, obj = se_output.cold_prox(task, z, Q0, x)
     return zf, Y, omega, lab, V, csd, h, obj
 
 
@@ -158,28 +163,80 @@ def prox_check(n_qmc: int) -> dict:
     return res
 
 
-def run(quick: bool = False) -> dict:
+def study() -> str:
+    """The constants of :mod:`data.make_finite_size` that the checks use: a parameter of
+    both grids, so that a change of them changes the cache keys (which hash this module's
+    source and attnlib's, not make_finite_size's)."""
+    return (f"seed {FS.SEED}, noise {FS.NOISE}, kappa0 {FS.KAPPA0}, alpha {FS.ALPHA}, "
+            f"lam {FS.LAM}, n_test {FS.N_TEST}")  # fmt: skip
+
+
+def _check_study(given: str) -> None:
+    if given != study():
+        raise ValueError(f"study must be {study()!r} (make_finite_size's), got {given!r}")
+
+
+def solver_point(d: int, seed: int, study: str) -> dict:
+    """:func:`solver_check` flattened: ``"<variant>/<metric>"`` (a row of the sweep table)."""
+    _check_study(study)
+    rows = solver_check(d, seed)
+    return {f"{name}/{k}": v for name, row in rows.items() for k, v in row.items()}
+
+
+def prox_point(n_qmc: int, study: str) -> dict:
+    """:func:`prox_check` (a row of the sweep table)."""
+    _check_study(study)
+    return prox_check(n_qmc)
+
+
+def grids(cfg: dict) -> tuple[sweep.Grid, sweep.Grid]:
+    n_seeds = len(cfg["solver"]["seeds"])
+    solver = sweep.Grid(solver_point, {"d": cfg["solver"]["d"], "study": study()}, seeds=n_seeds)
+    return solver, sweep.Grid(prox_point, {"n_qmc": cfg["n_qmc"], "study": study()})
+
+
+def _records(table) -> list[dict]:
+    """The rows of a sweep table (parameters, then outputs, in order); a failure raises."""
+    bad = table[table["status"] == sweep.ERROR]
+    if len(bad):
+        raise RuntimeError(f"{len(bad)} point(s) failed: {bad['error'].iloc[0]}")
+    return table.drop(columns=["study", *sweep.table.META_COLUMNS]).to_dict("records")
+
+
+def _nest(flat: dict) -> dict:
+    out: dict = {}
+    for key, v in flat.items():
+        if "/" in key:
+            name, k = key.rsplit("/", 1)
+            out.setdefault(name, {})[k] = v
+    return out
+
+
+def run(quick: bool = False, runner=None) -> dict:
+    """The contents of ``finite_size_checks.json`` (nothing written)."""
     cfg = QUICK if quick else FULL
+    assert tuple(cfg["solver"]["seeds"]) == tuple(range(len(cfg["solver"]["seeds"])))
+    runner = runner or C.Runner()
     t0 = time.time()
+    g_solver, g_prox = grids(cfg)
     d = cfg["solver"]["d"]
     out = {"d": d, "lam": FS.LAM, "alpha": FS.ALPHA, "noise": FS.NOISE, "kappa0": FS.KAPPA0}
-    out["solver"] = {str(s): solver_check(d, s) for s in cfg["solver"]["seeds"]}
-    out["prox"] = prox_check(cfg["n_qmc"])
+    out["solver"] = {str(r["seed"]): _nest(r) for r in _records(runner(g_solver))}
+    out["prox"] = _records(runner(g_prox))[0]
     out["seconds"] = time.time() - t0
     return out
 
 
+def _write(quick, out, runner) -> None:
+    (out / FILE).write_text(json.dumps(run(quick, runner), indent=1) + "\n")
+
+
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small d, no file written")
-    args = ap.parse_args(argv)
-    out = run(args.quick)
-    if args.quick:
-        print(json.dumps(out, indent=1))
-        return
-    OUT.write_text(json.dumps(out, indent=1) + "\n")
-    print(f"wrote {OUT} ({out['seconds']:.0f} s)")
+    args = C.parser(__doc__, {"checks": _write}).parse_args(argv)
+    C.run_parts(args, {"checks": _write}, lambda *a: None)
 
 
 if __name__ == "__main__":
-    main()
+    from data import make_finite_size_checks  # the importable module: workers load it by name
+
+    make_finite_size_checks.main()
