@@ -172,6 +172,15 @@ class Runner:
         return res.table
 
 
+def records(table, drop=()) -> list[dict]:
+    """A sweep table's rows as dicts (parameters, then outputs, in the table's order)
+    without the status columns and the columns ``drop``; a point that raised raises."""
+    bad = table[table["status"] == sweep.ERROR]
+    if len(bad):
+        raise RuntimeError(f"{len(bad)} point(s) failed: {bad['error'].iloc[0]}")
+    return table.drop(columns=[*drop, *sweep.table.META_COLUMNS]).to_dict("records")
+
+
 def npz_parts(files: dict, compute) -> dict:
     """:func:`run_parts` callables: part ``name`` writes ``compute(name, quick, runner)``
     (a dict of arrays) to ``files[name]`` in the output folder."""

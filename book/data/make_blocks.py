@@ -165,22 +165,14 @@ def grids(cfg: dict) -> dict:
     }
 
 
-def _rows(table) -> list[dict]:
-    """The table's rows as dicts (parameters and outputs, in order); a failed point raises."""
-    bad = table[table["status"] == sweep.ERROR]
-    if len(bad):
-        raise RuntimeError(f"{len(bad)} point(s) failed: {bad['error'].iloc[0]}")
-    return table.drop(columns=list(sweep.table.META_COLUMNS)).to_dict("records")
-
-
 def theory(alphas, runner=None) -> list[dict]:
     """State evolution along ``alphas`` (warm-started), with ``r_k`` at every point."""
-    return _rows((runner or C.Runner())(grids({**FULL, "theory_alphas": alphas})["theory"]))
+    return C.records((runner or C.Runner())(grids({**FULL, "theory_alphas": alphas})["theory"]))
 
 
 def run(quick: bool = False, runner=None) -> dict:
     """Every simulation of the grid: a dict of arrays with one entry per (alpha, seed)."""
-    rows = _rows((runner or C.Runner())(grids(QUICK if quick else FULL)["sims"]))
+    rows = C.records((runner or C.Runner())(grids(QUICK if quick else FULL)["sims"]))
     keys = ["alpha", "seed", "d"] + [
         k for k in rows[0] if k not in ("alpha", "seed", "d", "n_test")
     ]

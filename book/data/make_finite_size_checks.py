@@ -195,14 +195,6 @@ def grids(cfg: dict) -> tuple[sweep.Grid, sweep.Grid]:
     return solver, sweep.Grid(prox_point, {"n_qmc": cfg["n_qmc"], "study": study()})
 
 
-def _records(table) -> list[dict]:
-    """The rows of a sweep table (parameters, then outputs, in order); a failure raises."""
-    bad = table[table["status"] == sweep.ERROR]
-    if len(bad):
-        raise RuntimeError(f"{len(bad)} point(s) failed: {bad['error'].iloc[0]}")
-    return table.drop(columns=["study", *sweep.table.META_COLUMNS]).to_dict("records")
-
-
 def _nest(flat: dict) -> dict:
     out: dict = {}
     for key, v in flat.items():
@@ -221,8 +213,8 @@ def run(quick: bool = False, runner=None) -> dict:
     g_solver, g_prox = grids(cfg)
     d = cfg["solver"]["d"]
     out = {"d": d, "lam": FS.LAM, "alpha": FS.ALPHA, "noise": FS.NOISE, "kappa0": FS.KAPPA0}
-    out["solver"] = {str(r["seed"]): _nest(r) for r in _records(runner(g_solver))}
-    out["prox"] = _records(runner(g_prox))[0]
+    out["solver"] = {str(r["seed"]): _nest(r) for r in C.records(runner(g_solver), drop=["study"])}
+    out["prox"] = C.records(runner(g_prox), drop=["study"])[0]
     out["seconds"] = time.time() - t0
     return out
 
