@@ -150,16 +150,17 @@ endif
 # cached (~/.cache/attnlib/sweep), so an interrupted run resumes where it stopped.
 # Pass options to every script with DATA_ARGS, e.g. DATA_ARGS="--workers 2" or
 # DATA_ARGS="--address tcp://host:8786".
-# The four sweep scripts take DATA_ARGS; the smaller experiments added since run as they are.
+# Every script takes the same command line (--quick, --part, --serial, --workers,
+# --address, --out, --no-cache); make_spectrum_minilm runs as a part of make_spectrum_data.
 DATA_SWEEPS := erm amp spectrum scaling
 DATA_OTHERS := multistart finite_size finite_size_checks interp_thresholds blocks mismatch spike_mass \
-	gamp_iterates amp_finite_size scaling_trained scaling_best_lam bayes_data width_theory hardmax hardmax_theory \
-	train_loss t3_gap
+	gamp_iterates amp_finite_size scaling_trained scaling_best_lam bayes_data width_theory hardmax_theory \
+	hardmax train_loss t3_gap replica seq2lab_fixed_points
 data: $(STAMP)
 	cd book && for s in $(DATA_SWEEPS); do \
 	  ../$(BIN)/python -m data.make_$${s}_data $(DATA_ARGS) || exit 1; done
 	cd book && for s in $(DATA_OTHERS); do \
-	  ../$(BIN)/python -m data.make_$$s || exit 1; done
+	  ../$(BIN)/python -m data.make_$$s $(DATA_ARGS) || exit 1; done
 
 # Re-run chapters in place (working directory book/), storing the outputs that
 # nbval compares against. One chapter: make execute NB=book/01_model.ipynb

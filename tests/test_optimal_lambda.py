@@ -201,3 +201,28 @@ def test_data_scripts_are_short_and_search_no_lam_of_their_own(name):
     text = (DATA / name).read_text()
     assert len(text.splitlines()) <= 300, f"book/data/{name} is over 300 lines"
     assert not re.search(r"minimize_scalar|def _brent|def _parabola|def (is_)?zero_phase", text)
+
+
+# One computation from stored weights (a part of make_spectrum_data): its loop runs over
+# the network's layers and draws every layer's shuffled baseline from one generator, so
+# it is not a grid of independent points.
+NOT_A_GRID = {"make_spectrum_minilm.py"}
+
+
+def _declares_grid(name: str, seen=()) -> bool:
+    """``name`` builds an ``attnlib.sweep.Grid``, itself or in a book/data module it imports."""
+    text = (DATA / name).read_text()
+    if "sweep.Grid(" in text:
+        return True
+    local = set(re.findall(r"^from data\.(\w+) import", text, flags=re.M)) - {"_common"}
+    return any(_declares_grid(f"{m}.py", (*seen, name)) for m in local if f"{m}.py" not in seen)
+
+
+@pytest.mark.parametrize("name", [s for s in SCRIPTS if s.startswith("make_")])
+def test_data_scripts_declare_their_experiments_on_sweep(name):
+    """Every make_*.py runs its experiments as sweep.Grids of point functions (cached,
+    parallel, one command line), except the one-computation scripts of NOT_A_GRID."""
+    if name in NOT_A_GRID:
+        assert not _declares_grid(name), f"{name} is a grid now: drop it from NOT_A_GRID"
+    else:
+        assert _declares_grid(name), f"book/data/{name} loops over its parameters itself"
