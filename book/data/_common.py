@@ -141,7 +141,8 @@ def parser(doc: str, parts) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     ap.add_argument("--part", choices=list(parts), action="append", help="default: all")
     ap.add_argument("--quick", action="store_true", help="the quick grids (a smoke run)")
-    ap.add_argument("--out", type=Path, default=HERE, help="output folder (default book/data)")
+    out_help = "output folder (default book/data; with --quick book/data/quick)"
+    ap.add_argument("--out", type=Path, default=None, help=out_help)
     ap.add_argument("--workers", type=int, default=None, help="local Dask workers (default: cores)")
     ap.add_argument("--address", default=None, help="a Dask scheduler (or DASK_SCHEDULER_ADDRESS)")
     ap.add_argument("--serial", action="store_true", help="run in this process, without Dask")
@@ -210,7 +211,11 @@ def run_parts(args, parts: dict, meta_update) -> None:
     """Run the chosen parts (all by default) with one Dask client for all of them.
 
     ``parts[name](quick, out, runner)`` writes its files and returns a dict (or None)
-    handed to ``meta_update(args, name, seconds, info)``."""
+    handed to ``meta_update(args, name, seconds, info)``. A quick run writes to
+    ``book/data/quick`` (ignored by git) unless ``--out`` says otherwise, so that it
+    never replaces the book's data."""
+    if args.out is None:
+        args.out = HERE / "quick" if args.quick else HERE
     args.out.mkdir(parents=True, exist_ok=True)
     if args.serial:
         _run_parts(args, parts, meta_update, Runner(args))
