@@ -65,7 +65,7 @@ def convex_run(task, target):
     train.train_convex(task, data, LAM)  # JIT warm-up
     t, res = _median_timed(train.train_convex, task, data, LAM)
     print(
-        f"train_convex at d={d} (n={data.X.shape[0]}, {res.n_steps} steps): {t:.2f} s "
+        f"train_convex at d={d} (n={data.X.shape[0]}, {res.n_iter} steps): {t:.2f} s "
         f"(median of {REPEATS})"
     )
     return t

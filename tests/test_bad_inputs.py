@@ -579,9 +579,7 @@ def _specs():
     add(
         se.solve_nearby,
         dict(task=lin, target=tg, alpha=1.0, lam=0.3),
-        dict(
-            task="task", target="target", alpha="pos", lam="pos", penalty="penalty", nearby="pos"
-        ),
+        dict(task="task", target="target", alpha="pos", lam="pos", penalty="penalty", nearby="pos"),
         n=8,
     )
     r = c["se_result"]
@@ -627,8 +625,9 @@ def _specs():
     add(
         amp.gamp,
         dict(task=lin, data=c["ldata"], lam=0.3, settings=gamp.GAMPSettings(max_iter=5)),
-        dict(task="task", data="task", lam="pos", penalty="penalty", settings="task",
-             max_iter="int"),  # fmt: skip
+        dict(
+            task="task", data="task", lam="pos", penalty="penalty", settings="task", max_iter="int"
+        ),  # fmt: skip
         n=8,
     )
     add(
@@ -801,8 +800,14 @@ def _later_specs(add, c):
     add(
         bayes.gamp_rie,
         dict(task=lin, data=c["ldata"], target=tg, settings=gamp.GAMPSettings(max_iter=5)),
-        dict(task="task", data="task", target="target", settings="task", max_iter="int",
-             damping="unit"),  # fmt: skip
+        dict(
+            task="task",
+            data="task",
+            target="target",
+            settings="task",
+            max_iter="int",
+            damping="unit",
+        ),  # fmt: skip
         n=8,
     )
     add(
@@ -901,8 +906,13 @@ def _later_specs(add, c):
         hardmax.gamp,
         dict(task=hm, data=hdata, target=c["target"], settings=gamp.GAMPSettings(max_iter=3)),
         dict(
-            task="task", data="task", target="target", settings="task", damping="unit",
-            max_iter="int", v_init="pos",
+            task="task",
+            data="task",
+            target="target",
+            settings="task",
+            damping="unit",
+            max_iter="int",
+            v_init="pos",
         ),  # fmt: skip
     )
     # attnlib.gamp: the one loop, its settings, its output steps and denoiser
@@ -910,8 +920,14 @@ def _later_specs(add, c):
     add(
         gamp.resolve_settings,
         dict(settings=gs),
-        dict(settings="task", default="task", damping="unit", max_iter="int", tol="pos",
-             observe="callable"),  # fmt: skip
+        dict(
+            settings="task",
+            default="task",
+            damping="unit",
+            max_iter="int",
+            tol="pos",
+            observe="callable",
+        ),  # fmt: skip
     )
     add(gamp.ERMOutput, dict(task=lin), dict(task="task", n_newton="int", robust="bool",
                                              warm="bool"))  # fmt: skip
@@ -921,10 +937,25 @@ def _later_specs(add, c):
     add(gamp.sequence_weights, dict(X=c["data"].X), dict(X="sequences"))
     add(
         gamp.run,  # renormalised hardmax: every trajectory field is finite
-        dict(output=gamp.ProjectionOutput(hm), denoiser=gamp.SpectralProx(), data=hdata,
-             start=gamp.Start(np.eye(D), 0.3), lam=1.0, settings=gs, Q0=1.0),  # fmt: skip
-        dict(output="task", denoiser="task", data="task", start="task", lam="nonneg",
-             settings="task", Q0="pos", weights="matrix"),  # fmt: skip
+        dict(
+            output=gamp.ProjectionOutput(hm),
+            denoiser=gamp.SpectralProx(),
+            data=hdata,
+            start=gamp.Start(np.eye(D), 0.3),
+            lam=1.0,
+            settings=gs,
+            Q0=1.0,
+        ),  # fmt: skip
+        dict(
+            output="task",
+            denoiser="task",
+            data="task",
+            start="task",
+            lam="nonneg",
+            settings="task",
+            Q0="pos",
+            weights="matrix",
+        ),  # fmt: skip
         n=16,
     )
     _width_specs(add, c)
@@ -946,9 +977,7 @@ def _width_specs(add, c):
     add(
         width.constrained_input_side,
         dict(target=tg, m_hat=1.0, q_hat=0.5, a_hat=1.0, lam=0.3, kappa=0.2),
-        dict(
-            target="target", m_hat="pos", q_hat="pos", a_hat="pos", lam="nonneg", kappa="unit"
-        ),
+        dict(target="target", m_hat="pos", q_hat="pos", a_hat="pos", lam="nonneg", kappa="unit"),
         n=8,
     )
     add(width.counting_bound, dict(task=c["task"], kappa=0.5), dict(task="task", kappa="unit"))

@@ -87,7 +87,7 @@ def test_training_stops_at_its_time_limit_and_logs(solver, caplog, monkeypatch):
     }[solver]
     with caplog.at_level(logging.INFO, logger="attnlib"):
         res = run(time_limit=1e-6)
-    assert not res.converged and res.n_steps == 5  # one chunk, then the limit
+    assert not res.converged and res.n_iter == 5  # one chunk, then the limit
     messages = [r.getMessage() for r in caplog.records]
     assert any("steps, residual" in m for m in messages)
     assert any("stopped at time_limit = 1e-06 s after 5 steps" in m for m in messages)

@@ -17,9 +17,7 @@ The diagnostics are ``converged``, ``residual``, ``n_iter`` and ``integration_er
   training: a step size that makes Adam's objective non-finite is refused as a bad
   argument, a ``ValueError`` naming ``learning_rate``, and FISTA backtracks).
   Not applicable on data: ``integration_error`` (nothing is integrated: the metrics are
-  those of the data set at hand, their sampling error is not the solver's). Training
-  counts its iterations as ``n_steps`` (optimiser steps; the name that the book/data
-  tables store), not ``n_iter``.
+  those of the data set at hand, their sampling error is not the solver's).
 
 Every failure is driven cheaply (``max_iter`` 1 or 2, the linear task's closed-form
 output side, small ``n_qmc``, ``d = 8``); :func:`test_the_check_fails_on_a_missing_field`
@@ -142,7 +140,7 @@ def _data_solvers():
     ldata = tasks.make_dataset(key, LIN, S0, round(ALPHA * D * D))
     hdata = tasks.make_dataset(key, HM, S0, round(ALPHA * D * D))
     gamp_diag = ("converged", "residual", "n_iter")
-    train_diag = ("converged", "residual", "n_steps")
+    train_diag = ("converged", "residual", "n_iter")
     return {
         "amp.gamp": (lambda k: amp.gamp(LIN, ldata, 0.3, max_iter=k), gamp_diag),
         "hardmax.gamp": (lambda k: hardmax.gamp(HM, hdata, W05, max_iter=k), gamp_diag),

@@ -426,10 +426,10 @@ def test_nonconvergence_warns_with_residual(lin_problem):
     with pytest.warns(RuntimeWarning, match="residual"):
         res = train.train_convex(task, data, lam, max_iter=50, tol=0.0)
     assert not res.converged and res.residual > 0 and np.all(np.isfinite(res.S))
-    assert res.n_steps == 50 and res.history.shape == (50,)
+    assert res.n_iter == 50 and res.history.shape == (50,)
     with pytest.warns(RuntimeWarning, match="residual"):
         res = train.train_factorized(jax.random.PRNGKey(0), task, data, 40, lam, steps=100, tol=0)
-    assert not res.converged and res.n_steps == 100 and res.history.shape == (100,)
+    assert not res.converged and res.n_iter == 100 and res.history.shape == (100,)
 
 
 def test_result_is_frozen(lin_problem):

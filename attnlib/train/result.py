@@ -19,11 +19,12 @@ class TrainResult(NamedTuple):
     Attributes:
       S: the learned symmetric ``(d, d)`` matrix (float64 numpy array).
       W: the learned factor ``(d, p)`` for :func:`train_factorized`, else ``None``.
-      history: objective value at every step (``(n_steps,)`` numpy array), in the
+      history: objective value at every step (``(n_iter,)`` numpy array), in the
         units of :func:`objective` (a sum over sequences, not a mean).
       train_loss: mean per-sequence square loss of ``S`` on the training set.
       converged: whether the stopping criterion (``residual < tol``) was met.
-      n_steps: number of optimisation steps taken.
+      n_iter: number of optimisation steps taken (the iterations of
+        every solver's result; book/data tables store it as ``n_steps``).
       residual: the quantity compared with ``tol``. For the first-order solvers
         (:func:`train_factorized`, :func:`train_direct`) it is the relative
         change of the objective per step over the last chunk of steps; for
@@ -40,7 +41,7 @@ class TrainResult(NamedTuple):
     history: np.ndarray
     train_loss: float
     converged: bool
-    n_steps: int
+    n_iter: int
     residual: float
     path: np.ndarray | None = None
 
@@ -52,7 +53,7 @@ class _Run(NamedTuple):
     W: object | None
     history: np.ndarray
     converged: bool
-    n_steps: int
+    n_iter: int
     residual: float
     path: np.ndarray | None = None
 
@@ -66,7 +67,7 @@ def _finish(task, X, Y, run: _Run, solver: str, tol: float) -> TrainResult:
     tl = float(_mean_loss(task, X64, Y64, jnp.asarray(S)))
     if not run.converged:
         warnings.warn(
-            f"{solver} did not converge in {run.n_steps} steps: residual {run.residual:.3g} "
+            f"{solver} did not converge in {run.n_iter} steps: residual {run.residual:.3g} "
             f">= tol {tol:.3g}",
             RuntimeWarning,
             stacklevel=3,
@@ -77,7 +78,7 @@ def _finish(task, X, Y, run: _Run, solver: str, tol: float) -> TrainResult:
         history=np.asarray(run.history, dtype=np.float64),
         train_loss=tl,
         converged=bool(run.converged),
-        n_steps=int(run.n_steps),
+        n_iter=int(run.n_iter),
         residual=float(run.residual),
         path=run.path,
     )

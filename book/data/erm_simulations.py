@@ -65,7 +65,7 @@ def adam_point(*, task, alpha, d, lam, steps, n_test, key, seed):
         "train_loss": float(r.train_loss),
         "test_error": float(train.test_error(k_test, task_, S0, r.S, n_test=n_test)),
         "rank_fraction": C.rank_fraction(r.S, RANK_CUTOFF),
-        "n_steps": float(r.n_steps),
+        "n_steps": float(r.n_iter),
         "rel_dist_convex": math.nan,
     }
     if seed == 0:

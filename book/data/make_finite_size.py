@@ -123,7 +123,7 @@ def run_point(d: int, seed: int, lam: float = LAM, alpha: float = ALPHA, noise: 
         "Q0": ov.Q0,
         "rank_fraction": float(np.mean(ev > 1e-8 * max(ev.max(), 1e-300))),
         "residual": float(res.residual),
-        "n_steps": int(res.n_steps),
+        "n_steps": int(res.n_iter),
         "converged": bool(res.converged),
         "cpu_seconds": time.process_time() - c0,
     }

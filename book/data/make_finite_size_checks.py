@@ -113,7 +113,7 @@ def solver_check(d: int, seed: int) -> dict:
             ),
             "rel_dist": float(np.linalg.norm(r.S - ref) / np.linalg.norm(ref)),
             "converged": bool(r.converged),
-            "n_steps": int(r.n_steps),
+            "n_steps": int(r.n_iter),
         }
     return rows
 

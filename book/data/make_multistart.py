@@ -93,7 +93,7 @@ def start(solver: str, index: int, scale: float, d: int, n_test: int) -> dict:
     st = train.test_error_stats(k_test, task, S0, res.S, n_test=n_test)
     return {
         "converged": bool(res.converged),
-        "n_steps": int(res.n_steps),
+        "n_steps": int(res.n_iter),
         "train_loss": float(res.train_loss),
         "objective": float(train.objective(task, data, res.S, LAM)) / data.X.shape[0],
         "test_error": st.mean,

@@ -154,7 +154,7 @@ def adam_point(*, d, alpha, kappa, steps):
     conv, _ = C.quiet(train.train_convex, task, data, LAM, tol=1e-8)
     sv = np.linalg.svd(np.asarray(res.W, float) / math.sqrt(d), compute_uv=False)
     gap = float(np.linalg.norm(res.S - conv.S) / np.linalg.norm(conv.S))
-    C.log(f"  adam d={d} p={p} alpha={alpha} steps={res.n_steps} rel. dist. to convex {gap:.2e}")
+    C.log(f"  adam d={d} p={p} alpha={alpha} steps={res.n_iter} rel. dist. to convex {gap:.2e}")
     eigs = {"eigs_adam": np.linalg.eigvalsh(res.S), "eigs_convex": np.linalg.eigvalsh(conv.S)}
     return {"p": p, "sv": np.sort(sv), **eigs, "rel_dist": gap}
 

@@ -153,7 +153,7 @@ def sim_point(*, d: int, seed: int) -> dict:
         warnings.simplefilter("ignore")  # convergence is recorded, not warned about
         r = train.train_convex(task(), data, LAM, tol=TOL, max_iter=20000)
     row = {"train_loss": float(r.train_loss), **_metrics(r.S, S0, data, k_test)}
-    row.update(n_steps=float(r.n_steps), residual=float(r.residual))
+    row.update(n_steps=float(r.n_iter), residual=float(r.residual))
     ref = _restarted(r.S, S0, data, k_test) if seed == 0 else None
     for key, f in (("d_objective", "objective"), ("d_train", "train_loss"),
                    ("d_test", "test_error"), ("d_mse", "mse")):  # fmt: skip

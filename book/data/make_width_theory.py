@@ -164,7 +164,7 @@ def interp_point(*, kappa: float, rel: float, d: int, steps: int, seed: int) -> 
     S0 = targets.Wishart(KAPPA0).sample(k_s, d)
     data = tasks.make_dataset(k_x, task, S0, n)
     r, _ = C.quiet(train.train_factorized, k_i, task, data, p, 1e-5, steps=steps, tol=1e-12)
-    return {"train_loss": float(r.train_loss), "alpha": n / d**2, "n_steps": float(r.n_steps)}
+    return {"train_loss": float(r.train_loss), "alpha": n / d**2, "n_steps": float(r.n_iter)}
 
 
 def grid_interp(cfg) -> sweep.Grid:
@@ -204,7 +204,7 @@ def adam_point(*, d: int, kappa: float, steps: int, n_test: int, seed: int) -> d
     if notes:
         C.log(f"    [adam] {notes} (d={d}, kappa={kappa}, residual {r.residual:.1e})")
     row = _metrics(task, data, r.S, S0, k_test, n_test, RANK_CUTOFF)
-    row["n_steps"] = float(r.n_steps)
+    row["n_steps"] = float(r.n_iter)
     return row
 
 
