@@ -898,6 +898,12 @@ def _later_specs(add, c):
         n=10,
     )
     add(
+        hardmax.trajectory,
+        dict(task=hm, target=tg, alpha=0.5, n_iter=2, n_qmc=1024),
+        dict(task="task", target="target", alpha="pos", lam="pos", n_iter="int", n_qmc="int"),
+        n=10,
+    )
+    add(
         hardmax.output_side,
         dict(task=hm, alpha=0.5, Q0=1.5, m=0.5, q=1.0, v=0.3, n_qmc=256),
         dict(task="task", alpha="pos", Q0="pos", m="real", q="pos", v="pos", n_qmc="int"),

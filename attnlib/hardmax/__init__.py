@@ -5,12 +5,28 @@ the piecewise-constant loss, and its zero-scale limit, the projection on the reg
 the labels) is :mod:`attnlib.channels.hardmax`.
 
 - :mod:`attnlib.hardmax.state_evolution`: the fixed *ray* of the state evolution
-  (the scale of ``S_hat`` contracts to zero, the direction converges), :func:`solve`;
+  (the scale of ``S_hat`` contracts to zero, the direction converges), :func:`solve`,
+  and the map iterated from a start, :func:`trajectory`;
 - :mod:`attnlib.hardmax.gamp`: GAMP on a finite data set with the same channel,
   renormalised after each iteration, :func:`gamp`.
 """
 
 from attnlib.hardmax.gamp import gamp
-from attnlib.hardmax.state_evolution import HardmaxSE, HardmaxSettings, output_side, solve
+from attnlib.hardmax.state_evolution import (
+    HardmaxSE,
+    HardmaxSettings,
+    HardmaxTrajectory,
+    output_side,
+    solve,
+    trajectory,
+)
 
-__all__ = ["HardmaxSE", "HardmaxSettings", "gamp", "output_side", "solve"]
+__all__ = [
+    "HardmaxSE",
+    "HardmaxSettings",
+    "HardmaxTrajectory",
+    "gamp",
+    "output_side",
+    "solve",
+    "trajectory",
+]

@@ -46,7 +46,14 @@ from attnlib import tasks as _tasks
 from attnlib.se import SEConvergenceWarning, input_side, qmc_normals, test_error_from_overlaps
 from attnlib.se.output import noise_dim, pairs
 
-__all__ = ["HardmaxSE", "HardmaxSettings", "output_side", "solve"]
+__all__ = [
+    "HardmaxSE",
+    "HardmaxSettings",
+    "HardmaxTrajectory",
+    "output_side",
+    "solve",
+    "trajectory",
+]
 
 _BIG = 1e100  # accepted range of the scalar inputs: [1e-100, 1e100] (no overflow inside)
 
@@ -170,6 +177,53 @@ def _map(task, target, alpha, y, qmc, lam=1.0):
     g_new = i.m / math.sqrt(i.q * Q0)
     y_new = np.array([np.arctanh(min(g_new, 1 - 1e-15)), math.log(i.v / math.sqrt(i.q))])
     return y_new, (means, i, math.sqrt(i.q / q))
+
+
+class HardmaxTrajectory(NamedTuple):
+    """Arrays over the maps ``t = 1 .. n_iter``: the cosine ``gamma`` between ``S_hat`` and
+    ``S0`` and ``rho = v / sqrt(q)`` after the ``t``-th map."""
+
+    gamma: np.ndarray
+    rho: np.ndarray
+
+
+def trajectory(
+    task, target, alpha: float, lam: float = 1.0, n_iter: int = 10, *, start=(0.5, 0.3),
+    n_qmc: int | None = None, n_rep: int | None = None, seed: int | None = None,
+) -> HardmaxTrajectory:  # fmt: skip
+    """The undamped map of the hardmax state evolution iterated ``n_iter`` times from
+    ``start``, as GAMP iterates (to set beside GAMP iterate by iterate; :func:`solve`
+    looks for the fixed ray instead).
+
+    Args:
+      task, target, alpha, lam: as in :func:`solve`.
+      n_iter: number of maps, ``>= 1``.
+      start: ``(gamma, rho)`` of the first iterate, ``0 < gamma < 1``, ``rho > 0``.
+      n_qmc, n_rep, seed: QMC points of each output side (``None``: the field of
+        :class:`HardmaxSettings`, so that the defaults give :func:`solve`'s points).
+
+    A map the input side cannot resolve raises a ``ValueError`` naming ``alpha`` and
+    ``lam`` (as in :func:`solve`).
+    """
+    task = _check_task(task)
+    alpha = _checks.alpha(alpha)
+    lam = _checks.in_interval("lam", lam, 1.0 / _BIG, _BIG, low_open=False)
+    n_iter = _checks.integer("n_iter", n_iter, 1)
+    s = _settings(None, dict(n_qmc=n_qmc, n_rep=n_rep, seed=seed))
+    qmc = (s.n_qmc, s.n_rep, s.seed)
+    g0, r0 = (float(t) for t in start)
+    if not (0.0 < g0 < 1.0 and 0.0 < r0 < math.inf):
+        raise ValueError(f"start must be (gamma, rho) with 0 < gamma < 1 and rho > 0, got {start}")
+    if not (hasattr(target, "measure") and hasattr(target, "Q0")):
+        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    y, rows = np.array([np.arctanh(g0), np.log(r0)]), []
+    for _ in range(n_iter):
+        try:
+            y, _ = _map(task, target, alpha, y, qmc, lam)
+        except (ValueError, RuntimeError) as err:
+            raise ValueError(f"hardmax SE at alpha = {alpha!r}, lam = {lam!r}: {err}") from err
+        rows.append((float(np.tanh(y[0])), float(np.exp(y[1]))))
+    return HardmaxTrajectory(*(np.array(col) for col in zip(*rows, strict=True)))
 
 
 class HardmaxSettings(NamedTuple):

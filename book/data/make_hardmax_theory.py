@@ -56,7 +56,6 @@ from data import _common as C
 
 import attnlib
 from attnlib import bayes, hardmax, sweep, targets, tasks, train
-from attnlib.hardmax import state_evolution as hse
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -127,12 +126,10 @@ def se_iterates(*, alpha: float, n_qmc: int, n_iter: int, seed: int) -> dict:
     """The undamped state evolution from GAMP's start (cosine ``sqrt(kappa0 / Q0)`` of the
     identity, ``rho = V0 / sqrt(Q0)``): the cosine after each map."""
     Q0 = float(target().Q0)
-    y = np.array([np.arctanh(np.sqrt(KAPPA0 / Q0)), np.log(V0 / np.sqrt(Q0))])
-    row = {}
-    for t in range(n_iter):
-        y, _ = hse._map(task(), target(), alpha, y, (n_qmc, 8, seed))
-        row[f"cosine_{t}"] = float(np.tanh(y[0]))
-    return row
+    start = (float(np.sqrt(KAPPA0 / Q0)), float(V0 / np.sqrt(Q0)))
+    tr = hardmax.trajectory(task(), target(), alpha, 1.0, n_iter, start=start, n_qmc=n_qmc,
+                            n_rep=8, seed=seed)  # fmt: skip
+    return {f"cosine_{t}": float(g) for t, g in enumerate(tr.gamma)}
 
 
 def bayes_point(*, alpha: float) -> dict:
