@@ -372,6 +372,9 @@ def test_bad_arguments_raise():
         se.optimal_lambda(task, TARGET, 0.5, bounds=(1.0, 0.1))
     with pytest.raises(ValueError, match="m must satisfy"):
         se.test_error_from_overlaps(task, 1.0, 2.0, 1.0)
+    with pytest.raises(ValueError, match="a_hat"):  # c = 5e299: q overflowed to inf before
+        se.input_side(TARGET, 0.5, 0.3, 1e-300, 0.1)
+    assert np.isfinite(se.input_side(TARGET, 0.5, 0.3, 1e-30, 0.1).q)  # c = 5e29: q = 5e59
 
 
 def test_non_convergence_warns_or_raises_with_residual_and_nan_fields():

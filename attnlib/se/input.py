@@ -66,6 +66,11 @@ def input_side(target, m_hat, q_hat, a_hat, lam, penalty="nuclear", *, Q0=None) 
             f"q_hat / m_hat**2 (the effective noise) must be <= {_checks.MAX_ABS:g}, "
             f"got q_hat={q_hat!r}, m_hat={m_hat!r}"
         )
+    if not m_hat <= _checks.MAX_ABS * a_hat:  # else q = O(c^2) overflows
+        raise ValueError(
+            f"c = m_hat / a_hat must be <= {_checks.MAX_ABS:g}, got m_hat={m_hat!r}, "
+            f"a_hat={a_hat!r}"
+        )
     Delta = q_hat / m_hat**2
     c = m_hat / a_hat
     tau = lam / a_hat
