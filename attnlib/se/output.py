@@ -40,6 +40,8 @@ __all__ = [
     "output_arrays",
     "output_side",
     "noise_dim",
+    "Pairs",
+    "pairs",
     "cold_prox",
     "lower_minima",
 ]
