@@ -238,6 +238,19 @@ def fits_in_memory(name: str, nbytes: float, what: str, fraction: float = 0.8) -
         )
 
 
+def qmc_sizes(n_qmc, n_rep, seed) -> tuple[int, int, int]:
+    """``(n_qmc, n_rep, seed)`` of a state evolution's QMC points, checked: ``n_qmc / n_rep``
+    a power of 2 ``>= 2`` (balanced Sobol sets), ``n_rep >= 1``, ``seed >= 0``."""
+    n_qmc = integer("n_qmc", n_qmc, 2)
+    n_rep = integer("n_rep", n_rep, 1)
+    per = n_qmc // n_rep
+    if per * n_rep != n_qmc or per < 2 or per & (per - 1):
+        raise ValueError(
+            f"n_qmc / n_rep must be a power of 2 >= 2, got n_qmc={n_qmc}, n_rep={n_rep}"
+        )
+    return n_qmc, n_rep, integer("seed", seed, 0)
+
+
 def settings(cls, value, given: dict, default=None):
     """The settings a solver runs with: ``value`` (an instance of the NamedTuple ``cls``;
     ``None``: ``default``, itself ``None`` for ``cls()``) with the entries of ``given``

@@ -127,17 +127,6 @@ def _output_jit(task, z, alpha, Q0, x):
     return jnp.mean(per.reshape(R, N, 5), axis=1)
 
 
-def _check_qmc(n_qmc, n_rep, seed) -> tuple:
-    n_qmc = _checks.integer("n_qmc", n_qmc, 2)
-    n_rep = _checks.integer("n_rep", n_rep, 1)
-    per = n_qmc // n_rep
-    if per * n_rep != n_qmc or per < 2 or per & (per - 1):
-        raise ValueError(
-            f"n_qmc / n_rep must be a power of 2 >= 2, got n_qmc={n_qmc}, n_rep={n_rep}"
-        )
-    return n_qmc, n_rep, _checks.integer("seed", seed, 0)
-
-
 def _check_task(task):
     channels.require_task(task, _tasks.Hardmax)
     channels.hardmax.regions(task.T)  # ValueError naming T beyond the exact solver
@@ -155,7 +144,7 @@ def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4,
     m = _checks.real("m", m)
     if not (math.isfinite(m) and m * m < q * Q0):
         raise ValueError(f"m must satisfy m^2 < q Q0, got m={m}, q={q}, Q0={Q0}")
-    n_qmc, n_rep, seed = _check_qmc(n_qmc, n_rep, seed)
+    n_qmc, n_rep, seed = _checks.qmc_sizes(n_qmc, n_rep, seed)
     z = jnp.asarray(qmc_normals(2 * task.n_pairs + noise_dim(task), n_qmc, n_rep, seed))
     f = jnp.float64
     x = jnp.asarray([m, q, v], dtype=jnp.float64)
@@ -253,7 +242,7 @@ def _settings(settings, given: dict) -> HardmaxSettings:
     """``settings`` (default :class:`HardmaxSettings`) with the shorthand keywords ``given``
     that are not ``None`` in place of its fields, validated."""
     s = _checks.settings(HardmaxSettings, settings, given)
-    n_qmc, n_rep, seed = _check_qmc(s.n_qmc, s.n_rep, s.seed)
+    n_qmc, n_rep, seed = _checks.qmc_sizes(s.n_qmc, s.n_rep, s.seed)
     return HardmaxSettings(
         tol=_checks.positive("tol", s.tol),
         max_iter=_checks.integer("max_iter", s.max_iter, 1),

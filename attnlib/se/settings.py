@@ -51,14 +51,7 @@ def _check(s: SESettings) -> SESettings:
     _checks.integer("max_iter", s.max_iter, 1)
     _checks.in_interval("damping", s.damping, 0.0, 1.0, low_open=False, high_open=True)
     _checks.integer("anderson", s.anderson, 0)
-    n_qmc = _checks.integer("n_qmc", s.n_qmc, 2)
-    n_rep = _checks.integer("n_rep", s.n_rep, 1)
-    per = n_qmc // n_rep
-    if per * n_rep != n_qmc or per < 2 or per & (per - 1):
-        raise ValueError(
-            f"n_qmc / n_rep must be a power of 2 >= 2, got n_qmc={n_qmc}, n_rep={n_rep}"
-        )
-    _checks.integer("seed", s.seed, 0)
+    n_qmc, _, _ = _checks.qmc_sizes(s.n_qmc, s.n_rep, s.seed)
     _checks.choice("on_fail", s.on_fail, ON_FAIL)
     max_n_qmc = _checks.integer("max_n_qmc", s.max_n_qmc, 2)
     if s.rtol is not None:
