@@ -2,10 +2,14 @@
 
 Theory is drawn as lines, simulations as markers with error bars, thresholds as
 dotted vertical lines; every function draws on a given ``matplotlib`` axis and
-returns it, so chapters compose figures freely.
+returns it, so chapters compose figures freely. :data:`PALETTE` gives each kind of
+curve one colour across the book: the theory, the simulation, each penalty ``lam`` of
+a family (in increasing order) and each size ``d`` (small to large, light to dark).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import matplotlib as mpl
 import numpy as np
@@ -14,6 +18,8 @@ from attnlib import _checks
 
 __all__ = [
     "BOOK_STYLE",
+    "PALETTE",
+    "Palette",
     "eigenvalue_histogram",
     "mark_threshold",
     "theory_and_simulation",
@@ -35,6 +41,27 @@ BOOK_STYLE = {
     "legend.frameon": False,
     "font.size": 10,
 }
+
+
+class Palette(NamedTuple):
+    """The book's semantic colours (matplotlib colour strings).
+
+    Attributes:
+        theory: a single theory curve (a line), e.g. the Bayes-optimal error.
+        simulation: simulation markers when one data series is shown.
+        threshold: dotted vertical lines marking a threshold.
+        lam: one colour per penalty of a family, smallest ``lam`` first (distinct hues).
+        d: one colour per size, smallest ``d`` first (one hue, light to dark).
+    """
+
+    theory: str = "#222222"
+    simulation: str = "#1b6ca8"
+    threshold: str = "0.35"
+    lam: tuple[str, ...] = ("#1b6ca8", "#d1495b", "#2e8b57", "#edae49", "#6a4c93")
+    d: tuple[str, ...] = ("#9ecae1", "#4292c6", "#2171b5", "#08519c", "#08306b")
+
+
+PALETTE = Palette()
 
 
 def use_book_style() -> None:

@@ -33,3 +33,28 @@ def test_theory_and_simulation_sem_from_seeds():
     half = np.array([abs(s[1, 1] - s[0, 1]) / 2 for s in segs])
     np.testing.assert_allclose(half, sims.std(axis=0, ddof=1) / np.sqrt(5))
     plt.close(fig)
+
+
+def _luminance(colour) -> float:
+    r, g, b, _ = matplotlib.colors.to_rgba(colour)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_palette_colours_are_valid_and_tell_curves_apart():
+    """Each semantic colour parses; the penalties' colours differ pairwise by a visible
+    amount (no two near-identical greens), the sizes' colours darken monotonically with d,
+    and theory, simulation and threshold are three different colours."""
+    pal = plotting.PALETTE
+    rgb = {c: np.array(matplotlib.colors.to_rgb(c)) for c in (*pal.lam, *pal.d, pal.theory)}
+    assert len(pal.lam) >= 4 and len(pal.d) >= 4
+    gaps = [
+        np.linalg.norm(rgb[a] - rgb[b]) for i, a in enumerate(pal.lam) for b in pal.lam[i + 1 :]
+    ]
+    assert min(gaps) > 0.3, gaps
+    lum = [_luminance(c) for c in pal.d]
+    assert all(a > b + 0.05 for a, b in zip(lum[:-1], lum[1:], strict=True)), lum
+    colours = {matplotlib.colors.to_hex(c) for c in (pal.theory, pal.simulation, pal.threshold)}
+    assert len(colours) == 3
+    assert pal.lam[0] == matplotlib.colors.to_hex(
+        plotting.BOOK_STYLE["axes.prop_cycle"].by_key()["color"][0]
+    )

@@ -39,3 +39,23 @@ def test_raw_tex_rule():
         assert not check.RAW_TEX.search(text), text
     assert check.NUMPY_REPR.search("gap np.float64(0.0123)")
     assert not check.NUMPY_REPR.search("gap 0.0123")
+
+
+def test_namedtuple_signatures_lose_their_forward_refs():
+    """attnlib's NamedTuples carry ForwardRef annotations (future annotations); the book's
+    Sphinx extension turns them into plain strings before autodoc formats a signature."""
+    import inspect
+    import typing
+
+    from attnlib import se
+
+    fixes = _load("book_html_fixes")
+    fields = se.SESettings.__new__.__annotations__
+    assert any(isinstance(v, typing.ForwardRef) for v in fields.values()) or all(
+        isinstance(v, str) for v in fields.values()
+    )
+    fixes.unwrap_forward_refs(se.SESettings)
+    fixes.unwrap_forward_refs(se.solve)  # not a NamedTuple: left alone
+    assert fields["tol"] == "float" and fields["rtol"] == "float | None"
+    signature = str(inspect.signature(se.SESettings))
+    assert "ForwardRef" not in signature and "tol: 'float' = 1e-06" in signature
