@@ -345,7 +345,23 @@ def _specs():
     add(
         scaling.predicted_exponent,
         dict(gamma=1.5),
-        dict(gamma="pos", schedule="real", share_exponent="real"),
+        dict(
+            gamma="pos",
+            schedule="real",
+            share_exponent="real",
+            all_modes="bool",
+            interpolating="bool",
+        ),
+    )
+    add(
+        scaling.paper_exponent,
+        dict(gamma=1.0, a=1.5, b=-1.0),
+        dict(gamma="above_half", a="pos", b="real"),
+    )
+    add(
+        scaling.paper_point,
+        dict(d=10, a=1.5, b=-1.0),
+        dict(d="int", a="pos", b="real", n_min="int"),
     )
     add(
         scaling.lasso_se,
