@@ -148,3 +148,61 @@ def test_paper_rates_phase_diagram(gamma, a, b):
     drifts with ``d`` (corrections to scaling, the discreteness of the modes near the
     threshold); bound 0.12, and the nearest rate must be the predicted regime's."""
     _check_slope(gamma, a, b, [100, 200, 400], 0.12)
+
+
+@pytest.mark.slow
+def test_paper_power_law_convex_solver_against_finite_d_se():
+    """Slow (about a minute): the convex solver (nuclear) on one data set at ``d = 100``,
+    ``n = d^1.7 = 2512``, ``lam = d^-0.5`` (linear ``T = 1``, noise 0.5) against the
+    finite-``d`` state evolution (Conjecture E.1). Measured: SE mse 0.339, trained 0.384 and
+    0.375 (two seeds), test error 0.677 against 0.764 and 0.757: the solver sits 11-13 %
+    above the theory at this ``d`` (finite-size corrections of the O(sqrt(d)) top modes;
+    the book's data script tracks them at d = 150). Bound: 20 % relative, and the trained
+    matrix must beat ``S = 0`` (mse ``Q0 = 1.63``) by a factor 3."""
+    from attnlib import scaling, se, spectrum, tasks, train
+
+    task, d = tasks.Linear(T=1, noise=0.5), 100
+    alpha, lam, n = scaling.paper_point(d, 1.7, -0.5)
+    tg = targets.PaperPowerLaw(1.0)
+    r = se.solve(task, tg.at(d), alpha, lam)
+    key = jax.random.PRNGKey(7)
+    S0 = tg.sample(jax.random.fold_in(key, 0), d)
+    data = tasks.make_dataset(jax.random.fold_in(key, 1), task, S0, n)
+    res = train.train_convex(task, data, lam, tol=1e-7)
+    assert res.converged
+    mse = train.mse(res.S, S0)
+    te = train.test_error_stats(jax.random.fold_in(key, 2), task, S0, res.S, n_test=10000)
+    assert abs(mse / r.mse - 1) < 0.2, (mse, r.mse)
+    assert abs(te.mean / r.test_error - 1) < 0.2 + 3 * te.stderr / r.test_error, (te, r)
+    assert 3 * mse < tg.at(d).Q0
+    # the learned outliers one by one: the top 3 eigenvalues of S against the mid-point
+    # quantiles of the learned spectrum at size d (SE 9.51, 4.64, 3.11; trained in the
+    # book's quick data 9.66, 4.73, 3.08 and 9.33, 4.14, 3.08): 15 % relative
+    pred = np.sort(spectrum.learned_spectrum(tg.at(d), r).quantiles(d))[::-1][:3]
+    top = np.sort(np.linalg.eigvalsh(res.S))[::-1][:3]
+    np.testing.assert_allclose(top, pred, rtol=0.15)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "a_range, lam, flags",
+    [((1.1, 1.5), 1e-3, dict(interpolating=True)), ((2.3, 2.8), 1e-2, {})],
+)
+def test_paper_rates_in_n_at_fixed_d(a_range, lam, flags):
+    """Slow (30 s to 2 min each): the rate in ``n`` at fixed ``d = 200``, fixed ``lam``
+    (``ell = 0``), five ``n = d^a`` over ``a_range``, against :func:`predicted_exponent`
+    (noisy labels): below ``n = d^2`` the minimax rate ``1 - 1/(2 gamma) = 0.5`` (measured
+    0.540 +- 0.028), above it the variance rate 1 (measured 0.948 +- 0.014). Bound 0.1 (the
+    drift of the local slope at this ``d``). Not tested: the threshold and shrinkage rates
+    in ``n`` at ``d = 200`` (measured 0.58 against 0.25 and 0.61 against 0.5): the window
+    between the noise edge and the top eigenvalue ``sqrt(d)`` holds only a few modes."""
+    from attnlib import se, tasks
+    from attnlib.scaling import fit_power_law, predicted_exponent
+
+    d, task = 200, tasks.Linear(T=1, noise=0.5)
+    tg = targets.PaperPowerLaw(1.0).at(d)
+    ns = np.round(d ** np.linspace(*a_range, 5))
+    ys = [se.solve(task, tg, n / d**2, lam).mse for n in ns]
+    fit = fit_power_law(ns, ys)
+    pred = predicted_exponent(1.0, 0.0, noisy=True, **flags)
+    assert abs(fit.exponent - pred.f) < 0.1, (fit, pred)
