@@ -28,6 +28,7 @@ from attnlib import _checks
 
 __all__ = [
     "Explicit",
+    "PaperPowerLaw",
     "PowerLaw",
     "PowerLawModes",
     "SpectralMeasure",
@@ -346,11 +347,6 @@ class Spiked(Target):
         return self.spikes
 
 
-# ----------------------------------------------------------------------------
-# Power-law modes (the target family of the scaling laws, book/08_scaling_laws)
-# ----------------------------------------------------------------------------
-
-
 @dataclasses.dataclass(frozen=True)
 class PowerLawModes(Target):
     r"""``n_modes`` extensive eigenvalue groups with ``lambda_k = A k^{-gamma}``, ``Q0 = 1``.
@@ -497,3 +493,6 @@ def atoms_and_weights(target) -> tuple[np.ndarray, np.ndarray]:
     if a.shape != w.shape or a.ndim != 1 or np.any(w < 0) or not np.isclose(w.sum(), 1.0):
         raise ValueError("target: the measure needs one weight >= 0 per atom, summing to 1")
     return a, w
+
+
+from attnlib._paper_power_law import PaperPowerLaw  # noqa: E402  (own module; needs Target)

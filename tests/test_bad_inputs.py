@@ -85,6 +85,7 @@ BAD = {
     "nonneg": [NAN, INF, -INF, -1.0, -1e-300, 1e300, *_TYPES],
     "real": [NAN, INF, -INF, 1e300, -1e300, *_TYPES],
     "unit": [NAN, INF, -1.0, 0.0, 1.5, 1e300, *_TYPES],
+    "above_half": [NAN, INF, -1.0, 0.0, 0.5, 0.25, 1e300, *_TYPES],
     "int": [0, -1, 2.5, NAN, INF, "3", None, True],
     "vector": [
         [],
@@ -252,6 +253,9 @@ def _specs():
     add(targets.Wishart, dict(kappa0=0.5), dict(kappa0="unit"))
     add(targets.PowerLaw, dict(gamma=0.25), dict(gamma="unit", kappa0="unit"))
     add(targets.Explicit, dict(values=(1.0, 2.0)), dict(values="vector"))
+    add(targets.PaperPowerLaw, dict(gamma=1.0), dict(gamma="above_half"))
+    add(targets.PaperPowerLaw(1.0).at, dict(d=D), dict(d="int"))
+    add(targets.PaperPowerLaw(1.0).rank_eigenvalues, dict(d=D), dict(d="int"))
     add(targets.Spiked, dict(spikes=(3.0,)), dict(spikes="vector", bulk="target"))
     add(
         targets.PowerLawModes,
@@ -341,7 +345,23 @@ def _specs():
     add(
         scaling.predicted_exponent,
         dict(gamma=1.5),
-        dict(gamma="pos", schedule="real", share_exponent="real"),
+        dict(
+            gamma="pos",
+            schedule="real",
+            share_exponent="real",
+            all_modes="bool",
+            interpolating="bool",
+        ),
+    )
+    add(
+        scaling.paper_exponent,
+        dict(gamma=1.0, a=1.5, b=-1.0),
+        dict(gamma="above_half", a="pos", b="real"),
+    )
+    add(
+        scaling.paper_point,
+        dict(d=10, a=1.5, b=-1.0),
+        dict(d="int", a="pos", b="real", n_min="int"),
     )
     add(
         scaling.lasso_se,

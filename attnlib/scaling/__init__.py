@@ -6,6 +6,7 @@ Package layout (one idea per module; every public name is importable from
 :mod:`~attnlib.scaling.schedule` (:class:`LamSchedule`), :mod:`~attnlib.scaling.curve`
 (:func:`excess_risk_curve`), :mod:`~attnlib.scaling.fitting` (:func:`fit_power_law`),
 :mod:`~attnlib.scaling.exponents` (:func:`predicted_exponent`),
+:mod:`~attnlib.scaling.paper` (the paper's power-law regime, :func:`paper_exponent`),
 :mod:`~attnlib.scaling.lasso_se` and :mod:`~attnlib.scaling.lasso_solver` (the LASSO
 comparison).
 
@@ -75,6 +76,7 @@ from attnlib.scaling.lasso_solver import (
     lasso_recovered_fractions,
     lasso_solve,
 )
+from attnlib.scaling.paper import PaperExponent, paper_exponent, paper_point
 from attnlib.scaling.recovery import (
     RecoveredModes,
     SpectralSummary,
@@ -102,6 +104,9 @@ __all__ = [
     "fit_power_law",
     "ExponentPrediction",
     "predicted_exponent",
+    "PaperExponent",
+    "paper_exponent",
+    "paper_point",
     "LassoSE",
     "LassoFit",
     "lasso_se",

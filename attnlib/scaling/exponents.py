@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
+
 from attnlib import _checks
 from attnlib.scaling.schedule import LamSchedule
 
@@ -23,6 +25,9 @@ class ExponentPrediction(NamedTuple):
     state evolution sits above the threshold: ``f = 2/r - 1``), ``"optimal"``
     (noisy labels, ``ell = -1/2``: ``f = 1 - r/2``) or ``"variance"`` (noisy labels,
     ``ell > -1/2``: ``f = 1``). ``r = (1 - beta)/gamma`` is the counting exponent.
+    Two more in the paper's finite-``d`` regime (:func:`predicted_exponent`'s
+    ``all_modes`` and ``interpolating``): ``"shrinkage"`` (``f = 2 (1 + ell)``) and
+    ``"minimax"`` (noisy labels below interpolation: ``f = 1 - r/2``).
     """
 
     f: float
@@ -43,8 +48,9 @@ def _counting_exponent(gamma, share_exponent) -> float:
 
 
 def predicted_exponent(
-    gamma, schedule=0.0, *, share_exponent: float = 0.0, noisy: bool = False
-) -> ExponentPrediction:
+    gamma, schedule=0.0, *, share_exponent: float = 0.0, noisy: bool = False,
+    all_modes: bool = False, interpolating: bool = False,
+) -> ExponentPrediction:  # fmt: skip
     r"""The derived exponent ``f`` in ``e_test - e_0 ~ alpha^{-f}`` (window ``1 << k* << n_modes``).
 
     Derivation (book/08_scaling_laws). With ``t ~ lam / alpha`` the state-evolution threshold
@@ -65,6 +71,22 @@ def predicted_exponent(
       share_exponent: ``beta`` of :class:`PowerLawModes`; ``r = (1 - beta)/gamma`` must lie
         in ``(0, 2)``.
       noisy: whether the labels carry noise.
+      all_modes: the threshold has fallen below the smallest eigenvalue (a finite number
+        of modes, or the paper's finite-``d`` target once ``n >> d^{1 + 2 gamma}``): the
+        bias is the shrinkage ``t^2`` of every mode, ``f = 2 (1 + ell)`` (phase
+        ``"shrinkage"``, the paper's ``(lam d^2 / n)^2``); with noisy labels the variance
+        ``f = 1`` wins for ``ell >= -1/2``.
+      interpolating: below the interpolation threshold (the paper's ``n << d^2``, i.e.
+        ``alpha -> 0``) a vanishing penalty does not keep the noise bulk: interpolation
+        puts the threshold at the noise edge ``sqrt(Delta_eff)``. With noisy labels and
+        ``ell >= -1/2`` this gives ``f = 1 - r/2`` (phase ``"minimax"``, the paper's
+        ``(n/d)^{-1 + 1/(2 gamma)}``) in place of ``"variance"``; noise-free labels are
+        unchanged. Not with ``all_modes`` (that needs ``n >> d^2``).
+
+    The paper's four rates (arXiv:2509.24914 v2, Appendix E) in ``n`` at fixed ``d`` with
+    ``lam ~ n^{-ell}``: ``"minimax"``/``"optimal"`` ``1 - r/2``, ``"variance"`` ``1``,
+    ``"threshold"`` ``(1 + ell)(2 - r)``, ``"shrinkage"`` ``2 (1 + ell)`` (``r = 1/gamma``);
+    :func:`attnlib.scaling.paper_exponent` gives them along ``n = d^a``, ``lam = d^b``.
     """
     r = _counting_exponent(gamma, share_exponent)
     if isinstance(schedule, LamSchedule):
@@ -75,14 +97,46 @@ def predicted_exponent(
         raise ValueError(
             f"ell must be > -1 (the threshold lam/alpha must vanish), got schedule = {ell!r}"
         )
+    paper = _paper_phase(r, ell, noisy, all_modes, interpolating)
+    if paper is not None:
+        return paper
     if not noisy:
-        f_thr = (1.0 + ell) * (2.0 - r)
-        f_smp = 2.0 / r - 1.0
-        if f_thr <= f_smp:
-            return ExponentPrediction(f_thr, "threshold", r)
-        return ExponentPrediction(f_smp, "samples", r)
+        return _noise_free(r, ell)
     if ell < -0.5:
         return ExponentPrediction((1.0 + ell) * (2.0 - r), "threshold", r)
     if ell == -0.5:
         return ExponentPrediction(1.0 - r / 2.0, "optimal", r)
     return ExponentPrediction(1.0, "variance", r)
+
+
+def _noise_free(r, ell) -> ExponentPrediction:
+    f_thr = (1.0 + ell) * (2.0 - r)
+    f_smp = 2.0 / r - 1.0
+    if f_thr <= f_smp:
+        return ExponentPrediction(f_thr, "threshold", r)
+    return ExponentPrediction(f_smp, "samples", r)
+
+
+def _paper_phase(r, ell, noisy, all_modes, interpolating) -> ExponentPrediction:
+    """The phases that only the paper's finite-``d`` regime has (see :func:`predicted_exponent`);
+    ``None`` when neither flag is set."""
+    for name, flag in (("all_modes", all_modes), ("interpolating", interpolating)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {flag!r}")
+    if not (all_modes or interpolating):
+        return None
+    if all_modes and interpolating:
+        raise ValueError(
+            "all_modes and interpolating exclude each other (every mode above the threshold "
+            "needs n >> d^(1 + 2 gamma) > d^2, above the interpolation threshold)"
+        )
+    if all_modes:
+        f_shr = 2.0 * (1.0 + ell)
+        if noisy and f_shr >= 1.0:
+            return ExponentPrediction(1.0, "variance", r)
+        return ExponentPrediction(f_shr, "shrinkage", r)
+    if not noisy:
+        return _noise_free(r, ell)
+    if ell < -0.5:
+        return ExponentPrediction((1.0 + ell) * (2.0 - r), "threshold", r)
+    return ExponentPrediction(1.0 - r / 2.0, "minimax", r)
