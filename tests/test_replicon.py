@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import attnlib  # noqa: F401
-from attnlib import amp, channels, se, tasks
+from attnlib import amp, channels, se, targets, tasks, train
 from attnlib.channels.losses import grad_hess_batch, loss_task
 from attnlib.denoisers.nuclear import nuclear_spectrum
 from attnlib.se import replicon
@@ -158,3 +158,38 @@ def test_output_factor_matches_gamp_data():
     prox, _ = cold_prox(task, z, Q0, x)
     theory, _ = replicon.output_factor(task, z, alpha, Q0, x, prox)
     assert abs(theory - on_data) < 4 * err + 0.02 * on_data, (theory, on_data, err)
+
+
+def _starts(task, data, d, lam, n_starts=4):
+    """Minimisers of ``sum loss + d lam Tr S`` (FISTA, :func:`attnlib.train.train_convex`)
+    on one data set from ``S = 0`` and from random Wishart starts of growing scale."""
+    out = []
+    for s in range(n_starts):
+        W = jax.random.normal(jax.random.PRNGKey(100 + s), (d, d))
+        init = None if s == 0 else W @ W.T / d * (0.3 * s)
+        res = train.train_convex(task, data, lam, S_init=init, tol=1e-10, max_iter=20000)
+        S = np.asarray(res.S)
+        out.append((S + S.T) / 2)
+    return out
+
+
+@pytest.mark.slow
+def test_stable_point_has_one_minimiser_on_data():
+    """Seq2lab T = 2 (non-convex data term), Wishart(0.2), alpha 0.1, lam 1e-3: the SE's
+    replicon is below 1, and four minimisers from different starts on ONE data set
+    (d = 40, n = 160) coincide: their mutual overlaps ``Tr(S_i S_j)/d`` equal their
+    self-overlaps to 1e-8 relative (FISTA's tolerance 1e-10; measured 5e-14), where a
+    broken replica symmetry would leave them apart by O(1)."""
+    task, target, alpha, lam, d = tasks.Seq2Lab(T=2), Wishart(0.2), 0.1, 1e-3, 40
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", se.SEReplicaSymmetryWarning)
+        warnings.simplefilter("ignore", se.SEMultipleFixedPointsWarning)
+        r = se.solve(task, target, alpha, lam)
+    assert r.converged and 0.0 < r.replicon < 1.0
+    key = jax.random.PRNGKey(7)
+    S0 = targets.Explicit(tuple(target.eigenvalues(d))).sample(jax.random.fold_in(key, 0), d)
+    data = tasks.make_dataset(jax.random.fold_in(key, 1), task, S0, tasks.n_samples(alpha, d))
+    Ss = _starts(task, data, d, lam)
+    q = np.array([[np.sum(a * b) / d for b in Ss] for a in Ss])
+    self_q = np.diag(q)
+    assert np.max(np.abs(q - self_q[:, None])) < 1e-8 * np.mean(self_q), q
