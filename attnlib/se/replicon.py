@@ -4,10 +4,11 @@ Where the output channel is not convex (softmax seq2seq and seq2lab) the state e
 can have several fixed points and the engine returns the one of lowest objective
 (:mod:`attnlib.se.several`). That fixed point describes the global minimiser only where
 the replica-symmetric saddle point is stable against replica-symmetry breaking, the
-condition of :cite:t:`boncoraglio2025attention` (its Eq. 11), in the form that
-:cite:t:`gerace2020generalisation`, :cite:t:`aubin2020perceptrons` and
-:cite:t:`loureiro2021curves` give for generalised linear ERM. In attnlib's
-normalisation it reads ``replicon < 1`` with
+condition that :cite:t:`boncoraglio2025attention` state as their Eq. 11. It is derived
+below, independently, in the form that :cite:t:`gerace2020generalisation`,
+:cite:t:`aubin2020perceptrons` and :cite:t:`loureiro2021curves` give for generalised
+linear ERM (``alpha E[(d_omega g)^2] E[(d_B f)^2] < 1``). In attnlib's normalisation it
+reads ``replicon < 1`` with
 
     replicon  = out_factor * in_factor,
     out_factor = (alpha / 2) sum_{ab, cd} sigma_ab^2 sigma_cd^2 E[(d g_ab / d omega_cd)^2],
