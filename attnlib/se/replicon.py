@@ -61,6 +61,14 @@ degrees of freedom of the kept block, ``rank^2 d^2 / 2``, against the ``n = alph
 equations. The zero phase (``S_hat = 0``: ``f = 0`` on a neighbourhood of the whole
 spectrum) has ``in_factor = 0``: ``replicon = 0``, strictly stable.
 
+Jumps of the prox. For a non-convex loss the global prox minimiser can jump from one
+local minimum to another as ``omega`` crosses a surface; ``J`` is the derivative away
+from such surfaces. A jump of size O(1) crossed with probability O(|delta omega|) adds
+O(eps^(1/2)) to ``E[delta g^2]``, not O(eps): where the global prox minimiser jumps with
+positive density, the zero-temperature replicon of the linearised argument above is
+infinite (as for other non-convex zero-temperature problems), and ``replicon < 1`` is a
+necessary condition there, not a sufficient one. ``replicon`` is the smooth part.
+
 Not computed (NaN): piecewise-constant losses (:class:`attnlib.tasks.Hardmax`: ``g``
 jumps, the a.e. derivative misses the jump part) and rank-constrained students
 (:mod:`attnlib.width`, ``kappa < 1``: the map is cut to zero at ``x_kappa`` inside the
