@@ -61,6 +61,14 @@ degrees of freedom of the kept block, ``rank^2 d^2 / 2``, against the ``n = alph
 equations. The zero phase (``S_hat = 0``: ``f = 0`` on a neighbourhood of the whole
 spectrum) has ``in_factor = 0``: ``replicon = 0``, strictly stable.
 
+A bound: where the loss Hessian is positive semi-definite at (almost) every prox point,
+``replicon <= 1``. Then ``-D^-1 <= J <= 0``, so ``A = sigma J sigma`` has eigenvalues in
+``[-1/v, 0]`` and ``tr A^2 <= tr(-A) / v``: ``out_factor <= a_hat / (2 v)``; the soft
+threshold's divided differences in ``B`` lie in ``[0, 1]``, so ``in_factor <= (1 /
+a_hat^2) int int rho_B rho_B F^[1] = 2 v / a_hat``. Replica symmetry can break only
+through prox points where the loss curves down (``H`` not PSD: the square loss of a
+softmax with a residual, i.e. noisy labels or no interpolation) or through jumps.
+
 Jumps of the prox. For a non-convex loss the global prox minimiser can jump from one
 local minimum to another as ``omega`` crosses a surface; ``J`` is the derivative away
 from such surfaces. A jump of size O(1) crossed with probability O(|delta omega|) adds
