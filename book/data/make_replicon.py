@@ -1,7 +1,8 @@
 r"""Where the replica-symmetric fixed point is stable: the replicon over ``(alpha, lam)``.
 
-Setting: softmax seq2seq and seq2lab, ``T = 2``, no noise, Wishart target ``kappa0 =
-0.5``, nuclear + PSD penalty. At each ``(alpha, lam)`` the state evolution
+Setting: softmax seq2seq and seq2lab, ``T = 2``, no noise, and seq2seq with noise 0.5
+on the outputs; Wishart target ``kappa0 = 0.5``, nuclear + PSD penalty. At each
+``(alpha, lam)`` the state evolution
 (:func:`attnlib.se.solve`: the fixed point of lowest objective) and its ``replicon``
 (:mod:`attnlib.se.replicon`, stable where ``replicon < 1``), with the test error, the
 objective, ``(m, q, v)``, the rank fraction and the number of other fixed points found
@@ -38,7 +39,13 @@ from attnlib import se, sweep, targets, tasks
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 TARGET = targets.Wishart(0.5)
-TASKS = {"seq2seq": tasks.Seq2Seq(T=2), "seq2lab": tasks.Seq2Lab(T=2)}
+TASKS = {
+    "seq2seq": tasks.Seq2Seq(T=2),
+    "seq2lab": tasks.Seq2Lab(T=2),
+    # noisy outputs: the softmax's square loss curves down at the prox points, and the
+    # replicon exceeds 1 at small lam and large alpha (1.09 at alpha 2.5, lam 1e-4)
+    "seq2seq_noisy_outputs": tasks.Seq2Seq(T=2, noise=0.5, noise_on="outputs"),
+}
 FIELDS = ("replicon", "test_error", "objective", "m", "q", "v", "rank_fraction")
 FULL = dict(
     alpha=(0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0),
@@ -71,7 +78,7 @@ def run(quick: bool = False, runner=None) -> dict:
     table = (runner or C.Runner())(grid(cfg))
     axes = {"task": tuple(TASKS), "lam": cfg["lam"], "alpha": cfg["alpha"]}
     arrays = {f: sweep.pivot(table, f, axes) for f in (*FIELDS, "n_alternatives")}
-    meta = dict(kappa0=0.5, T=2, noise=0.0, penalty="nuclear", tasks=list(TASKS),
+    meta = dict(kappa0=0.5, T=2, penalty="nuclear", tasks={k: repr(t) for k, t in TASKS.items()},
                 n_qmc=cfg["n_qmc"], seconds=round(time.time() - t0, 1))  # fmt: skip
     return {"alpha": np.asarray(cfg["alpha"]), "lam": np.asarray(cfg["lam"]), **arrays,
             "meta": np.asarray(json.dumps(meta))}  # fmt: skip
