@@ -165,13 +165,14 @@ def test_output_factor_matches_gamp_data():
     assert abs(theory - on_data) < 4 * err + 0.02 * on_data, (theory, on_data, err)
 
 
-def _starts(task, data, d, lam, n_starts=4):
+def _starts(task, data, d, lam, n_starts=4, *, key=None, scale=0.3):
     """Minimisers of ``sum loss + d lam Tr S`` (FISTA, :func:`attnlib.train.train_convex`)
     on one data set from ``S = 0`` and from random Wishart starts of growing scale."""
     out = []
     for s in range(n_starts):
-        W = jax.random.normal(jax.random.PRNGKey(100 + s), (d, d))
-        init = None if s == 0 else W @ W.T / d * (0.3 * s)
+        k = jax.random.PRNGKey(100 + s) if key is None else jax.random.fold_in(key, 100 + s)
+        W = jax.random.normal(k, (d, d))
+        init = None if s == 0 else W @ W.T / d * (scale * s)
         res = train.train_convex(task, data, lam, S_init=init, tol=1e-10, max_iter=20000)
         S = np.asarray(res.S)
         out.append((S + S.T) / 2)
@@ -198,3 +199,37 @@ def test_stable_point_has_one_minimiser_on_data():
     q = np.array([[np.sum(a * b) / d for b in Ss] for a in Ss])
     self_q = np.diag(q)
     assert np.max(np.abs(q - self_q[:, None])) < 1e-6 * np.mean(self_q), q
+
+
+@pytest.mark.slow
+def test_minimisers_disagree_where_the_replicon_exceeds_one():
+    """Seq2seq T = 2 with noise 1.0 on the outputs (the softmax's square loss curves down
+    at the prox points), Wishart(0.5), alpha 1, one data set at d = 30 (n = 900), four
+    FISTA minimisers (from 0 and from Wishart starts of scale 1, 2, 3):
+
+    - lam = 0.3: SE replicon 0.335 < 1, the four coincide (mutual = self overlaps to 1e-6;
+      measured 1e-19 in ``||S_i - S_j||^2 / q``);
+    - lam = 1e-3: SE replicon 1.80 > 1 (with the warning), they do not: distinct
+      objectives (3.222-3.381 per sequence), mutual overlaps 383-538 against self-overlaps
+      451-608 (``max ||S_i - S_j||^2 / d`` = 0.53 of the mean ``q``), and all far from the
+      SE's ``q = 4.7``: the RS fixed point describes none of them. Required: some pair
+      apart by more than 10 % of ``q``.
+
+    Not a proof: at noise 0.5, lam 1e-4, alpha 1 (replicon 0.858) the same starts at
+    d = 40 also end apart, at ``q`` near 1500 against the SE's 4.8 (finite-d minimisers
+    that run off at this small ``lam``)."""
+    task, alpha, d = tasks.Seq2Seq(T=2, noise=1.0, noise_on="outputs"), 1.0, 30
+    key = jax.random.PRNGKey(7)
+    S0 = targets.Explicit(tuple(TARGET.eigenvalues(d))).sample(jax.random.fold_in(key, 0), d)
+    data = tasks.make_dataset(jax.random.fold_in(key, 1), task, S0, tasks.n_samples(alpha, d))
+    for lam, stable in ((0.3, True), (1e-3, False)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            r = se.solve(task, TARGET, alpha, lam, n_qmc=2048)
+        warned = any(issubclass(w.category, se.SEReplicaSymmetryWarning) for w in caught)
+        assert r.converged and (r.replicon < 1.0) == stable and warned == (not stable)
+        Ss = _starts(task, data, d, lam, key=key, scale=1.0)
+        q = np.array([[np.sum(a * b) / d for b in Ss] for a in Ss])
+        dist = np.diag(q)[:, None] + np.diag(q)[None, :] - 2 * q  # ||S_i - S_j||^2 / d
+        spread = np.max(dist) / np.mean(np.diag(q))
+        assert (spread < 1e-6) if stable else (spread > 0.1), (lam, r.replicon, spread)
