@@ -40,8 +40,9 @@ from attnlib import amp, bayes, hardmax, se, targets, tasks, train, width
 
 DIAGNOSTICS = ("converged", "residual", "n_iter", "integration_error")
 # per result type, what is not an order parameter or a metric: inputs, labels, diagnostics
+# (the replicon is a stability diagnostic, NaN where not defined: rank-constrained students)
 NOT_METRICS = {"alpha", "lam", "Q0", "kappa", "penalty", "alternatives", "other_fixed_point",
-               *DIAGNOSTICS}  # fmt: skip
+               "replicon", *DIAGNOSTICS}  # fmt: skip
 
 W05 = targets.Wishart(0.5)
 LIN = tasks.Linear(T=1, noise=0.25)

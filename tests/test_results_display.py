@@ -45,8 +45,15 @@ def test_summary_has_every_scalar_field(result):
     text = result.summary()
     assert len(text.splitlines()) <= 10
     for name in result._fields:
-        if name not in ("alternatives", "penalty"):
+        if name not in ("alternatives", "penalty", "replicon"):
             assert f"{name} " in text, name
+
+
+def test_summary_shows_the_replicon_only_where_it_fails(result):
+    """A stable point's summary is unchanged by the field; an unstable one shows it."""
+    assert 0.0 <= result.replicon < 1.0 and "replicon" not in result.summary()
+    assert "replicon" in repr(result)
+    assert "other: replicon 1.5" in result._replace(replicon=1.5).summary()
 
 
 def test_repr_is_generic_in_the_fields():

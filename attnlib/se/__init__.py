@@ -52,6 +52,7 @@ from attnlib.se.results import (
     LearningCurve,
     SEConvergenceWarning,
     SEMultipleFixedPointsWarning,
+    SEReplicaSymmetryWarning,
     SEResult,
     WarmStart,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "PENALTIES",
     "SEConvergenceWarning",
     "SEMultipleFixedPointsWarning",
+    "SEReplicaSymmetryWarning",
     "SEResult",
     "LearningCurve",
     "WarmStart",

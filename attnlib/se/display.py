@@ -33,6 +33,9 @@ _SUMMARY_ROWS = (
     ("solver", ("converged", "residual", "n_iter", "integration_error")),
 )
 _CURVE_COLUMNS = ("alpha", "test_error", "mse", "train_loss", "converged")
+# scalar fields that summary() shows only where the test holds (a warning sign): the
+# replicon where the replica-symmetric fixed point is unstable (> 1)
+_SHOWN_WHEN = {"replicon": lambda value: value > 1.0}
 
 
 def _is_scalar(value) -> bool:
@@ -77,9 +80,15 @@ def result_repr(result) -> str:
     return f"{type(result).__name__}({', '.join(parts)})"
 
 
+def _shown(name, value) -> bool:
+    test = _SHOWN_WHEN.get(name)
+    return test is None or bool(test(value))
+
+
 def result_summary(result) -> str:
     """A few lines: the inputs, then the metrics, order parameters, conjugates,
-    spectrum and solver diagnostics, then any other scalar field."""
+    spectrum and solver diagnostics, then any other scalar field (``replicon`` only
+    where it is above 1: the replica-symmetric fixed point is unstable)."""
     title = (
         f"{type(result).__name__}: alpha {_scalar(result.alpha)}, lam {_scalar(result.lam)}, "
         f"penalty {result.penalty}"
@@ -92,7 +101,7 @@ def result_summary(result) -> str:
             lines.append(
                 f"  {label}: " + ", ".join(f"{n} {_scalar(getattr(result, n))}" for n in present)
             )
-    others = [n for n in result._fields if n not in shown]
+    others = [n for n in result._fields if n not in shown and _shown(n, getattr(result, n))]
     scalars = [n for n in others if _is_scalar(getattr(result, n))]
     if scalars:
         lines.append("  other: " + ", ".join(f"{n} {_scalar(getattr(result, n))}" for n in scalars))

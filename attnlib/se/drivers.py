@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from attnlib import _checks, channels
-from attnlib.se import engine, optimal, point, robust, several
+from attnlib.se import engine, optimal, point, replicon, robust, several
 from attnlib.se.output import check_task, qmc_points
 from attnlib.se.results import (
     PENALTIES,
@@ -219,7 +219,9 @@ def _solve(task, target, point_, init, s: SESettings):
     if found.attempt is None:
         _report_failure(alpha, lam, penalty, found, s.on_fail)
         return point.failed(pb, lam, found.residual, found.n_iter), None
-    return several.lowest(pb, lam, found.attempt, extra, loop)
+    r, w = several.lowest(pb, lam, found.attempt, extra, loop)
+    replicon.warn_if_unstable(r, stacklevel=4)
+    return r, w
 
 
 def _solve_to_rtol(task, target, point_, init, s: SESettings):

@@ -16,7 +16,7 @@ import numpy as np
 
 from attnlib import channels, iterate
 from attnlib.denoisers.nuclear import nuclear_integrals, nuclear_spectrum
-from attnlib.se import engine, propagation
+from attnlib.se import engine, propagation, replicon
 from attnlib.se.input import InputSide, input_side, input_trace
 from attnlib.se.output import cold_prox as _cold_prox
 from attnlib.se.output import lower_minima, output_arrays, summarize
@@ -253,6 +253,7 @@ def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None) -> SEResult:
         trace = 0.0 if q == 0.0 else input_trace(pb.target, i.Delta_eff, i.c, i.tau, pb.penalty)
     alpha = float(pb.data.alpha)
     tq = trace if pb.penalty == "nuclear" else q
+    rep = _replicon(pb, x, sides, spec)
     return SEResult(
         alpha=alpha, lam=float(lam), penalty=pb.penalty, m=m, q=q, v=v,
         m_hat=o.m_hat, q_hat=o.q_hat, a_hat=o.a_hat, Delta_eff=i.Delta_eff, tau=i.tau,
@@ -260,8 +261,17 @@ def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None) -> SEResult:
         test_error_noisy=te.test_error_noisy, mse=mse,
         rank_fraction=i.rank_fraction, integration_error=error,
         trace=float(trace), objective=objective_of(pb.penalty, alpha, lam, o.train_loss, tq),
-        **extra,
+        replicon=rep, **extra,
     )  # fmt: skip
+
+
+def _replicon(pb: Problem, x, sides, spec) -> float:
+    """:func:`attnlib.se.replicon.replicon_at` with the prox points of ``sides`` (NaN
+    without them, but for the closed forms and the zero phase, which need none)."""
+    prox = sides[2][0] if len(sides) > 2 else None
+    if prox is None and not _linear(pb) and float(x[1]) != 0.0:
+        return math.nan
+    return replicon.replicon_at(pb, x, sides[0], sides[1], prox, spec)
 
 
 def failed(pb: Problem, lam, residual, n_iter) -> SEResult:

@@ -15,6 +15,7 @@ __all__ = [
     "PENALTIES",
     "SEConvergenceWarning",
     "SEMultipleFixedPointsWarning",
+    "SEReplicaSymmetryWarning",
     "SEResult",
     "LearningCurve",
     "WarmStart",
@@ -28,6 +29,12 @@ class SEConvergenceWarning(RuntimeWarning):
 class SEMultipleFixedPointsWarning(RuntimeWarning):
     """Several state-evolution fixed points were found; the lowest objective is returned
     (the others are in :attr:`SEResult.alternatives`)."""
+
+
+class SEReplicaSymmetryWarning(RuntimeWarning):
+    """The returned fixed point fails the replica-symmetric stability condition
+    (:attr:`SEResult.replicon` > 1, :mod:`attnlib.se.replicon`): replica symmetry is
+    broken there and the state evolution need not describe the ERM's minimiser."""
 
 
 class WarmStart(NamedTuple):
@@ -94,6 +101,13 @@ class SEResult(NamedTuple):
     ``alternatives``: the other fixed points found at the same ``(alpha, lam)`` where
     the output channel is not convex, a tuple of ``(m, q, v, objective)`` with
     objective above this one's (empty when none was found; see :mod:`attnlib.se.robust`).
+
+    ``replicon`` (appended; NaN where not computed: hardmax, rank-constrained students,
+    failed solves, stored rows that predate it): the replica-symmetric stability
+    (de Almeida-Thouless) of the fixed point, normalised so that it is stable where
+    ``replicon < 1`` (:mod:`attnlib.se.replicon`); 0 in the zero phase. Where it is
+    above 1 the solve warns (:class:`SEReplicaSymmetryWarning`) and :meth:`summary`
+    shows it (elsewhere it is left out of the summary, not of the repr).
     """
 
     alpha: float
@@ -121,6 +135,7 @@ class SEResult(NamedTuple):
     trace: float = math.nan
     objective: float = math.nan
     alternatives: tuple = ()
+    replicon: float = math.nan
 
     __repr__ = display.result_repr  # scalars listed, arrays elided
 
@@ -159,6 +174,7 @@ class LearningCurve(NamedTuple):
     integration_error: np.ndarray
     trace: np.ndarray = None
     objective: np.ndarray = None
+    replicon: np.ndarray = None
 
     __repr__ = display.curve_repr
 
