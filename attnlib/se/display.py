@@ -26,13 +26,25 @@ __all__ = [
 
 # fields shown first by summary(), in this order; every other scalar field follows
 _SUMMARY_ROWS = (
-    ("metrics", ("test_error", "test_error_noisy", "mse", "train_loss", "objective")),
+    ("metrics", ("test_error", "test_error_noisy", "e0", "mse", "train_loss", "objective")),
     ("order parameters", ("m", "q", "v", "Q0")),
     ("conjugates", ("m_hat", "q_hat", "a_hat", "Delta_eff", "c", "tau")),
     ("spectrum", ("rank_fraction", "trace")),
     ("solver", ("converged", "residual", "n_iter", "integration_error")),
 )
 _CURVE_COLUMNS = ("alpha", "test_error", "mse", "train_loss", "converged")
+# fields left out of summary() where they are 0 or NaN (e0 without label noise)
+_HIDDEN_AT_ZERO = ("e0",)
+
+
+def _shown(result, name) -> bool:
+    """Whether ``summary()`` lists the field ``name`` of ``result``."""
+    if name not in result._fields:
+        return False
+    if name in _HIDDEN_AT_ZERO:
+        value = getattr(result, name)
+        return isinstance(value, numbers.Real) and np.isfinite(value) and value != 0
+    return True
 
 
 def _is_scalar(value) -> bool:
@@ -86,8 +98,8 @@ def result_summary(result) -> str:
     )
     lines, shown = [title], {"alpha", "lam", "penalty"}
     for label, names in _SUMMARY_ROWS:
-        present = [n for n in names if n in result._fields]
-        shown.update(present)
+        shown.update(n for n in names if n in result._fields)
+        present = [n for n in names if _shown(result, n)]
         if present:
             lines.append(
                 f"  {label}: " + ", ".join(f"{n} {_scalar(getattr(result, n))}" for n in present)

@@ -260,7 +260,7 @@ def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None) -> SEResult:
         test_error_noisy=te.test_error_noisy, mse=mse,
         rank_fraction=i.rank_fraction, integration_error=error,
         trace=float(trace), objective=objective_of(pb.penalty, alpha, lam, o.train_loss, tq),
-        **extra,
+        e0=float(channels.for_task(pb.task).noise_floor(Q0, pb.qmc)[0]), **extra,
     )  # fmt: skip
 
 
