@@ -284,3 +284,25 @@ def test_gamp_rie_on_target_noise_data():
     m = np.array(out)
     spread = max(m.std(ddof=1), 0.005)
     assert ref - 3 * spread < m.mean() < ref + 3 * spread + 0.02, (m, ref)
+
+
+@pytest.mark.slow
+def test_formula_against_the_convex_solver_on_data():
+    """Seq2seq ``T = 2`` with the paper's noise ``Delta = 0.25``, ``d = 50``: the convex
+    solver's train loss at ``lam = 1e-3`` and ``1e-4``. Below the closed-form threshold
+    (``0.7 alpha_interp``) the data are interpolated and the train loss falls like
+    ``lam^2`` (measured ratio 21-27 over two seeds, 100 in the limit); above it
+    (``1.4 alpha_interp``) it stays (ratio 1.2). Asserted: ratio > 8 below, < 2 above."""
+    task = tasks.Seq2Seq(T=2, noise=0.25, noise_on="target")
+    a = thresholds.interpolation_formula(task, TARGET).alpha
+    d = 50
+    for fac, below in ((0.7, True), (1.4, False)):
+        k1, k2 = jax.random.split(jax.random.PRNGKey(40))
+        S0 = TARGET.sample(k1, d)
+        data = tasks.make_dataset(k2, task, S0, tasks.n_samples(fac * a, d))
+        loss = [
+            train.train_loss(task, data, train.train_convex(task, data, lam, tol=1e-8).S)
+            for lam in (1e-3, 1e-4)
+        ]
+        ratio = loss[0] / loss[1]
+        assert (ratio > 8) if below else (ratio < 2), (fac, loss)
