@@ -36,7 +36,10 @@ def projection_task(task) -> None:
 def posterior_task(task) -> None:
     """The task of :class:`attnlib.gamp.PosteriorOutput`: one whose channel has an exact
     Bayes output step."""
-    accepted = "a Task with a Gaussian channel (is_gaussian) or T = 2 hardmax"
+    accepted = (
+        "a Task with a Gaussian channel (is_gaussian) or T = 2 hardmax without noise or "
+        "with noise_on='logits'"
+    )
     channels.require_task(task, accepted=accepted)
     if not channels.for_task(task).exact_posterior_output:
         raise ValueError(f"task must be {accepted}, got {task!r}")

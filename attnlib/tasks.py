@@ -12,11 +12,24 @@ Conventions (the book's "Notation and conventions" page, ``book/notation.md``):
   ``sigma_ab^2 = 1 + delta_ab`` and ``Q(S) = Tr(S^2) / d``.
 - A task is an output function ``g`` of ``h``; the per-sequence loss is the
   square loss ``||Y - g(h)||^2`` summed over every output entry.
-- Label noise of variance ``Delta = noise`` sits either on the logits,
-  ``Y = g(h + sqrt(Delta) xi)`` with ``xi`` symmetric and i.i.d. ``N(0, 1)``
-  on each pair, or on the outputs, ``Y = g(h) + sqrt(Delta) xi`` with ``xi``
-  i.i.d. ``N(0, 1)`` on every output entry. For :class:`Linear` the outputs are
-  the symmetric ``h`` itself and both placements add the same symmetric noise.
+- Label noise of variance ``Delta = noise`` sits in one of three places
+  (``noise_on``, :data:`NOISE_PLACEMENTS`), drawn afresh for every sequence:
+
+  - ``"logits"``: ``Y = g(h + sqrt(Delta) xi)`` with ``xi`` symmetric and i.i.d.
+    ``N(0, 1)`` on each pair (variance ``Delta`` on every pair);
+  - ``"target"``: ``Y = g(h + xi)`` with ``xi`` symmetric, independent across pairs,
+    of pair variance ``(Delta / 2) sigma_ab^2 = Delta / (2 - delta_ab)`` (``Delta`` on
+    the diagonal, ``Delta / 2`` off it): the covariance shape of ``h`` itself, as if
+    ``S0`` were perturbed afresh for each sequence, so the noisy logits are distributed
+    as the pre-activations of a target with ``Q0 + Delta / 2`` in place of ``Q0``: the noise
+    of the model of arXiv:2509.24914 (Boncoraglio et al. 2025b);
+  - ``"outputs"``: ``Y = g(h) + sqrt(Delta) xi`` with ``xi`` i.i.d. ``N(0, 1)`` on
+    every output entry.
+
+  :func:`pair_noise_variances` gives the per-pair variance of the first two. At
+  ``T = 1`` (one diagonal pair) ``"logits"`` and ``"target"`` are the same model. For
+  :class:`Linear` the outputs are the symmetric ``h`` itself and ``"outputs"`` adds the
+  same symmetric noise as ``"logits"``.
 """
 
 from __future__ import annotations
@@ -31,7 +44,7 @@ import numpy as np
 
 from attnlib import _checks
 
-NOISE_PLACEMENTS = ("logits", "outputs")
+NOISE_PLACEMENTS = ("logits", "outputs", "target")
 
 __all__ = [
     "NOISE_PLACEMENTS",
@@ -48,6 +61,7 @@ __all__ = [
     "n_pairs",
     "n_samples",
     "pair_indices",
+    "pair_noise_variances",
     "pair_variances",
     "preactivations",
     "sample_sequences",
@@ -95,6 +109,18 @@ def pair_variances(T: int) -> np.ndarray:
     """``sigma_ab^2 = 1 + delta_ab`` for the ``K`` pairs, shape ``(K,)``."""
     ia, ib = pair_indices(T)
     return np.where(ia == ib, 2.0, 1.0)
+
+
+def pair_noise_variances(task) -> np.ndarray:
+    """Per-pair variances ``(K,)`` of the noise added to the logits: ``Delta`` on every
+    pair (``noise_on="logits"``; also :class:`Linear` with ``"outputs"``), ``(Delta / 2)
+    sigma_ab^2`` (``"target"``), zeros for noise on the outputs of a non-linear task."""
+    _checks.task(task)
+    if task.noise_on == "target":
+        return 0.5 * task.noise * pair_variances(task.T)
+    if task.noise_on == "logits" or isinstance(task, Linear):
+        return np.full(task.n_pairs, float(task.noise))
+    return np.zeros(task.n_pairs)
 
 
 def to_pairs(h: jax.Array) -> jax.Array:
@@ -173,7 +199,9 @@ class Task:
     Attributes:
       T: sequence length (number of tokens).
       noise: label-noise variance ``Delta >= 0``.
-      noise_on: ``"logits"`` or ``"outputs"`` (see the module docstring).
+      noise_on: ``"logits"`` (variance ``Delta`` on every pair of the logits, the
+        default), ``"target"`` (``Delta`` on the diagonal pairs, ``Delta / 2`` off
+        them: the paper's model) or ``"outputs"`` (see the module docstring).
     """
 
     T: int = 2
@@ -224,6 +252,11 @@ class Task:
         if self.noise == 0.0:
             return self.output(h0)
         sd = jnp.sqrt(self.noise)
+        if self.noise_on == "target":
+            shape = h0.shape[:-2] + (self.n_pairs,)
+            sd_pairs = jnp.sqrt(jnp.asarray(pair_noise_variances(self), h0.dtype))
+            xi = to_matrix(sd_pairs * jax.random.normal(key, shape, h0.dtype), self.T)
+            return self.output(h0 + xi)
         if self.noise_on == "logits" or isinstance(self, Linear):
             xi = to_matrix(
                 jax.random.normal(key, h0.shape[:-2] + (self.n_pairs,), h0.dtype), self.T

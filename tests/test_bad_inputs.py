@@ -217,6 +217,8 @@ def _specs():
     add(tasks.n_pairs, dict(T=2), dict(T="int"))
     add(tasks.pair_indices, dict(T=2), dict(T="int"))
     add(tasks.pair_variances, dict(T=2), dict(T="int"))
+    add(tasks.pair_noise_variances, dict(task=tasks.Seq2Seq(T=2, noise=0.5, noise_on="target")),
+        dict(task="task"))  # fmt: skip
     add(tasks.to_pairs, dict(h=c["h"]), dict(h="matrix"))
     add(tasks.to_matrix, dict(pairs=np.ones((3, 3)), T=2), dict(pairs="vector", T="int"))
     add(
@@ -465,6 +467,12 @@ def _specs():
             dict(key=key, task=task, S0=c["S0"], S=c["S"], n_test=20),
             dict(key="key", task="task", S0="matrix", S="matrix", n_test="int"),
         )
+    add(
+        train.test_errors,
+        dict(key=key, task=tasks.Seq2Seq(T=2, noise=0.5, noise_on="target"), S0=c["S0"],
+             S=c["S"], n_test=20),
+        dict(key="key", task="task", S0="matrix", S="matrix", n_test="int", batch="int"),
+    )  # fmt: skip
     add(train.mse, dict(S=c["S"], S0=c["S0"]), dict(S="matrix", S0="matrix"))
     add(train.overlaps, dict(S=c["S"], S0=c["S0"]), dict(S="matrix", S0="matrix"))
     add(
@@ -617,6 +625,11 @@ def _specs():
         dict(task="task", Q0="pos", m="real", q="nonneg", n_qmc="int"),
     )
     add(
+        se.noise_floor,
+        dict(task=tasks.Seq2Seq(T=2, noise=0.5, noise_on="target"), Q0=1.0, n_qmc=256),
+        dict(task="task", Q0="pos", n_qmc="int"),
+    )
+    add(
         se.output_side,
         dict(task=lin, alpha=1.0, Q0=1.0, m=0.5, q=0.4, v=0.5, n_qmc=256),
         dict(task="task", alpha="pos", Q0="pos", m="real", q="pos", v="pos"),
@@ -711,6 +724,17 @@ def _specs():
         thresholds.interpolation_small_noise,
         dict(task=task, target=tg),
         dict(task="task", target="target"),
+    )
+    add(
+        thresholds.interpolation_formula,
+        dict(task=tasks.Seq2Seq(T=2, noise=0.5, noise_on="target"), target=tg),
+        dict(task="task", target="target", rtol="pos"),
+        n=6,
+    )
+    add(
+        thresholds.equivalent_noise,
+        dict(task=tasks.Seq2Seq(T=2, noise=0.5, noise_on="target")),
+        dict(task="task"),
     )
     add(
         thresholds.interpolation_se,

@@ -96,7 +96,7 @@ def test_linear_closed_forms_match_the_generic_channel(T):
     assert lin.mse_test_error(1.0 - 0.8 + 0.5) == pytest.approx(closed.test_error, rel=1e-12)
 
 
-@pytest.mark.parametrize("noise_on", ["logits", "outputs"])
+@pytest.mark.parametrize("noise_on", ["logits", "outputs", "target"])
 def test_hardmax_t2_sheppard_formula_matches_qmc(noise_on):
     task = tasks.Hardmax(T=2, noise=0.1, noise_on=noise_on)
     closed = channels.for_task(task).test_errors(1.0, 0.5, 0.6, (8192, 8, 0))

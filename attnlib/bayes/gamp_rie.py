@@ -38,7 +38,10 @@ __all__ = ["gamp_rie"]
 
 
 def _check_inputs(task, data, target):
-    accepted = "a Task with a Gaussian channel (is_gaussian) or T = 2 hardmax"
+    accepted = (
+        "a Task with a Gaussian channel (is_gaussian) or T = 2 hardmax without noise or "
+        "with noise_on='logits'"
+    )
     _channels.require_task(task, accepted=accepted)
     if not _channels.for_task(task).exact_posterior_output:
         raise ValueError(f"task must be {accepted}, got {task!r}")

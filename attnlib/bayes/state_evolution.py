@@ -62,7 +62,9 @@ class BayesResult(NamedTuple):
     ``Delta -> 1/(2 alpha J(mmse_den(Delta)))`` (the first iterate, the root's scan and
     Brent's steps); ``integration_error``: relative QMC error of ``J`` (0 for Gaussian
     channels) and of the test error, the larger; ``other_fixed_point``: a second fixed
-    point below ``Delta_eff`` was found (``None``: not searched). Not converged: every
+    point below ``Delta_eff`` was found (``None``: not searched); ``e0``: the floor of the
+    test error against noisy labels, ``E||Y - g(h0)||^2`` (0 without noise; it depends on
+    the task and ``Q0`` only, :func:`attnlib.se.noise_floor`). Not converged: every
     field but ``alpha``, ``Q0`` and the diagnostics is NaN (:func:`solve`).
     """
 
@@ -81,6 +83,7 @@ class BayesResult(NamedTuple):
     n_iter: int
     integration_error: float
     other_fixed_point: bool | None
+    e0: float = math.nan
 
 
 class BayesSettings(NamedTuple):
@@ -135,7 +138,7 @@ def solve(
     Args:
       task: :class:`attnlib.tasks.Task`; its noise model sets the output channel
         (closed forms: linear with any noise, seq2seq without noise or with noise on
-        the logits; a nested integral for noise on the outputs).
+        the logits or the target; a nested integral for noise on the outputs).
       target: :class:`attnlib.targets.Target` (the prior of ``S0``, rotationally invariant).
       alpha: sample ratio ``n / d^2 > 0``.
       settings: :class:`BayesSettings` (default ``BayesSettings()``).
@@ -178,6 +181,7 @@ def _solve(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
         scan_all=gauss and cfg.check_unique,
     )  # fmt: skip
     other, n_iter = root.other, 1 + len(cache)
+    e0 = float(_channels.for_task(task).noise_floor(Q0, (cfg.n_test, 4, cfg.seed))[0])
     if root.status == iterate.BAD_START:
         msg = f"the first iterate has G = {root.g0:.3e} < 0 (not monotone)"
         return _failed(alpha, Q0, math.inf, n_iter, msg)
@@ -194,6 +198,7 @@ def _solve(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
             n_iter=n_iter,
             integration_error=0.0,
             other_fixed_point=other,
+            e0=e0,
         )
     logD = root.x
     G(logD)
@@ -217,6 +222,7 @@ def _solve(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
         n_iter=n_iter,
         integration_error=float(ierr),
         other_fixed_point=other,
+        e0=e0,
     )
 
 

@@ -91,8 +91,19 @@ class Channel:
     # ---------------------------------------------------------------- labels
     @property
     def noise_on_pairs(self) -> bool:
-        """Whether the label noise enters as one normal per pair (on the logits)."""
-        return self.task.noise_on == "logits"
+        """Whether the label noise enters as one normal per pair (on the logits:
+        ``noise_on`` ``"logits"`` or ``"target"``)."""
+        return self.task.noise_on in ("logits", "target")
+
+    @property
+    def pair_noise(self):
+        """The logit noise's variance: the scalar ``Delta`` when it is the same on every
+        pair (``"logits"``), else the per-pair array ``(K,)``
+        (:func:`attnlib.tasks.pair_noise_variances`; ``"target"``: ``(Delta/2)
+        sigma_ab^2``). Only where :attr:`noise_on_pairs`."""
+        if self.task.noise_on == "target":
+            return _tasks.pair_noise_variances(self.task)
+        return self.task.noise
 
     @property
     def noise_dim(self) -> int:
@@ -113,6 +124,8 @@ class Channel:
             return task.output(_tasks.to_matrix(h0, T)), h0
         sd = math.sqrt(task.noise)
         if self.noise_on_pairs:
+            if task.noise_on == "target":
+                sd = jnp.sqrt(jnp.asarray(self.pair_noise, dtype=h0.dtype))
             logits = h0 + sd * xi
             return task.output(_tasks.to_matrix(logits, T)), logits
         clean = task.output(_tasks.to_matrix(h0, T))
@@ -164,6 +177,19 @@ class Channel:
         e0, e1 = np.asarray(e0), np.asarray(e1)
         return TestErrors(float(e0.mean()), float(e1.mean()), (_stderr(e0), _stderr(e1)))
 
+    def noise_floor(self, Q0, qmc) -> tuple:
+        """``(e0, stderr)``: the floor of the noisy test error, ``E||Y - g(h0)||^2`` (the
+        error of the target itself, ``S_hat = S0``, against its noisy labels): 0 without
+        noise, ``Delta`` times the number of output entries for noise on the outputs,
+        else :meth:`test_errors` at ``m = q = Q0`` (closed forms where they exist)."""
+        task = self.task
+        if task.noise == 0.0:
+            return 0.0, 0.0
+        if not self.noise_on_pairs:
+            return float(task.noise) * float(np.prod(task.out_shape)), 0.0
+        te = self.test_errors(Q0, Q0, Q0, qmc)
+        return te.test_error_noisy, te.stderr[1]
+
     def mse_test_error(self, mse: float):
         """The test error from the mean squared error alone where it depends on nothing
         else (a closed form), else ``None``."""
@@ -183,7 +209,7 @@ class Channel:
             raise ValueError(
                 "mmse must be > 0 for a noise-free channel (the information is infinite)"
             )
-        P = 1.0 / (s2 * mmse + task.noise)
+        P = 1.0 / (s2 * mmse + self.pair_noise)
         Pi = projected_precision(P, self.shift_invariant)
         J = float(np.sum(s2 * np.diagonal(Pi)))
         return J, J * mmse, 0.0
@@ -211,7 +237,7 @@ class Channel:
             raise ValueError(f"task must have a Gaussian channel, got {self.task!r}")
         omega = np.asarray(omega, dtype=float)
         u = self.observed_logits(Y)
-        Pi = projected_precision(1.0 / (V + self.task.noise), self.shift_invariant)
+        Pi = projected_precision(1.0 / (V + self.pair_noise), self.shift_invariant)
         g = (u - omega) @ Pi  # Pi symmetric
         dg = np.broadcast_to(-np.diagonal(Pi), omega.shape)
         return g, dg

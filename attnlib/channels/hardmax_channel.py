@@ -4,8 +4,10 @@ The ERM prox is exact, by enumeration of regions and faces
 (:mod:`attnlib.channels.hardmax`). At ``T = 2`` the test error has a closed form
 (Sheppard's formula, :meth:`HardmaxChannel.test_errors`), and so do the Bayes
 posterior without noise or with noise on the logits and its test error
-(:mod:`attnlib.channels.posterior_hardmax_exact`); at ``T = 3`` the posterior is a nested integral
-(:mod:`attnlib.channels.posterior_hardmax`).
+(:mod:`attnlib.channels.posterior_hardmax_exact`); at ``T = 3``, or with noise on the target
+(``noise_on="target"``), the posterior is a nested integral
+(:mod:`attnlib.channels.posterior_hardmax`), and GAMP-RIE's output step refuses the
+latter (a ``ValueError`` naming ``noise_on``).
 """
 
 from __future__ import annotations
@@ -53,8 +55,9 @@ class HardmaxChannel(Channel):
         differences ``h_aa - h_12`` of the prediction and of the label have opposite
         signs; they are jointly Gaussian with variances ``3 q`` and ``3 Q0 + 2 Delta``
         (logit noise) and covariance ``3 m``, so each row errs with probability
-        ``arccos(rho) / pi`` (Sheppard's formula). Its indicator integrand converges
-        slowly in QMC (+1 % at 8192 points)."""
+        ``arccos(rho) / pi`` (Sheppard's formula); noise on the target gives ``3 Q0 + 3
+        Delta / 2`` (``Delta`` on ``h_aa``, ``Delta / 2`` on ``h_12``). Its indicator
+        integrand converges slowly in QMC (+1 % at 8192 points)."""
         if self.task.T != 2:
             return super().test_errors(Q0, m, q, qmc)
 
@@ -65,14 +68,16 @@ class HardmaxChannel(Channel):
         e0 = err(3.0 * Q0)
         if self.task.noise_on == "outputs":  # independent noise on the 4 outputs: adds 4 Delta
             return TestErrors(e0, e0 + 4.0 * self.task.noise, (0.0, 0.0))
+        if self.task.noise_on == "target":  # noise variances Delta (diagonal) + Delta/2
+            return TestErrors(e0, err(3.0 * Q0 + 1.5 * self.task.noise), (0.0, 0.0))
         return TestErrors(e0, err(3.0 * Q0 + 2.0 * self.task.noise), (0.0, 0.0))
 
     def information(self, mmse, Q0, method, qmc):
         task = self.task
-        if task.noise == 0.0 or task.noise_on == "logits":
+        if task.noise == 0.0 or self.noise_on_pairs:
             if not mmse > 0.0:
                 raise ValueError(f"mmse must be > 0 for the hardmax channel, got {mmse}")
-            if task.T == 2 and method == "auto":
+            if task.T == 2 and method == "auto" and task.noise_on != "target":
                 return tuple(_hardmax_exact.information(task, mmse, Q0))
             n_outer, n_inner, seed = qmc
             return tuple(
@@ -86,6 +91,11 @@ class HardmaxChannel(Channel):
         return task.T == 2 and (task.noise == 0.0 or task.noise_on == "logits")
 
     def posterior_output(self, Y, omega, V):
+        if self.task.noise > 0 and self.task.noise_on == "target":
+            raise ValueError(
+                "noise_on='target' is not implemented for the Bayes posterior of the "
+                "hardmax channel (use noise_on='logits')"
+            )
         if self.exact_posterior_output:
             return _hardmax_exact.output(self.task, Y, omega, V)
         return super().posterior_output(Y, omega, V)

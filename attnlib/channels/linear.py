@@ -1,6 +1,9 @@
 """The linear channel ``Y = h`` (:class:`attnlib.tasks.Linear`): everything in closed form.
 
-Both noise placements add the same symmetric noise to the pairs; the output step is
+The noise placements ``"logits"`` and ``"outputs"`` add the same symmetric noise to the
+pairs (variance ``Delta`` each), ``"target"`` ``(Delta/2) sigma_ab^2`` on pair ``ab``; the
+test error against noisy labels adds the noise's total variance ``e0 = sum_ab w_ab
+Delta_ab`` (:meth:`LinearChannel.noise_floor`). The output step is
 ``h* = (omega + 2 w V y) / (1 + 2 w V)`` (:func:`attnlib.channels.linear_step`), every
 average of the state evolution's output side is Gaussian, the test error is
 ``sum_ab w_ab sigma_ab^2 (Q0 - 2 m + q)`` (``w_ab`` = 1 on the diagonal, 2 off it), and
@@ -53,7 +56,8 @@ class LinearChannel(Channel):
         w = jnp.asarray(pair_weights(task.T))
         s2 = jnp.asarray(_tasks.pair_variances(task.T), dtype=jnp.float64)
         den = 1.0 + 2.0 * w * s2 * v
-        err = s2 * (Q0 - 2.0 * m + q) + task.noise  # E (y - omega)^2 per pair
+        noise = task.noise if task.noise_on != "target" else jnp.asarray(self.pair_noise)
+        err = s2 * (Q0 - 2.0 * m + q) + noise  # E (y - omega)^2 per pair
         a_hat = alpha * jnp.sum(s2 * 2.0 * w / den)
         q_hat = 0.5 * alpha * jnp.sum(s2 * 4.0 * w**2 * err / den**2)
         train = jnp.sum(w * err / den**2)
@@ -64,7 +68,19 @@ class LinearChannel(Channel):
         w = pair_weights(T)
         s2 = _tasks.pair_variances(T)
         e = float(np.sum(w * s2) * (Q0 - 2 * m + q))
-        return TestErrors(e, e + float(np.sum(w)) * self.task.noise, (0.0, 0.0))
+        return TestErrors(e, e + self._noise_total(), (0.0, 0.0))
+
+    def _noise_total(self) -> float:
+        """``E||Y - h0||^2 = sum_ab w_ab Delta_ab``: the label noise summed over the
+        ``T x T`` output (``w_ab`` = 1 on the diagonal, 2 off it)."""
+        w = pair_weights(self.task.T)
+        if self.task.noise_on == "target":
+            return float(np.sum(w * self.pair_noise))
+        return float(np.sum(w)) * self.task.noise
+
+    def noise_floor(self, Q0, qmc) -> tuple:
+        """``e0 = sum_ab w_ab Delta_ab``, the total variance of the label noise."""
+        return self._noise_total(), 0.0
 
     def mse_test_error(self, mse: float):
         wts = pair_weights(self.task.T) * _tasks.pair_variances(self.task.T)

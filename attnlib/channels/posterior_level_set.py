@@ -1,4 +1,5 @@
-r"""Bayes posterior of a scalar delta channel: seq2lab without noise or with logit noise.
+r"""Bayes posterior of a scalar delta channel: seq2lab without noise or with logit noise
+(``noise_on="logits"`` or ``"target"``).
 
 Conventions as in :mod:`attnlib.channels.posterior`: ``K`` pairs, ``sigma_ab^2 = 1 +
 delta_ab``; ``omega_ab ~ N(0, sigma_ab^2 (Q0 - mmse))`` and, given ``omega``, the
@@ -58,7 +59,8 @@ def _conditional_sd(task, z_out, z_in, mmse, Q0):
     the posterior of the label (``eps`` is measured in it)."""
     K, T = task.n_pairs, task.T
     s = jnp.sqrt(jnp.asarray(_tasks.pair_variances(T)))
-    sd_w, sd_u = s * jnp.sqrt(jnp.maximum(Q0 - mmse, 0.0)), jnp.sqrt(s**2 * mmse + task.noise)
+    sd_w = s * jnp.sqrt(jnp.maximum(Q0 - mmse, 0.0))
+    sd_u = jnp.sqrt(s**2 * mmse + nested.logit_noise(task))
 
     def one(z):
         us = (sd_w * z[:K])[None, :] + sd_u[None, :] * z_in
@@ -72,7 +74,7 @@ def level_set_information(task, mmse, Q0, n_outer, n_inner, seed, *, eps_rel=0.0
     docstring); arguments validated by :func:`attnlib.bayes.information`."""
     accepted = "a Seq2Lab without noise or with logit noise"
     _channels.require_task(task, _tasks.Seq2Lab, accepted=accepted)
-    if task.noise > 0 and task.noise_on != "logits":
+    if task.noise > 0 and task.noise_on == "outputs":
         raise ValueError(f"task must be {accepted}, got {task!r}")
     if not mmse > 0.0:
         raise ValueError(f"mmse must be > 0 for the seq2lab delta channel, got {mmse}")

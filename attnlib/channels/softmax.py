@@ -2,7 +2,8 @@
 
 Seq2seq labels ``Y = softmax_rows(beta h)`` give the logits up to one global shift:
 the ERM prox starts from the label-consistent point as well, and without noise (or
-with noise on the logits) the Bayes posterior is Gaussian in the shift-projected
+with noise on the logits, ``noise_on`` ``"logits"`` or ``"target"``) the Bayes
+posterior is Gaussian in the shift-projected
 precision (:mod:`attnlib.channels.posterior`). Seq2lab without noise (or with noise on the
 logits) is a delta channel on a level set (:mod:`attnlib.channels.posterior_level_set`).
 """
@@ -28,7 +29,7 @@ class Seq2SeqChannel(Channel):
     @property
     def gaussian(self) -> bool:
         task = self.task
-        return type(task) is _tasks.Seq2Seq and (task.noise == 0.0 or task.noise_on == "logits")
+        return type(task) is _tasks.Seq2Seq and (task.noise == 0.0 or self.noise_on_pairs)
 
     def label_start(self, Y, omega, V):
         """The label-consistent point: for ``Y = softmax_rows(beta h)`` with symmetric
@@ -56,7 +57,7 @@ class Seq2LabChannel(Channel):
 
     def information(self, mmse, Q0, method, qmc):
         task = self.task
-        if task.noise == 0.0 or task.noise_on == "logits":
+        if task.noise == 0.0 or self.noise_on_pairs:
             if not mmse > 0.0:
                 raise ValueError(f"mmse must be > 0 for the seq2lab delta channel, got {mmse}")
             n_outer, n_inner, seed = qmc

@@ -57,7 +57,7 @@ from attnlib.se.results import (
     WarmStart,
 )
 from attnlib.se.settings import SESettings
-from attnlib.se.test_error import test_error_from_overlaps
+from attnlib.se.test_error import noise_floor, test_error_from_overlaps
 from attnlib.se.trajectory import SETrajectory, trajectory
 
 __all__ = [
@@ -80,6 +80,7 @@ __all__ = [
     "solve_nearby",
     "continuation",
     "test_error_from_overlaps",
+    "noise_floor",
     "output_side",
     "input_side",
     "qmc_normals",

@@ -26,16 +26,27 @@ __all__ = [
 
 # fields shown first by summary(), in this order; every other scalar field follows
 _SUMMARY_ROWS = (
-    ("metrics", ("test_error", "test_error_noisy", "mse", "train_loss", "objective")),
+    ("metrics", ("test_error", "test_error_noisy", "e0", "mse", "train_loss", "objective")),
     ("order parameters", ("m", "q", "v", "Q0")),
     ("conjugates", ("m_hat", "q_hat", "a_hat", "Delta_eff", "c", "tau")),
     ("spectrum", ("rank_fraction", "trace")),
     ("solver", ("converged", "residual", "n_iter", "integration_error")),
 )
 _CURVE_COLUMNS = ("alpha", "test_error", "mse", "train_loss", "converged")
-# scalar fields that summary() shows only where the test holds (a warning sign): the
-# replicon where the replica-symmetric fixed point is unstable (> 1)
-_SHOWN_WHEN = {"replicon": lambda value: value > 1.0}
+# fields that summary() shows only where their test holds: e0 where positive (noisy
+# labels), the replicon where the replica-symmetric fixed point is unstable (> 1)
+_SHOWN_WHEN = {
+    "e0": lambda value: isinstance(value, numbers.Real) and np.isfinite(value) and value != 0,
+    "replicon": lambda value: isinstance(value, numbers.Real) and value > 1.0,
+}
+
+
+def _shown(result, name) -> bool:
+    """Whether ``summary()`` lists the field ``name`` of ``result``."""
+    if name not in result._fields:
+        return False
+    test = _SHOWN_WHEN.get(name)
+    return test is None or bool(test(getattr(result, name)))
 
 
 def _is_scalar(value) -> bool:
@@ -80,28 +91,24 @@ def result_repr(result) -> str:
     return f"{type(result).__name__}({', '.join(parts)})"
 
 
-def _shown(name, value) -> bool:
-    test = _SHOWN_WHEN.get(name)
-    return test is None or bool(test(value))
-
-
 def result_summary(result) -> str:
     """A few lines: the inputs, then the metrics, order parameters, conjugates,
-    spectrum and solver diagnostics, then any other scalar field (``replicon`` only
-    where it is above 1: the replica-symmetric fixed point is unstable)."""
+    spectrum and solver diagnostics, then any other scalar field (``e0`` only where
+    positive, ``replicon`` only where it is above 1: the replica-symmetric fixed point
+    is unstable)."""
     title = (
         f"{type(result).__name__}: alpha {_scalar(result.alpha)}, lam {_scalar(result.lam)}, "
         f"penalty {result.penalty}"
     )
     lines, shown = [title], {"alpha", "lam", "penalty"}
     for label, names in _SUMMARY_ROWS:
-        present = [n for n in names if n in result._fields]
-        shown.update(present)
+        shown.update(n for n in names if n in result._fields)
+        present = [n for n in names if _shown(result, n)]
         if present:
             lines.append(
                 f"  {label}: " + ", ".join(f"{n} {_scalar(getattr(result, n))}" for n in present)
             )
-    others = [n for n in result._fields if n not in shown and _shown(n, getattr(result, n))]
+    others = [n for n in result._fields if n not in shown and _shown(result, n)]
     scalars = [n for n in others if _is_scalar(getattr(result, n))]
     if scalars:
         lines.append("  other: " + ", ".join(f"{n} {_scalar(getattr(result, n))}" for n in scalars))

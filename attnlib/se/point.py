@@ -261,7 +261,8 @@ def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None) -> SEResult:
         test_error_noisy=te.test_error_noisy, mse=mse,
         rank_fraction=i.rank_fraction, integration_error=error,
         trace=float(trace), objective=objective_of(pb.penalty, alpha, lam, o.train_loss, tq),
-        replicon=rep, **extra,
+        replicon=rep, e0=float(channels.for_task(pb.task).noise_floor(Q0, pb.qmc)[0]),
+        **extra,
     )  # fmt: skip
 
 

@@ -71,7 +71,10 @@ class SEResult(NamedTuple):
 
     Metrics (per sequence): ``train_loss = E loss(Y, h*)``; ``test_error =
     E||g(h(S0)) - g(h(S_hat))||^2`` (noise-free labels); ``test_error_noisy`` the
-    same against noisy labels; ``mse = Q0 - 2 m + q = ||S_hat - S0||_F^2 / d``;
+    same against noisy labels, ``E||Y - g(h(S_hat))||^2``; ``e0`` (the last field) its
+    floor, ``E||Y - g(h(S0))||^2``, the error of the target itself against its noisy
+    labels (0 without noise; :meth:`attnlib.channels.Channel.noise_floor`);
+    ``mse = Q0 - 2 m + q = ||S_hat - S0||_F^2 / d``;
     ``rank_fraction`` = fraction of non-zero eigenvalues of ``S_hat``
     (``rho_R`` mass above ``tau/c``; 1 for Frobenius).
 
@@ -108,6 +111,9 @@ class SEResult(NamedTuple):
     ``replicon < 1`` (:mod:`attnlib.se.replicon`); 0 in the zero phase. Where it is
     above 1 the solve warns (:class:`SEReplicaSymmetryWarning`) and :meth:`summary`
     shows it (elsewhere it is left out of the summary, not of the repr).
+    ``e0`` is appended after ``replicon`` (NaN in results built from stored rows
+    that predate it); ``summary()`` shows it beside the test errors where it is
+    positive (noisy labels) and leaves it out at 0.
     """
 
     alpha: float
@@ -136,6 +142,7 @@ class SEResult(NamedTuple):
     objective: float = math.nan
     alternatives: tuple = ()
     replicon: float = math.nan
+    e0: float = math.nan
 
     __repr__ = display.result_repr  # scalars listed, arrays elided
 
@@ -146,7 +153,8 @@ class SEResult(NamedTuple):
 
 class LearningCurve(NamedTuple):
     """:class:`SEResult` fields as arrays over ``alpha`` (``penalty`` stays a string;
-    ``alternatives`` is left out: read it from :func:`attnlib.se.solve`). Numbers only:
+    ``alternatives`` is left out: read it from :func:`attnlib.se.solve`; ``e0``, the
+    floor of ``test_error_noisy``, is the last field). Numbers only:
     the warm start of the last converged point comes beside the curve
     (``learning_curve(..., return_warm=True)``)."""
 
@@ -175,6 +183,7 @@ class LearningCurve(NamedTuple):
     trace: np.ndarray = None
     objective: np.ndarray = None
     replicon: np.ndarray = None
+    e0: np.ndarray = None
 
     __repr__ = display.curve_repr
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from attnlib import _checks, channels
 from attnlib.se.output import check_overlaps, check_task
 
-__all__ = ["test_error_from_overlaps"]
+__all__ = ["noise_floor", "test_error_from_overlaps"]
 
 
 def test_errors(task, Q0, m, q, qmc) -> channels.TestErrors:
@@ -38,3 +38,16 @@ def test_error_from_overlaps(
 
 
 test_error_from_overlaps.__test__ = False
+
+
+def noise_floor(task, Q0: float, *, n_qmc: int = 8192, seed: int = 0) -> float:
+    """``e0 = E||Y - g(h0)||^2``: the floor of the noisy test error, the error of the
+    target itself (``S = S0``, i.e. ``m = q = Q0``) against its noisy labels. Closed
+    forms: 0 without noise; ``Delta`` times the number of output entries for noise on
+    the outputs; the noise's total variance ``sum_ab w_ab Delta_ab`` for the linear
+    task; Sheppard's formula for ``T = 2`` hardmax; QMC (``n_qmc`` points) otherwise
+    (:meth:`attnlib.channels.Channel.noise_floor`)."""
+    task = check_task(task)
+    Q0 = _checks.positive("Q0", Q0)
+    _checks.integer("n_qmc", n_qmc, 2)
+    return float(channels.for_task(task).noise_floor(Q0, (n_qmc, 4, seed))[0])

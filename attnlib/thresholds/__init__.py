@@ -27,11 +27,15 @@ Thresholds (all in the limit ``d -> infinity``, ``lam -> 0+``):
   (``Delta -> infinity``; exact for ``S0 = 0``) and its small-noise limit
   :func:`interpolation_small_noise` (``Delta -> 0+``: the tangent cone of the PSD
   cone at ``S0``, :func:`tangent_cone_dimension`).
+- :func:`interpolation_formula`: ``alpha_interp(Delta)`` in closed form from the free
+  convolution (Corollary 3.2 of arXiv:2509.24914, in this library's conventions), for
+  the linear task and softmax seq2seq; an independent check of :func:`interpolation_se`.
 - :func:`minimal_width`: rank fraction of the convex minimiser (state evolution).
 
 Submodules: :mod:`attnlib.thresholds.geometry` (statistical dimensions, perfect
 recovery), :mod:`attnlib.thresholds.recovery_se` (perfect recovery from the state
-evolution), :mod:`attnlib.thresholds.interpolation` (interpolation, minimal width).
+evolution), :mod:`attnlib.thresholds.interpolation` (interpolation, minimal width),
+:mod:`attnlib.thresholds.ridgeless` (the interpolation threshold in closed form).
 """
 
 from attnlib.thresholds._common import PENALTIES
@@ -51,6 +55,11 @@ from attnlib.thresholds.interpolation import (
     minimal_width,
 )
 from attnlib.thresholds.recovery_se import perfect_recovery_se, recovery_mse_ratio
+from attnlib.thresholds.ridgeless import (
+    RidgelessThreshold,
+    equivalent_noise,
+    interpolation_formula,
+)
 
 __all__ = [
     "PENALTIES",
@@ -67,4 +76,7 @@ __all__ = [
     "interpolation_se_bracket",
     "InterpolationThreshold",
     "minimal_width",
+    "interpolation_formula",
+    "equivalent_noise",
+    "RidgelessThreshold",
 ]

@@ -251,7 +251,7 @@ def interpolation_se_bracket(
     Measured on two shared cores: seconds a probe for the linear task, tens of seconds
     for softmax ``T = 2`` (probes below the threshold run to ``max_iter``), and for
     ``T = 3`` 9.5 minutes for the whole bracket at ``xtol = 0.005``. Nuclear + PSD
-    penalty, labels with noise on the logits.
+    penalty, labels with noise on the logits or the target.
 
     Limits: ``max_time`` (seconds of wall clock) and ``max_solves`` (state-evolution
     solves, the two ends included) stop the bisection early, with a ``RuntimeWarning``

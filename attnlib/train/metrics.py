@@ -18,10 +18,12 @@ __all__ = [
     "Evaluation",
     "Overlaps",
     "TestError",
+    "TestErrors",
     "evaluate",
     "train_loss",
     "test_error_stats",
     "test_error",
+    "test_errors",
     "mse",
     "overlaps",
 ]
@@ -100,6 +102,59 @@ def test_error(
     return test_error_stats(key, task, S0, S, n_test=n_test, noisy=noisy).mean
 
 
+class TestErrors(NamedTuple):
+    """Monte Carlo test errors on one set of fresh sequences and one draw of their label
+    noise (:func:`test_errors`), each with its standard error in ``stderr`` (same order)."""
+
+    __test__ = False  # not a pytest test class
+
+    test_error: float
+    test_error_noisy: float
+    e0: float
+    stderr: tuple
+
+
+@functools.partial(jax.jit, static_argnames=("task",))
+def _test_batch3(task, key, X, S0, S):
+    h0 = _preacts(X, S0)
+    Y = task.labels(key, h0)
+    h = _preacts(X, S)
+    return jnp.stack([task.loss(task.output(h0), h), task.loss(Y, h), task.loss(Y, h0)])
+
+
+def test_errors(
+    key: jax.Array, task: Task, S0, S, *, n_test: int = 20000, batch: int = 5000
+) -> TestErrors:
+    """The three test errors of ``S`` (target ``S0``) on ``n_test`` fresh sequences:
+
+    - ``test_error = E ||g(h(S0)) - g(h(S))||^2`` (noise-free labels);
+    - ``test_error_noisy = E ||Y - g(h(S))||^2`` against fresh noisy labels ``Y`` (the
+      task's placement of the noise; the paper's ``e_test``);
+    - ``e0 = E ||Y - g(h(S0))||^2``, the floor of ``test_error_noisy``: the error of the
+      target itself against the same noisy labels.
+
+    All three on the same sequences and noise, so their differences carry less Monte
+    Carlo error than the errors themselves; the same ``key`` gives the same test set (as
+    :func:`test_error_stats`, whose sequences are the same for the same ``key``).
+    """
+    n_test = _checks.integer("n_test", n_test, 2)
+    batch = _checks.integer("batch", batch, 1)
+    key = _checks.prng_key("key", key)
+    S0 = _checks.square_matrix("S0", S0, symmetric=True)
+    S = _checks.square_matrix("S", S, S0.shape[0], symmetric=True, against="S0")
+    _checks.task(task)
+    S0j, Sj = jnp.asarray(S0, jnp.float64), jnp.asarray(S, jnp.float64)
+    losses = []
+    for i, start in enumerate(range(0, n_test, batch)):
+        kx, ky = jax.random.split(jax.random.fold_in(key, i))
+        X = sample_sequences(kx, min(batch, n_test - start), task.T, S0.shape[0])
+        losses.append(np.asarray(_test_batch3(task, ky, X, S0j, Sj)))
+    losses = np.concatenate(losses, axis=1)
+    means = losses.mean(axis=1)
+    err = losses.std(axis=1, ddof=1) / math.sqrt(losses.shape[1])
+    return TestErrors(*(float(x) for x in means), tuple(float(x) for x in err))
+
+
 def mse(S, S0) -> float:
     """``||S - S0||_F^2 / d``."""
     S0 = _checks.square_matrix("S0", S0, symmetric=True)
@@ -141,4 +196,5 @@ def evaluate(key: jax.Array, task: Task, data: Dataset, S, S0, *, n_test: int = 
 
 # the metric names start with "test_": keep pytest from collecting them when imported
 test_error.__test__ = False
+test_errors.__test__ = False
 test_error_stats.__test__ = False
