@@ -234,8 +234,16 @@ def fits_in_memory(name: str, nbytes: float, what: str, fraction: float = 0.8) -
         raise ValueError(
             f"{name}: {what} needs about {nbytes / 2**30:.3g} GiB, more than "
             f"{fraction:.0%} of the {free / 2**30:.3g} GiB of memory available; "
-            f"reduce {name} (or d)"
+            f"reduce {name}" + ("" if name == "d" else " (or d)")
         )
+
+
+def square_matrices_fit(d, copies: float, what: str) -> int:
+    """``d`` checked (an integer ``>= 1``) and ``copies`` float64 ``d x d`` matrices checked
+    against the available memory (:func:`fits_in_memory`) before they are allocated."""
+    d = integer("d", d, 1)
+    fits_in_memory("d", 8.0 * copies * d * d, f"{what} (d = {d})")
+    return d
 
 
 def qmc_sizes(n_qmc, n_rep, seed) -> tuple[int, int, int]:

@@ -126,7 +126,10 @@ def sample_sequences(key: jax.Array, n: int, T: int, d: int, dtype=jnp.float64) 
     n = _checks.integer("n", n, 1)
     T = _checks.integer("T", T, 1)
     d = _checks.integer("d", d, 1)
-    return jax.random.normal(key, (n, T, d), dtype=_checks.float_dtype("dtype", dtype))
+    dtype = _checks.float_dtype("dtype", dtype)
+    need = np.dtype(dtype).itemsize * float(n) * T * d
+    _checks.fits_in_memory("n", need, f"n = {n} sequences (T = {T}, d = {d})")
+    return jax.random.normal(key, (n, T, d), dtype=dtype)
 
 
 def preactivations(X: jax.Array, S: jax.Array) -> jax.Array:

@@ -5,9 +5,10 @@ import logging
 import time
 
 import jax
+import numpy as np
 import pytest
 
-from attnlib import _checks, se, tasks
+from attnlib import _checks, se, targets, tasks
 from attnlib.targets import Wishart
 
 
@@ -43,6 +44,51 @@ def test_make_dataset_estimates_memory_before_allocating(monkeypatch):
     with pytest.raises(ValueError, match=r"more than 80% of the 0.00977 GiB"):
         tasks.make_dataset(jax.random.PRNGKey(1), task, S0, 20_000)  # ~21 MiB
     assert tasks.make_dataset(jax.random.PRNGKey(1), task, S0, 1000).X.shape == (1000, 3, 40)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        Wishart(0.4),
+        targets.PowerLaw(),
+        targets.Explicit((1.0, 2.0)),
+        targets.Spiked((3.0,), Wishart(0.5)),
+        targets.PowerLawModes(2.0, 20),
+    ],
+    ids=lambda t: type(t).__name__,
+)
+def test_target_sample_estimates_memory_before_allocating(target, monkeypatch):
+    """Wishart(0.4).sample(key, 200000) (four 320 GB matrices) aborted the interpreter in
+    XLA; every target now refuses a sample beyond the available memory with a ValueError
+    naming d. With 10 MiB available, d = 1000 (8 MB a matrix) is refused, d = 20 is not."""
+    key = jax.random.PRNGKey(0)
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"d: a target sample S0 .* \(d = 200000\) needs about"):
+        target.sample(key, 200_000)
+    monkeypatch.setattr(_checks, "available_memory", lambda: 10 * 2**20)
+    with pytest.raises(ValueError, match=r"more than 80% of the 0.00977 GiB .*; reduce d$"):
+        target.sample(key, 1000)
+    assert time.perf_counter() - t0 < 2.0  # refused before any allocation
+    assert target.sample(key, 20).shape == (20, 20)
+
+
+def test_other_large_allocations_estimate_memory(monkeypatch):
+    """Sequences, the Haar matrix, the factor W of Adam and the LASSO matrix: a ValueError
+    naming the size argument, at 10 MiB available."""
+    from attnlib import scaling, train
+
+    monkeypatch.setattr(_checks, "available_memory", lambda: 10 * 2**20)
+    key = jax.random.PRNGKey(0)
+    with pytest.raises(ValueError, match=r"^n: n = 100000 sequences"):
+        tasks.sample_sequences(key, 100_000, 3, 40)
+    with pytest.raises(ValueError, match=r"^d: a Haar orthogonal"):
+        targets.haar_orthogonal(key, 2000)
+    with pytest.raises(ValueError, match=r"^N: the matrix A \(2000 x 4000\)"):
+        scaling.lasso_data(key, scaling.PowerLawModes(2.0, 4), 4000, 0.5)
+    task = tasks.Linear(T=1)
+    data = tasks.make_dataset(key, task, np.eye(12), 20)
+    with pytest.raises(ValueError, match=r"^p: the factor W \(d = 12, p = 100000\)"):
+        train.train_factorized(key, task, data, 100_000, 0.1, steps=1)
 
 
 def test_learning_curve_logs_its_progress(caplog):
