@@ -178,9 +178,9 @@ def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
             )
         except RuntimeError:  # no valid iterate at all
             r = None
-    for w in caught:
-        if not issubclass(w.category, se.SEConvergenceWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    for msg in caught:  # not ``w``: that is the warm start returned below
+        if not issubclass(msg.category, se.SEConvergenceWarning):
+            warnings.warn_explicit(msg.message, msg.category, msg.filename, msg.lineno)
     if r is None:
         return None
     fixed = bool(r.converged) or r.residual < _RESIDUAL_OK
@@ -245,9 +245,11 @@ def interpolation_se_bracket(
     ``hi - lo <= xtol`` (absolute, in ``alpha``). The result is never below
     ``1/(4 m_eff)``: if the state evolution finds a fixed point there, contrary to
     the bound, a ``RuntimeWarning`` says so and the bracket is ``[1/(4 m_eff)] * 2``.
-    If it finds none at the upper end, ``RuntimeError``. Each probe is one
-    :func:`attnlib.se.solve` (``se_kwargs`` passed on), and the number of probes is
-    about ``2 + log2(width / xtol)`` (9 for softmax ``T = 2``, ``Wishart(0.5)``, ``xtol = 1e-3``).
+    If it finds none at the upper end, ``alpha`` is NaN (the theory failure policy), the
+    bracket the two bounds, and an :class:`attnlib.se.SEConvergenceWarning` says so.
+    Each probe is one :func:`attnlib.se.solve` (``se_kwargs`` passed on), and the number
+    of probes is about ``2 + log2(width / xtol)`` (9 for softmax ``T = 2``,
+    ``Wishart(0.5)``, ``xtol = 1e-3``).
     Measured on two shared cores: seconds a probe for the linear task, tens of seconds
     for softmax ``T = 2`` (probes below the threshold run to ``max_iter``), and for
     ``T = 3`` 9.5 minutes for the whole bracket at ``xtol = 0.005``. Nuclear + PSD
@@ -275,11 +277,15 @@ def interpolation_se_bracket(
     lo = interpolation(task)
     hi = 1.02 * interpolation_small_noise(task, target)
     top = _lam0_fixed_point(task, target, hi, None, se_kwargs)
-    if top is None:
-        raise RuntimeError(
+    if top is None:  # the theory failure policy: NaN and a warning
+        warnings.warn(
             f"interpolation_se: no lam = 0 state-evolution fixed point at alpha = {hi:.4g}, "
-            "above the small-noise bound; the threshold cannot be bracketed"
+            f"above the small-noise bound; the threshold cannot be bracketed: NaN (it lies "
+            f"in [{lo:.4g}, {hi:.4g}])",
+            se.SEConvergenceWarning,
+            stacklevel=2,
         )
+        return InterpolationThreshold(math.nan, lo, hi, None, 1)
     bottom = _lam0_fixed_point(task, target, lo, top[1], se_kwargs)
     if bottom is not None:
         bottom = bottom[0]
