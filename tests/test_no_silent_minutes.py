@@ -26,6 +26,36 @@ def test_lam0_below_the_interpolation_bound_raises_at_once():
     assert time.perf_counter() - t0 < 5.0  # no state-evolution map was run
 
 
+def test_lam0_without_a_unique_minimiser_is_refused_with_alpha_interp():
+    """The other lam = 0 points the theory knows to be unsolvable, each refused in well
+    under a second with the threshold named:
+    - Frobenius below 1/(2 m_eff), at any noise (fewer equations than entries of S: the
+      loss is flat along a null space; the old code returned "converged" points with
+      v = 5e21 for noise-free labels);
+    - nuclear + PSD, noise-free labels, below tangent_cone_dimension(kappa0) / m_eff
+      (0.41 for Wishart(0.4), m_eff = 1): the PSD matrices fitting the data are not S0
+      alone (old code: converged=True, v = 5e21, mse 1.5 at alpha = 0.3);
+    - noisy logits below 1/(4 m_eff): the message gives the bracket of alpha_interp.
+    Independent check of the thresholds: the closed forms 1/(2 m_eff) and
+    kappa0 - kappa0^2/2 + (1 - kappa0)^2/4 written out here."""
+    target = Wishart(0.4)
+    k = 0.4
+    free = k - k * k / 2 + (1 - k) ** 2 / 4  # 0.41
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=rf"alpha = 0.3 < alpha_interp = {free:.4g} \(noise-free"):
+        se.solve(tasks.Linear(T=1), target, 0.3, 0.0)
+    with pytest.raises(ValueError, match=r"alpha = 0.2 < 1/\(2 m_eff\) = 0.25: fewer equations"):
+        se.solve(tasks.Seq2Seq(T=2, noise=0.1, noise_on="outputs"), target, 0.2, 0.0, "frobenius")
+    with pytest.raises(ValueError, match=r"< 1/\(2 m_eff\) = 0.5"):
+        se.learning_curve(tasks.Linear(T=1), target, [0.6, 0.45], 0.0, "frobenius")
+    with pytest.raises(ValueError, match=rf"lies in \[0.125, {free / 2:.4g}\]"):
+        se.solve(tasks.Seq2Seq(T=2, noise=0.1), target, 0.1, 0.0)
+    assert time.perf_counter() - t0 < 1.0
+    # at and above the thresholds nothing is refused: the noise-free nuclear point is S0
+    r = se.solve(tasks.Linear(T=1), target, 1.1 * free, 0.0)
+    assert r.converged and r.mse < 1e-8
+
+
 @pytest.mark.parametrize(
     "task",
     [tasks.Seq2Seq(T=3), tasks.Seq2Seq(T=3, noise=0.1, noise_on="outputs")],

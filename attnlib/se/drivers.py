@@ -121,20 +121,67 @@ def _interpolation_bound(task, penalty) -> float:
     return (0.25 if penalty == "nuclear" else 0.5) / task.m_eff
 
 
-def _check_lam0(task, alphas, lam, penalty):
-    """``ValueError`` at once for ``lam = 0`` below the interpolation bound (no fixed
-    point exists there: the solver would search for minutes and return NaN)."""
-    bound = _interpolation_bound(task, penalty) if lam == 0.0 else 0.0
-    below = np.asarray(alphas)[np.asarray(alphas) < bound]
-    if below.size:
-        frac = "1/(4 m_eff)" if penalty == "nuclear" else "1/(2 m_eff)"
-        raise ValueError(
-            f"lam = 0 at alpha = {below.min():.4g} < {frac} = {bound:.4g} with noisy labels "
-            "has no state-evolution fixed point: the ERM interpolates the data there (train "
-            "loss 0, no unique minimiser; attnlib.thresholds.interpolation). Use lam > 0 "
-            f"(e.g. 1e-4), or alpha >= {bound:.4g}; attnlib.thresholds.interpolation_se "
-            "gives the threshold at this noise."
+def _small_noise_bound(task, target) -> float:
+    """``alpha_interp`` of noise-free labels at ``lam = 0``, nuclear + PSD: the PSD matrices
+    that fit the data are S0 alone iff ``alpha > tangent_cone_dimension(kappa0) / m_eff``
+    (:func:`attnlib.thresholds.interpolation_small_noise`; with noisy labels the upper end
+    of the bracket of ``alpha_interp``); 0 where it does not apply (a target that is not
+    PSD, labels outside the readout's range)."""
+    from attnlib.thresholds import _common, geometry  # thresholds imports se
+
+    if task.m_eff <= 0 or channels.for_task(task).labels_leave_range:
+        return 0.0
+    try:
+        _common._check_psd_target(target)
+        kappa0 = _common._target_kappa0(target)
+    except ValueError:
+        return 0.0
+    return geometry.tangent_cone_dimension(kappa0) / task.m_eff
+
+
+def _lam0_refusal(task, target, alpha, penalty) -> str | None:
+    """Why ``lam = 0`` at ``alpha`` has no unique minimiser (the state evolution no fixed
+    point: its ``v`` runs off to infinity), or None where the theory does not say so."""
+    bound = _interpolation_bound(task, penalty)
+    if penalty == "frobenius" and task.m_eff > 0 and alpha < 0.5 / task.m_eff:
+        return (
+            f"lam = 0 at alpha = {alpha:.4g} < 1/(2 m_eff) = {0.5 / task.m_eff:.4g}: fewer "
+            "equations than the d^2/2 entries of S, so the Frobenius ERM has no unique "
+            "minimiser at any noise (the loss is flat along the null space of the data). "
+            f"Use lam > 0 (e.g. 1e-4), or alpha >= {0.5 / task.m_eff:.4g}."
         )
+    if alpha < bound:
+        top = _small_noise_bound(task, target)
+        where = f"; alpha_interp at this noise lies in [{bound:.4g}, {top:.4g}]" if top else ""
+        return (
+            f"lam = 0 at alpha = {alpha:.4g} < 1/(4 m_eff) = {bound:.4g} with noisy labels "
+            "has no state-evolution fixed point: the ERM interpolates the data there (train "
+            f"loss 0, no unique minimiser; attnlib.thresholds.interpolation){where}. Use "
+            f"lam > 0 (e.g. 1e-4), or alpha >= {bound:.4g}; "
+            "attnlib.thresholds.interpolation_se gives the threshold at this noise."
+        )
+    free = _small_noise_bound(task, target) if penalty == "nuclear" and task.noise == 0 else 0.0
+    if alpha < free:
+        return (
+            f"lam = 0 at alpha = {alpha:.4g} < alpha_interp = {free:.4g} (noise-free labels: "
+            "tangent_cone_dimension(kappa0) / m_eff, attnlib.thresholds."
+            "interpolation_small_noise): the PSD matrices that fit the data are not S0 alone, "
+            f"the minimiser is not unique. Use lam > 0 (e.g. 1e-4), or alpha >= {free:.4g}."
+        )
+    return None
+
+
+def _check_lam0(task, target, alphas, lam, penalty):
+    """``ValueError`` at once for ``lam = 0`` where the theory knows there is no unique
+    minimiser (the solver would search for minutes and return NaN, or a point at
+    ``v = 1e21``): the smallest such ``alpha`` is named, with ``alpha_interp``."""
+    if lam != 0.0:
+        return
+    for a in sorted(float(x) for x in np.asarray(alphas).reshape(-1)):
+        why = _lam0_refusal(task, target, a, penalty)
+        if why is not None:
+            raise ValueError(why)
+        return  # only the smallest alpha can be below a bound
 
 
 def _report_failure(alpha, lam, penalty, found, on_fail):
@@ -207,7 +254,7 @@ def _solve(task, target, point_, init, s: SESettings):
     if s.rtol is not None:
         return _solve_to_rtol(task, target, point_, init, s)
     alpha, lam = float(alpha), float(lam)
-    _check_lam0(task, [alpha], lam, penalty)
+    _check_lam0(task, target, [alpha], lam, penalty)
     qmc = (int(s.n_qmc), int(s.n_rep), int(s.seed))
     pb = _problem(task, target, alpha, lam, penalty, (qmc, int(s.anderson)))
     start = _start(init, pb)
@@ -309,7 +356,7 @@ def learning_curve(
     s = resolve(settings, **shorthands)
     check_task(task)
     _checks.choice("penalty", penalty, PENALTIES)
-    _check_lam0(task, alphas, _checks.nonnegative("lam", lam), penalty)
+    _check_lam0(task, target, alphas, _checks.nonnegative("lam", lam), penalty)
     Q0 = float(target.Q0) if hasattr(target, "Q0") else 1.0
     t0 = time.perf_counter()
 
