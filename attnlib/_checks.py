@@ -238,11 +238,13 @@ def fits_in_memory(name: str, nbytes: float, what: str, fraction: float = 0.8) -
         )
 
 
-def square_matrices_fit(d, copies: float, what: str) -> int:
-    """``d`` checked (an integer ``>= 1``) and ``copies`` float64 ``d x d`` matrices checked
-    against the available memory (:func:`fits_in_memory`) before they are allocated."""
+def target_sample_size(d, what: str = "a target sample S0 (d x d)") -> int:
+    """``d`` of a target's sample, checked: an integer ``>= 1`` such that the float64
+    ``d x d`` matrices alive at once while sampling (four: a Gaussian matrix, its QR
+    factors or the Wishart product, the result; an upper estimate) fit in the available
+    memory (:func:`fits_in_memory`: a ValueError naming ``d``, not an abort in XLA)."""
     d = integer("d", d, 1)
-    fits_in_memory("d", 8.0 * copies * d * d, f"{what} (d = {d})")
+    fits_in_memory("d", 8.0 * 4 * d * d, f"{what} (d = {d})")
     return d
 
 

@@ -14,6 +14,11 @@ import warnings
 
 import jax
 
+try:  # JAX's compilation-cache module (private: its state is read, never changed)
+    from jax._src import compilation_cache as _jax_cache
+except ImportError:  # pragma: no cover - another JAX layout
+    _jax_cache = None
+
 __all__ = ["configure_jax", "float64_enabled", "require_float64"]
 
 _MIN_COMPILE_TIME_S = 0.2  # the Makefile's value: the engine's small programs too
@@ -81,25 +86,16 @@ def configure_jax() -> None:
         )
 
 
-def _jax_cache_module():
-    """JAX's compilation-cache module (private: its state is read, never changed), or None."""
-    try:
-        from jax._src import compilation_cache
-    except ImportError:  # pragma: no cover - another JAX layout
-        return None
-    return compilation_cache
-
-
 def _compiled_before() -> bool:
     """Whether JAX has compiled a program in this process: JAX decides whether it uses its
     persistent cache at its first compilation and records that it did (``_cache_checked``)."""
-    cc = _jax_cache_module()
+    cc = _jax_cache
     return bool(getattr(cc, "_cache_checked", False))
 
 
 def _cache_state() -> str:
     """What the late switch means for the compilation cache, read from JAX's state."""
-    cc = _jax_cache_module()
+    cc = _jax_cache
     folder = jax.config.jax_compilation_cache_dir
     if cc is None or folder is None:
         return "and the compilation cache is off"

@@ -139,8 +139,8 @@ def test_interpolation_bracket_stops_at_its_limits_and_logs(caplog):
     assert r.n_solves == 4 and r.lo < r.alpha < r.hi and r.hi - r.lo > 1e-4
     probes = [x for x in caplog.records if "interpolation_se: probe" in x.getMessage()]
     assert len(probes) == 2
-    with pytest.warns(RuntimeWarning, match="stopped at max_time"):
-        thresholds.interpolation_se_bracket(task, target, xtol=1e-4, max_time=1e-3)
+    with pytest.warns(RuntimeWarning, match="stopped at time_limit = 0.001 s"):
+        thresholds.interpolation_se_bracket(task, target, xtol=1e-4, time_limit=1e-3)
     with pytest.raises(ValueError, match="max_solves"):
         thresholds.interpolation_se_bracket(task, target, max_solves=1)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
 import os
 import sys
 import time
@@ -102,8 +103,6 @@ _GUARD_ADVICE = (
 def _in_spawned_import() -> bool:
     """Whether this is a new process still importing the main script (spawn start method):
     the flag with which ``multiprocessing`` itself refuses to start processes then."""
-    import multiprocessing
-
     return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
 
 
