@@ -96,3 +96,61 @@ def test_solve_stops_at_its_time_limit():
         se.solve(task, TARGET, 0.3, 0.01, time_limit=1e-3, on_fail="raise")
     with pytest.raises(ValueError, match="time_limit"):
         se.solve(task, TARGET, 0.3, 0.01, time_limit=-1.0)
+
+
+def test_excess_risk_curve_keeps_finished_points_on_an_interrupt():
+    """A progress callback that raises KeyboardInterrupt at the 3rd point: the first two
+    rows equal the uninterrupted curve's, the others are unfinished (NaN)."""
+    from attnlib import scaling
+
+    task, target = tasks.Linear(T=1, noise=0.1), scaling.PowerLawModes(1.5, 4)
+    alphas = [0.2, 0.4, 0.6, 0.8]
+    full = scaling.excess_risk_curve(task, target, alphas, 0.05)
+
+    def stop_at_third(i, a, res):
+        if i == 2:
+            raise KeyboardInterrupt
+
+    with pytest.warns(se.SEConvergenceWarning, match=r"interrupted at point 3/4"):
+        curve = scaling.excess_risk_curve(task, target, alphas, 0.05, progress=stop_at_third)
+    np.testing.assert_array_equal(curve.test_error[:2], full.test_error[:2])
+    np.testing.assert_array_equal(curve.fractions[:2], full.fractions[:2])
+    assert np.all(np.isnan(curve.test_error[2:])) and np.all(np.isnan(curve.fractions[2:]))
+    assert list(curve.converged) == [True, True, False, False]
+    assert list(curve.n_recovered[2:]) == [-1, -1]
+
+
+def test_lambda_search_keeps_its_best_finished_solve_on_an_interrupt():
+    """A stand-in test error (1 + (log lam - log 0.05)^2) whose 3rd solve raises
+    KeyboardInterrupt: the search returns the best of the two finished solves (the lower
+    test error of the two, computed here) with a warning; before any solve finished, NaN."""
+    from attnlib.se import optimal
+
+    calls = []
+
+    def solve_at(lam, init):
+        calls.append(lam)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        e = 1.0 + (math.log(lam) - math.log(0.05)) ** 2
+        r = se.SEResult(**{**{f: 0.5 for f in se.SEResult._fields}, "lam": lam,
+                           "test_error": e, "converged": True})  # fmt: skip
+        return r, None
+
+    with pytest.warns(se.SEConvergenceWarning, match="interrupted after 2 solves"):
+        s = optimal.search(solve_at, bounds=(1e-4, 10.0), xatol=1e-3)
+    first, second = calls[:2]
+    best = min((first, second), key=lambda x: abs(math.log(x) - math.log(0.05)))
+    assert s.lam == best and s.n_solves == 2 and s.result.lam == best
+    calls.clear()
+    calls.append(None)
+    calls.append(None)  # the next call is the 3rd: interrupted at once
+    with pytest.warns(se.SEConvergenceWarning, match="before its first solve"):
+        s = optimal.search(solve_at, bounds=(1e-4, 10.0))
+    assert math.isnan(s.lam) and s.result is None
+
+
+def test_search_lambda_stops_at_its_time_limit():
+    with pytest.warns(se.SEConvergenceWarning, match="stopped at its time limit"):
+        s = se.search_lambda(TASK, TARGET, 0.5, time_limit=1e-3)
+    assert math.isnan(s.lam) and not s.result.converged and math.isnan(s.result.mse)

@@ -7,13 +7,15 @@ schedule ``lam = lam0 (alpha / alpha_ref)^{-nu}`` (:class:`LamSchedule`, exponen
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 
-from attnlib import _checks, channels, se
-from attnlib.scaling.recovery import count_recovered, spectral_summary
+from attnlib import _checks, _limits, channels, se
+from attnlib.scaling.recovery import _modes_of, count_recovered, spectral_summary
 from attnlib.scaling.schedule import LamSchedule
+from attnlib.se.continuation import unfinished_result
 from attnlib.targets import Target
 
 __all__ = ["ExcessRiskCurve", "excess_risk_curve"]
@@ -108,7 +110,13 @@ def excess_risk_curve(
       return_warm: also return the warm starts of the points (a list, one per alpha,
         ``None`` where a point did not converge or is the zero phase).
       **se_kwargs: passed to :func:`attnlib.se.solve` (``init=``, ``settings=`` and its
-        shorthands).
+        shorthands); ``time_limit=`` (seconds) holds for the whole curve.
+
+    Finished work is kept: on a ``KeyboardInterrupt``, at ``time_limit`` or where a point
+    raises, the finished points are returned and the others have NaN fields,
+    ``n_recovered = -1`` and ``converged=False``, with an
+    :class:`attnlib.se.SEConvergenceWarning` saying why. Progress: INFO lines on the
+    logger ``attnlib.se`` (every 10 s within a point).
 
     Returns an :class:`ExcessRiskCurve`; with ``return_warm``, ``(ExcessRiskCurve, warm
     starts)``.
@@ -125,7 +133,8 @@ def excess_risk_curve(
     level = _checks.in_interval("level", level, 0.0, 1.0, high_open=True)
     starts = _starts(starts, alphas.size)
     init = se_kwargs.pop("init", None)
-    rows = []
+    time_limit = _limits.time_limit(se_kwargs.pop("time_limit", None))  # for the whole curve
+    rows = {}
 
     def solve_at(i, a, start):
         return se.solve(
@@ -133,13 +142,27 @@ def excess_risk_curve(
         )
 
     def after(i, a, res):
-        rows.append(_row(task, target, res, lams[i], level, n_nodes))
+        row = _row(task, target, res, lams[i], level, n_nodes)
         if progress is not None:
             progress(i, a, res)
+        rows[i] = row  # finished once the callback has returned
 
-    _, warms = se.continuation(
-        solve_at, alphas, init=init, starts=starts, after=after, return_warm=True
-    )
-    cols = [np.array(col) for col in zip(*rows, strict=True)]
+    def unfinished(a):
+        return unfinished_result(a, math.nan, "nuclear", float(target.Q0))
+
+    with _limits.limit(time_limit):
+        _, warms = se.continuation(
+            solve_at, alphas, init=init, starts=starts, after=after, return_warm=True,
+            unfinished=unfinished, failures="mark", name="excess_risk_curve",
+        )  # fmt: skip
+    n_modes = len(_modes_of(target)[0])
+    full = [rows.get(i) or _unfinished_row(lams[i], n_modes) for i in range(alphas.size)]
+    cols = [np.array(col) for col in zip(*full, strict=True)]
     curve = ExcessRiskCurve(alphas, *cols)
     return (curve, warms) if return_warm else curve
+
+
+def _unfinished_row(lm, n_modes):
+    """The row of a point not finished (interrupted, past the time limit, or failed)."""
+    nan = math.nan
+    return (float(lm), nan, nan, nan, nan, nan, nan, nan, -1, np.full(n_modes, nan), False)

@@ -12,6 +12,7 @@ shorthands for single fields (``None``: from ``settings``). Nothing passed in is
 from __future__ import annotations
 
 import logging
+import math
 import time
 import warnings
 
@@ -350,7 +351,10 @@ def search_lambda(
     solve (as in :func:`solve`). Returns a :class:`~attnlib.se.LambdaSearch`: ``lam``,
     the ``result`` there, the ``warm`` start for a neighbouring search (beside the
     result, as everywhere), ``n_solves``, and ``result_warm``, the warm start of
-    ``result``."""
+    ``result``. ``time_limit=`` (a shorthand) holds for the whole search: past it, or on a
+    ``KeyboardInterrupt``, the best of the finished solves is returned with an
+    :class:`SEConvergenceWarning` (NaN before the first); each solve is logged at INFO
+    (logger ``attnlib.se``)."""
     check_task(task)
     alpha = _checks.alpha(alpha)
     _checks.choice("penalty", penalty, PENALTIES)
@@ -366,12 +370,18 @@ def search_lambda(
     previous = None if previous is None else _checks.positive("previous", previous)
     grid = None if grid is None else _checks.finite_array("grid", grid)
 
+    each = s._replace(time_limit=None)  # the search's limit holds for all its solves
+
     def solve_at(lam, start):
-        return solve_nearby(task, target, alpha, lam, penalty, init=start, settings=s,
+        return solve_nearby(task, target, alpha, lam, penalty, init=start, settings=each,
                             return_warm=True)  # fmt: skip
 
-    return optimal.search(solve_at, bounds=(lo, hi), xatol=xatol, previous=previous,
-                          grid=grid, init=init, noisy=noisy)  # fmt: skip
+    with _limits.limit(s.time_limit):
+        found = optimal.search(solve_at, bounds=(lo, hi), xatol=xatol, previous=previous,
+                               grid=grid, init=init, noisy=noisy)  # fmt: skip
+    if found.result is None:  # stopped before a solve finished
+        found = found._replace(result=unfinished_result(alpha, math.nan, penalty, target.Q0))
+    return found
 
 
 def optimal_lambda(
@@ -384,7 +394,8 @@ def optimal_lambda(
 
     Returns ``(lam_opt, SEResult at lam_opt)``. ``noisy=True`` minimises
     ``test_error_noisy``. Points that do not converge count as ``+inf``. ``settings``
-    and the shorthand keywords as in :func:`solve`.
+    and the shorthand keywords as in :func:`solve` (``time_limit=``, interrupts and
+    progress as in :func:`search_lambda`).
     """
     s = search_lambda(task, target, alpha, penalty, bounds=bounds, xatol=xatol, noisy=noisy,
                       settings=settings, **shorthands)  # fmt: skip
