@@ -77,6 +77,17 @@ def _starts(starts, n):
     return list(starts)
 
 
+def _options(target, starts, n, se_kwargs):
+    """``(starts, init, time_limit)`` checked, and taken out of ``se_kwargs`` (the time
+    limit holds for the whole curve)."""
+    if not isinstance(target, Target):
+        raise ValueError(f"target must be an attnlib.targets.Target, got {type(target)!r}")
+    if se_kwargs.pop("penalty", "nuclear") != "nuclear":
+        raise ValueError("penalty: excess_risk_curve uses the nuclear penalty")
+    time_limit = _limits.time_limit(se_kwargs.pop("time_limit", None))
+    return _starts(starts, n), se_kwargs.pop("init", None), time_limit
+
+
 def _row(task, target, res, lm, level, n_nodes):
     """One row of :class:`ExcessRiskCurve` from the fixed point ``res`` at ``lam = lm``."""
     summ = spectral_summary(target, res.Delta_eff, res.tau, res.c, n_nodes=n_nodes)
@@ -112,11 +123,9 @@ def excess_risk_curve(
       **se_kwargs: passed to :func:`attnlib.se.solve` (``init=``, ``settings=`` and its
         shorthands); ``time_limit=`` (seconds) holds for the whole curve.
 
-    Finished work is kept: on a ``KeyboardInterrupt``, at ``time_limit`` or where a point
-    raises, the finished points are returned and the others have NaN fields,
-    ``n_recovered = -1`` and ``converged=False``, with an
-    :class:`attnlib.se.SEConvergenceWarning` saying why. Progress: INFO lines on the
-    logger ``attnlib.se`` (every 10 s within a point).
+    On a ``KeyboardInterrupt``, at ``time_limit`` or where a point raises, the finished
+    points are kept, the others have NaN fields, ``n_recovered = -1`` and
+    ``converged=False`` (an :class:`attnlib.se.SEConvergenceWarning` says why).
 
     Returns an :class:`ExcessRiskCurve`; with ``return_warm``, ``(ExcessRiskCurve, warm
     starts)``.
@@ -125,15 +134,10 @@ def excess_risk_curve(
     and the accurate ``mse``; for the linear task it is ``sum_ab w_ab sigma_ab^2 mse``.
     Warm starts change only how fast each fixed point is found, not the fixed point.
     """
-    if not isinstance(target, Target):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {type(target)!r}")
     alphas, lams = _schedule(alphas, lam)
-    if se_kwargs.pop("penalty", "nuclear") != "nuclear":
-        raise ValueError("penalty: excess_risk_curve uses the nuclear penalty")
     level = _checks.in_interval("level", level, 0.0, 1.0, high_open=True)
-    starts = _starts(starts, alphas.size)
-    init = se_kwargs.pop("init", None)
-    time_limit = _limits.time_limit(se_kwargs.pop("time_limit", None))  # for the whole curve
+    starts, init, time_limit = _options(target, starts, alphas.size, se_kwargs)
+    se.drivers._check_solve_args(task, target, alphas[0], lams[0], "nuclear")  # before the curve
     rows = {}
 
     def solve_at(i, a, start):
@@ -147,19 +151,21 @@ def excess_risk_curve(
             progress(i, a, res)
         rows[i] = row  # finished once the callback has returned
 
-    def unfinished(a):
-        return unfinished_result(a, math.nan, "nuclear", float(target.Q0))
-
     with _limits.limit(time_limit):
         _, warms = se.continuation(
             solve_at, alphas, init=init, starts=starts, after=after, return_warm=True,
-            unfinished=unfinished, failures="mark", name="excess_risk_curve",
+            unfinished=lambda a: unfinished_result(a, math.nan, "nuclear", float(target.Q0)),
+            failures="mark", name="excess_risk_curve",
         )  # fmt: skip
+    curve = _assemble(target, alphas, lams, rows)
+    return (curve, warms) if return_warm else curve
+
+
+def _assemble(target, alphas, lams, rows) -> ExcessRiskCurve:
+    """The curve from the finished ``rows`` (by index), unfinished rows elsewhere."""
     n_modes = len(_modes_of(target)[0])
     full = [rows.get(i) or _unfinished_row(lams[i], n_modes) for i in range(alphas.size)]
-    cols = [np.array(col) for col in zip(*full, strict=True)]
-    curve = ExcessRiskCurve(alphas, *cols)
-    return (curve, warms) if return_warm else curve
+    return ExcessRiskCurve(alphas, *(np.array(col) for col in zip(*full, strict=True)))
 
 
 def _unfinished_row(lm, n_modes):

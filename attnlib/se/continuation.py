@@ -107,8 +107,8 @@ def continuation(
     enclosing call (:mod:`attnlib._limits`) stops the curve: the finished points are
     returned, the others are ``unfinished(alpha)`` (NaN, ``converged=False``), and an
     :class:`attnlib.se.SEConvergenceWarning` says where and why it stopped. With
-    ``failures="mark"`` a point that raises an exception is marked the same way (with a
-    warning giving the error) and the curve goes on; ``"raise"`` (default) lets it
+    ``failures="mark"`` a point after the first that raises an exception is marked the
+    same way (with a warning giving the error) and the curve goes on; ``"raise"`` (default) lets it
     propagate. Without ``unfinished`` every exception propagates."""
     alphas, secant_Q0 = _check_args(solve_at, alphas, starts, after, secant_Q0, failures)
     results, warms, prev = [], [], []
@@ -127,8 +127,8 @@ def continuation(
             _stopped(name, alphas, i, err, unfinished, (results, warms))
             break
         except Exception as err:
-            if unfinished is None or failures == "raise":
-                raise
+            if unfinished is None or failures == "raise" or not results:
+                raise  # the first point failing is most likely a bad argument: raised
             warnings.warn(f"{name}: point {i + 1}/{len(alphas)} (alpha {a:.4g}) failed "
                           f"({type(err).__name__}: {err}); marked NaN, converged=False",
                           SEConvergenceWarning, stacklevel=3)  # fmt: skip

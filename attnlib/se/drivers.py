@@ -282,8 +282,7 @@ def learning_curve(
             f"alphas must be a non-empty list of values in [{lo}, {hi}], got {_checks._fmt(alphas)}"
         )
     s = resolve(settings, **shorthands)
-    check_task(task)
-    _checks.choice("penalty", penalty, PENALTIES)
+    _check_solve_args(task, target, alphas[0], lam, penalty)  # before the curve starts
     check_lam0(task, target, alphas, _checks.nonnegative("lam", lam), penalty)
     Q0 = float(target.Q0) if hasattr(target, "Q0") else 1.0
     t0 = time.perf_counter()
