@@ -154,3 +154,24 @@ def test_search_lambda_stops_at_its_time_limit():
     with pytest.warns(se.SEConvergenceWarning, match="stopped at its time limit"):
         s = se.search_lambda(TASK, TARGET, 0.5, time_limit=1e-3)
     assert math.isnan(s.lam) and not s.result.converged and math.isnan(s.result.mse)
+
+
+@pytest.mark.parametrize("solver", ["bayes", "hardmax", "width"])
+def test_other_theory_solvers_stop_at_their_time_limit(solver):
+    """bayes.solve, hardmax.solve and width.solve take time_limit (seconds): past it NaN,
+    converged=False and an SEConvergenceWarning, within a second of the limit."""
+    from attnlib import bayes, hardmax, width
+
+    run = {
+        "bayes": lambda **kw: bayes.solve(tasks.Seq2Seq(T=2, noise=0.1), TARGET, 0.3, **kw),
+        "hardmax": lambda **kw: hardmax.solve(tasks.Hardmax(T=2), TARGET, 0.5, **kw),
+        "width": lambda **kw: width.solve(TASK, TARGET, 0.5, 0.01, 0.2, **kw),
+    }[solver]
+    t0 = time.perf_counter()
+    with pytest.warns(se.SEConvergenceWarning, match="time_limit = 0.001 s"):
+        r = run(time_limit=1e-3)
+    assert time.perf_counter() - t0 < 5.0
+    field = {"bayes": "mse", "hardmax": "gamma", "width": "kappa_star"}[solver]
+    assert math.isnan(getattr(r, field)) and not r.converged
+    with pytest.raises(ValueError, match="time_limit"):
+        run(time_limit=0.0)

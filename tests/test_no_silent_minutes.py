@@ -3,6 +3,7 @@ logging ("attnlib") and stop at a time or evaluation limit."""
 
 import logging
 import time
+import warnings
 
 import jax
 import numpy as np
@@ -169,3 +170,32 @@ def test_training_stops_at_its_time_limit_and_logs(solver, caplog, monkeypatch):
     assert any("stopped at time_limit = 1e-06 s after 5 steps" in m for m in messages)
     with pytest.raises(ValueError, match="time_limit"):
         run(time_limit=-1.0)
+
+
+@pytest.mark.parametrize("solver", ["se", "bayes", "hardmax", "search"])
+def test_long_theory_calls_log_their_progress_at_info(solver, caplog, monkeypatch):
+    """Every call that can run past about 10 s says what it does at INFO at least every
+    LOG_EVERY_S = 10 s (here 0: every step) on its module's logger under "attnlib"."""
+    from attnlib import _limits, bayes, hardmax
+
+    monkeypatch.setattr(_limits, "LOG_EVERY_S", 0.0)
+    target = Wishart(0.5)
+    run, logger, text = {
+        "se": (lambda: se.solve(tasks.Linear(T=1, noise=0.1), target, 0.3, 0.05),
+               "attnlib.se", "state evolution at alpha 0.3"),
+        "bayes": (lambda: bayes.solve(tasks.Seq2Seq(T=2, noise=0.1), target, 0.3),
+                  "attnlib.bayes", "bayes.solve at alpha 0.3"),
+        "hardmax": (lambda: hardmax.solve(tasks.Hardmax(T=2), target, 0.5, max_iter=3,
+                                          n_qmc=1024),
+                    "attnlib.hardmax", "hardmax SE at alpha 0.5"),
+        "search": (lambda: se.search_lambda(tasks.Linear(T=1, noise=0.1), target, 0.5,
+                                            grid=[0.01, 0.1]),
+                   "attnlib.se", "lambda search: solve 2"),
+    }[solver]  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="attnlib"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run()
+    lines = [r.getMessage() for r in caplog.records if r.name == logger]
+    assert any(text in m for m in lines), lines[:5]
+    assert all(r.levelno == logging.INFO for r in caplog.records if text in r.getMessage())
