@@ -121,9 +121,9 @@ def _gap_fn(task, target, alpha, cfg):
     cache = {}
 
     def G(logD):
-        _limits.check()  # the caller's time limit, between two evaluations
         _limits.tick(log, "bayes.solve at alpha %.4g: %d evaluations of the map so far",
                      alpha, len(cache))  # fmt: skip
+        _limits.check()  # the caller's time limit, between two evaluations
         D = math.exp(logD)
         mm = rie.mmse_den(target, D)
         info = _info(task, target, mm, cfg)

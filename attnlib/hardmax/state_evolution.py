@@ -322,8 +322,8 @@ def _iterate(task, target, point, y0, qmc, cfg):
     last = []
 
     def F(y, aux):
-        _limits.check()  # the caller's time limit, between two maps
         _limits.tick(log, "hardmax SE at alpha %.4g: %d maps so far", alpha, len(last) and last[2])
+        _limits.check()  # the caller's time limit, between two maps
         try:
             y_new, aux = _map(task, target, alpha, y, qmc, lam)
         except (ValueError, RuntimeError) as err:  # the input side cannot resolve the point

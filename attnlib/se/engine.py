@@ -213,9 +213,9 @@ def _host_loop(
     st = _host_start(memory, data, settings, start)
     n = 0
     while True:
-        _limits.check()  # the caller's time limit, between two maps
         _limits.tick(log, "state evolution at alpha %.4g, lam %.3g: %d maps of this attempt",
                      float(data.alpha), float(data.lam), n)  # fmt: skip
+        _limits.check()  # the caller's time limit, between two maps
         n += 1
         half = _host_output(task, data, st, mode)
         inp = host_input(denoiser.target, np.asarray(half.conj), data.lam, denoiser.kappa)
