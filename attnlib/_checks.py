@@ -234,8 +234,18 @@ def fits_in_memory(name: str, nbytes: float, what: str, fraction: float = 0.8) -
         raise ValueError(
             f"{name}: {what} needs about {nbytes / 2**30:.3g} GiB, more than "
             f"{fraction:.0%} of the {free / 2**30:.3g} GiB of memory available; "
-            f"reduce {name} (or d)"
+            f"reduce {name}" + ("" if name == "d" else " (or d)")
         )
+
+
+def target_sample_size(d, what: str = "a target sample S0 (d x d)") -> int:
+    """``d`` of a target's sample, checked: an integer ``>= 1`` such that the float64
+    ``d x d`` matrices alive at once while sampling (four: a Gaussian matrix, its QR
+    factors or the Wishart product, the result; an upper estimate) fit in the available
+    memory (:func:`fits_in_memory`: a ValueError naming ``d``, not an abort in XLA)."""
+    d = integer("d", d, 1)
+    fits_in_memory("d", 8.0 * 4 * d * d, f"{what} (d = {d})")
+    return d
 
 
 def qmc_sizes(n_qmc, n_rep, seed) -> tuple[int, int, int]:

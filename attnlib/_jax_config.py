@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import os
 import pathlib
+import warnings
 
 import jax
+
+try:  # JAX's compilation-cache module (private: its state is read, never changed)
+    from jax._src import compilation_cache as _jax_cache
+except ImportError:  # pragma: no cover - another JAX layout
+    _jax_cache = None
 
 __all__ = ["configure_jax", "float64_enabled", "require_float64"]
 
@@ -57,12 +63,49 @@ def configure_jax() -> None:
     ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` says otherwise). A cache the user
     configured through JAX (``JAX_COMPILATION_CACHE_DIR`` or
     ``jax.config.update("jax_compilation_cache_dir", ...)``) is left as it is, and
-    ``ATTNLIB_JAX_CACHE=off`` leaves the cache off. JAX fixes its cache at its first
-    compilation: called later, the cache is not used in this process. Calling it
-    again changes nothing.
+    ``ATTNLIB_JAX_CACHE=off`` leaves the cache off. Calling it again changes nothing.
+
+    Called after JAX has compiled something in this process (any JAX operation
+    compiles), it still switches, but warns (``RuntimeWarning``): arrays made before
+    keep their float32 dtype, programs compiled before are not in the cache, and where
+    JAX has already fixed its cache for the process (off, or in another folder) the
+    warning says that the cache is not used.
     """
+    compiled = _compiled_before()
+    changes = not jax.config.jax_enable_x64 or _default_cache_dir() is not None
     jax.config.update("jax_enable_x64", True)
     _enable_compilation_cache()
+    if compiled and changes:
+        warnings.warn(
+            "attnlib.configure_jax() was called after JAX compiled its first program in "
+            f"this process: arrays made before keep their float32 dtype, {_cache_state()}. "
+            "Call it first, before any JAX work (the top of the script, the notebook's first "
+            "cell).",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+def _compiled_before() -> bool:
+    """Whether JAX has compiled a program in this process: JAX decides whether it uses its
+    persistent cache at its first compilation and records that it did (``_cache_checked``)."""
+    cc = _jax_cache
+    return bool(getattr(cc, "_cache_checked", False))
+
+
+def _cache_state() -> str:
+    """What the late switch means for the compilation cache, read from JAX's state."""
+    cc = _jax_cache
+    folder = jax.config.jax_compilation_cache_dir
+    if cc is None or folder is None:
+        return "and the compilation cache is off"
+    if getattr(cc, "_cache_checked", False) and not getattr(cc, "_cache_used", True):
+        return "and JAX has turned its compilation cache off for this process (not used)"
+    cache = getattr(cc, "_cache", None)
+    path = getattr(cache, "_path", None)
+    if path is not None and str(path).rstrip("/") != str(folder).rstrip("/"):
+        return f"and JAX keeps its compilation cache in {path}, not in {folder}"
+    return "and programs compiled before are not in the compilation cache"
 
 
 def require_float64(what: str) -> None:

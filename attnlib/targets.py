@@ -60,7 +60,7 @@ class SpectralMeasure(NamedTuple):
 def haar_orthogonal(key: jax.Array, d: int) -> jax.Array:
     """A Haar-distributed ``d x d`` orthogonal matrix (QR with sign correction)."""
     key = _checks.prng_key("key", key)
-    d = _checks.integer("d", d, 1)
+    d = _checks.target_sample_size(d, "a Haar orthogonal d x d matrix")
     g = jax.random.normal(key, (d, d), dtype=jnp.float64)
     q, r = jnp.linalg.qr(g)
     return q * jnp.sign(jnp.diagonal(r))[None, :]
@@ -83,6 +83,7 @@ class Target:
     """Base class: subclasses implement :meth:`sample` and :meth:`measure`."""
 
     def sample(self, key: jax.Array, d: int) -> jax.Array:
+        """A ``d x d`` sample ``S0``; checks first that it fits in memory (ValueError)."""
         raise NotImplementedError
 
     def measure(self, n_atoms: int = 4000) -> SpectralMeasure:
@@ -168,7 +169,7 @@ class Wishart(Target):
         return max(1, int(round(self.kappa0 * _checks.integer("d", d, 1))))
 
     def sample(self, key, d):
-        p0 = self.width(d)
+        p0 = self.width(_checks.target_sample_size(d))
         W0 = jax.random.normal(key, (d, p0), dtype=jnp.float64)
         S = W0 @ W0.T / jnp.sqrt(p0 * d)
         return (S + S.T) / 2
@@ -253,7 +254,7 @@ class PowerLaw(Target):
         return self.scale * u ** (-self.gamma)
 
     def sample(self, key, d):
-        d = _checks.integer("d", d, 1)
+        d = _checks.target_sample_size(d)
         p0 = max(1, int(round(self.kappa0 * d)))
         lam = np.zeros(d)
         lam[:p0] = self.rank_eigenvalues(p0)
@@ -291,7 +292,7 @@ class Explicit(Target):
         object.__setattr__(self, "values", tuple(float(x) for x in v))
 
     def sample(self, key, d):
-        d = _checks.integer("d", d, 1)
+        d = _checks.target_sample_size(d)
         lam = np.asarray(self.values) if len(self.values) == d else self.eigenvalues(d)
         return _from_eigen(key, lam)
 
@@ -323,7 +324,7 @@ class Spiked(Target):
         object.__setattr__(self, "spikes", tuple(float(x) for x in s))
 
     def sample(self, key, d):
-        d = _checks.integer("d", d, len(self.spikes))
+        d = _checks.target_sample_size(_checks.integer("d", d, len(self.spikes)))
         k_b, k_u = jax.random.split(key)
         B = jnp.zeros((d, d)) if self.bulk is None else self.bulk.sample(k_b, d)
         U = haar_orthogonal(k_u, d)[:, : len(self.spikes)]
@@ -438,7 +439,7 @@ class PowerLawModes(Target):
 
     def sample(self, key, d):
         """``S0 = O diag(sample_eigenvalues(d)) O^T`` with ``O = haar_orthogonal(key, d)``."""
-        lam = jnp.asarray(self.sample_eigenvalues(d))
+        lam = jnp.asarray(self.sample_eigenvalues(_checks.target_sample_size(d)))
         U = haar_orthogonal(key, d)
         S = (U * lam[None, :]) @ U.T
         return (S + S.T) / 2

@@ -35,6 +35,7 @@ Conventions (the book's "Notation and conventions" page, ``book/notation.md``):
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -152,7 +153,10 @@ def sample_sequences(key: jax.Array, n: int, T: int, d: int, dtype=jnp.float64) 
     n = _checks.integer("n", n, 1)
     T = _checks.integer("T", T, 1)
     d = _checks.integer("d", d, 1)
-    return jax.random.normal(key, (n, T, d), dtype=_checks.float_dtype("dtype", dtype))
+    dtype = _checks.float_dtype("dtype", dtype)
+    need = np.dtype(dtype).itemsize * float(n) * T * d
+    _checks.fits_in_memory("n", need, f"n = {n} sequences (T = {T}, d = {d})")
+    return jax.random.normal(key, (n, T, d), dtype=dtype)
 
 
 def preactivations(X: jax.Array, S: jax.Array) -> jax.Array:
@@ -234,9 +238,14 @@ class Task:
 
         Generic definition: rank of the Jacobian of ``g`` with respect to the
         ``K`` pairs at a generic point (computed numerically here; built-in
-        tasks override it with the exact value).
+        tasks override it with the exact value). Computed once per task (a compiled
+        Jacobian: seconds on a first call).
         """
-        return effective_constraints(self)
+        try:
+            hash(self)
+        except TypeError:  # a field that cannot be hashed: no cache
+            return effective_constraints(self)
+        return _generic_m_eff(self)
 
     def output(self, h: jax.Array) -> jax.Array:
         """The output function ``g``: symmetric ``(..., T, T)`` ``h`` to labels."""
@@ -408,6 +417,11 @@ class Custom(Task):
 
     def output(self, h):
         return self.g(h)
+
+
+@functools.lru_cache(maxsize=256)
+def _generic_m_eff(task: Task) -> int:
+    return effective_constraints(task)
 
 
 def effective_constraints(task: Task, key: jax.Array | None = None, tol: float = 1e-8) -> int:

@@ -32,6 +32,7 @@ def test_readme_quickstart_runs(tmp_path):
     assert m, out.stdout[-2000:]
     theory, extrapolated, err = map(float, m.groups())
     # theory and simulation agree within their error bar (measured: 0.139 against
-    # 0.152 +- 0.019, 0.7 error bars; seeds are fixed, so this is deterministic on CPU)
+    # 0.129 +- 0.022, 0.5 error bars, with keys folded in per d; seeds are fixed, so this
+    # is deterministic on CPU)
     assert 0 < err < 0.05
     assert abs(extrapolated - theory) < 3 * err

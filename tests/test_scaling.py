@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import attnlib  # noqa: F401
-from attnlib import scaling, se, tasks, train
+from attnlib import scaling, se, targets, tasks, train
 from attnlib.scaling import (
     LamSchedule,
     PowerLawModes,
@@ -358,3 +358,39 @@ def test_a_nan_fraction_is_never_counted_as_not_recovered():
     S0 = np.diag([target.mode_eigenvalues()[0]] * 4 + [0.0] * 8)
     with pytest.raises(ValueError, match="mode"):
         scaling.recovered_modes_trained(S0, S0, target)
+
+
+@pytest.mark.slow
+def test_zero_phase_point_is_a_result_not_a_rounding_error():
+    """Seq2lab T = 3, 200 power-law modes, alpha = 0.2, lam = 5: the estimator is S = 0
+    (zero phase). The curve's m = (Q0 + q - mse)/2 came out as -1.6e-15 at q = 0 and the
+    Cauchy-Schwarz check raised, losing the curve; now the point is a result. Independent
+    check: mse = Q0 = 1 for S = 0, and the test error of S = 0 by Monte Carlo on sampled
+    sequences (20000 sequences, 5 standard errors). In the large-d limit the test error of
+    S = 0 depends on S0 only through Q0 (h0 is Gaussian); the power law's top modes hold a
+    few eigenvalues at d = 400 (h0 far from Gaussian), so the Monte Carlo uses a Wishart(1)
+    sample at d = 300 scaled to Q0 = 1."""
+    task, target = tasks.Seq2Lab(T=3), PowerLawModes(2.0, 200)
+    curve = scaling.excess_risk_curve(task, target, [0.2], 5.0)
+    assert curve.converged[0] and curve.rank_fraction[0] == 0.0
+    assert curve.mse[0] == pytest.approx(1.0, abs=1e-12)
+    d = 300
+    S0 = np.asarray(targets.Wishart(1.0).sample(jax.random.PRNGKey(3), d))
+    S0 = S0 / math.sqrt(np.sum(S0**2) / d)
+    mc = train.test_error_stats(jax.random.PRNGKey(4), task, S0, np.zeros((d, d)))
+    assert abs(curve.test_error[0] - mc.mean) < 5 * mc.stderr
+
+
+def test_cauchy_schwarz_check_allows_rounding_only():
+    """m a few ulps past sqrt(q Q0) is rounding (clipped, same test error as on the
+    boundary: the zero phase's m = -1.55e-15 at q = 0 raised before); a violation of 1e-6
+    is an error."""
+    task = tasks.Seq2Lab(T=3)
+    at_zero = se.test_error_from_overlaps(task, 1.0, 0.0, 0.0)
+    assert se.test_error_from_overlaps(task, 1.0, -1.55e-15, 0.0) == at_zero
+    edge = se.test_error_from_overlaps(task, 1.0, 0.5, 0.25)
+    assert se.test_error_from_overlaps(task, 1.0, 0.5 + 4e-16, 0.25) == pytest.approx(edge, 1e-12)
+    with pytest.raises(ValueError, match=r"m must satisfy m\^2 <= q Q0"):
+        se.test_error_from_overlaps(task, 1.0, 1e-6, 0.0)
+    with pytest.raises(ValueError, match=r"m must satisfy m\^2 <= q Q0"):
+        se.test_error_from_overlaps(task, 1.0, 0.5 + 1e-6, 0.25)

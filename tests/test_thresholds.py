@@ -359,6 +359,32 @@ def test_interpolation_se_fixed_point_is_the_lam_to_zero_limit():
     assert r4.train_loss < 0.02 * r3.train_loss
 
 
+def test_interpolation_se_survives_a_warning_of_the_top_probe():
+    """Linear T = 1, noise 0.5, Wishart(0.05): the top probe's quadrature warns
+    ("quadrature mass"), and the loop that passed the warnings on reused the name of the
+    warm start, so the next probe got a WarningMessage as its start: TypeError (issue 38).
+    Now the bracket is found: its bounds are the proven ones (1/(4 m_eff) = 1/4 below,
+    1.02 x the small-noise bound above) and the fixed point at its top has a positive train
+    loss and a finite v (a non-interpolating point). max_solves = 2: the two end probes."""
+    task, target = tasks.Linear(T=1, noise=0.5), Wishart(0.05)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        b = thresholds.interpolation_se_bracket(task, target, max_solves=2, max_iter=40)
+    assert any("quadrature mass" in str(w.message) for w in caught)  # the top probe warned
+    assert b.lo == 0.25 and b.n_solves == 2
+    assert b.hi == pytest.approx(1.02 * thresholds.interpolation_small_noise(task, target))
+    assert b.fixed_point.train_loss > 0 and math.isfinite(b.fixed_point.v)
+
+
+def test_interpolation_se_gives_nan_and_a_warning_when_it_cannot_bracket():
+    """No lam = 0 fixed point at the top of the bracket (here: 2 SE maps allowed) is a
+    theory failure: NaN with an SEConvergenceWarning, not an exception (it raised before)."""
+    task = tasks.Linear(T=1, noise=0.25)
+    with pytest.warns(se.SEConvergenceWarning, match="cannot be bracketed: NaN"):
+        alpha = thresholds.interpolation_se(task, Wishart(0.5), max_iter=2)
+    assert math.isnan(alpha)
+
+
 def test_interpolation_se_bad_arguments():
     with pytest.raises(ValueError, match="xtol"):
         thresholds.interpolation_se(tasks.Linear(T=1, noise=0.1), Wishart(0.5), xtol=0.0)

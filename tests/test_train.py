@@ -432,6 +432,27 @@ def test_nonconvergence_warns_with_residual(lin_problem):
     assert not res.converged and res.n_iter == 100 and res.history.shape == (100,)
 
 
+@pytest.mark.parametrize("kind", ["direct", "factorized"])
+def test_chunk_of_one_step_never_converges_on_its_first_step(kind, lin_problem):
+    """With ``chunk=1`` the first chunk has a single objective value: there is no change to
+    measure, so no convergence after one step (the old loop compared the objective with
+    itself: converged=True, residual 0 after one step). The residual reported at the stop
+    is the relative change of the last step, recomputed here from the history."""
+    task, lam, S0, data, _ = lin_problem
+    run = {
+        "direct": lambda: train.train_direct(task, data, lam, steps=4, chunk=1, tol=1e-12),
+        "factorized": lambda: train.train_factorized(
+            jax.random.PRNGKey(0), task, data, 40, lam, steps=4, chunk=1, tol=1e-12
+        ),
+    }[kind]
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        res = run()
+    assert not res.converged and res.n_iter == 4
+    h = res.history
+    assert res.residual == pytest.approx(abs(h[-2] - h[-1]) / abs(h[-1]), rel=1e-12)
+    assert res.residual > 0
+
+
 def test_result_is_frozen(lin_problem):
     res = lin_problem[-1]
     assert isinstance(res, train.TrainResult)

@@ -33,17 +33,20 @@ by the free entropy, which is not computed.
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from typing import NamedTuple
 
-from attnlib import _checks, iterate
+from attnlib import _checks, _limits, iterate
 from attnlib import channels as _channels
 from attnlib.bayes import prediction
 from attnlib.channels import posterior
 from attnlib.denoisers import rie
 from attnlib.se.results import SEConvergenceWarning
 from attnlib.width.capacity import rank_manifold_dimension
+
+log = logging.getLogger("attnlib.bayes")
 
 __all__ = ["BayesResult", "BayesSettings", "solve", "perfect_recovery", "perfect_recovery_se"]
 
@@ -91,7 +94,8 @@ class BayesSettings(NamedTuple):
     field): ``xtol > 0``, Brent's tolerance on ``log Delta``; ``n_outer``, ``n_inner >= 2``,
     the Sobol points of the channel integral (non-Gaussian channels); ``n_test >= 2``, those
     of the Bayes test error; ``seed >= 0``; ``check_unique`` (a bool): scan below the root
-    for a second fixed point (Gaussian channels)."""
+    for a second fixed point (Gaussian channels); ``time_limit``: seconds (``None``: no
+    limit), past which :func:`solve` returns NaN, ``converged=False`` and a warning."""
 
     xtol: float = 1e-10
     n_outer: int = 2048
@@ -99,6 +103,7 @@ class BayesSettings(NamedTuple):
     n_test: int = 4096
     seed: int = 0
     check_unique: bool = True
+    time_limit: float | None = None
 
 
 def _check(task, target):
@@ -119,6 +124,9 @@ def _gap_fn(task, target, alpha, cfg):
     cache = {}
 
     def G(logD):
+        _limits.tick(log, "bayes.solve at alpha %.4g: %d evaluations of the map so far",
+                     alpha, len(cache))  # fmt: skip
+        _limits.check()  # the caller's time limit, between two evaluations
         D = math.exp(logD)
         mm = rie.mmse_den(target, D)
         info = _info(task, target, mm, cfg)
@@ -132,6 +140,7 @@ def solve(
     task, target, alpha: float, *, settings: BayesSettings | None = None,
     xtol: float | None = None, n_outer: int | None = None, n_inner: int | None = None,
     n_test: int | None = None, seed: int | None = None, check_unique: bool | None = None,
+    time_limit: float | None = None,
 ) -> BayesResult:  # fmt: skip
     r"""Bayes-optimal state evolution at ``alpha = n/d^2 > 0`` (module docstring).
 
@@ -142,8 +151,11 @@ def solve(
       target: :class:`attnlib.targets.Target` (the prior of ``S0``, rotationally invariant).
       alpha: sample ratio ``n / d^2 > 0``.
       settings: :class:`BayesSettings` (default ``BayesSettings()``).
-      xtol, n_outer, n_inner, n_test, seed, check_unique: shorthands for the fields of
-        ``settings`` (``None``: the field of ``settings``).
+      xtol, n_outer, n_inner, n_test, seed, check_unique, time_limit: shorthands for the
+        fields of ``settings`` (``None``: the field of ``settings``). Past ``time_limit``
+        (checked between evaluations of the map) the result is NaN with
+        ``converged=False`` and an :class:`attnlib.se.SEConvergenceWarning`. Progress:
+        INFO on the logger ``attnlib.bayes`` every 10 s.
 
     Returns:
       :class:`BayesResult`: the largest fixed point (``converged=True``; ``Delta_eff = 0``
@@ -160,10 +172,16 @@ def solve(
     _check(task, target)
     alpha = _checks.alpha(alpha)
     given = dict(xtol=xtol, n_outer=n_outer, n_inner=n_inner, n_test=n_test, seed=seed,
-                 check_unique=check_unique)  # fmt: skip
+                 check_unique=check_unique, time_limit=time_limit)  # fmt: skip
     cfg = _settings(settings, given)
     try:
-        return _solve(task, target, alpha, cfg)
+        with _limits.limit(cfg.time_limit):
+            return _solve(task, target, alpha, cfg)
+    except _limits.TimeUp:
+        if cfg.time_limit is None:  # the limit of an enclosing call: its to handle
+            raise
+        why = f"stopped at time_limit = {cfg.time_limit:g} s"
+        return _failed(alpha, float(target.Q0), math.nan, 0, why)
     except ValueError as err:  # raised by rmt for a Delta_eff it cannot resolve
         raise ValueError(
             f"alpha = {alpha:g} is outside the range this target's state evolution resolves ({err})"
@@ -239,6 +257,7 @@ def _settings(settings, given: dict) -> BayesSettings:
         n_test=_checks.integer("n_test", s.n_test, 2),
         seed=_checks.integer("seed", s.seed, 0),
         check_unique=s.check_unique,
+        time_limit=_limits.time_limit(s.time_limit),
     )
 
 

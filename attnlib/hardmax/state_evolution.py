@@ -33,6 +33,7 @@ Output side, ``K`` pairs with ``sigma_k^2 = 1 + delta_ab`` (as in :mod:`attnlib.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import warnings
 from typing import NamedTuple
@@ -41,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, channels, iterate
+from attnlib import _checks, _limits, channels, iterate
 from attnlib import tasks as _tasks
 from attnlib.se import SEConvergenceWarning, input_side, qmc_normals, test_error_from_overlaps
 from attnlib.se.output import noise_dim, pairs
@@ -54,6 +55,8 @@ __all__ = [
     "solve",
     "trajectory",
 ]
+
+log = logging.getLogger("attnlib.hardmax")
 
 _BIG = 1e100  # accepted range of the scalar inputs: [1e-100, 1e100] (no overflow inside)
 
@@ -228,6 +231,8 @@ class HardmaxSettings(NamedTuple):
       damping: weight of the old iterate, in ``[0, 1)``.
       n_qmc, n_rep, seed: QMC points of the output side (``n_qmc / n_rep`` a power of 2,
         ``n_rep >= 1``, ``seed >= 0``).
+      time_limit: seconds (``None``: no limit); past it :func:`solve` stops between two
+        maps and returns NaN, ``converged=False`` and a warning.
     """
 
     tol: float = 1e-3
@@ -236,6 +241,7 @@ class HardmaxSettings(NamedTuple):
     n_qmc: int = 65536
     n_rep: int = 8
     seed: int = 0
+    time_limit: float | None = None
 
 
 def _settings(settings, given: dict) -> HardmaxSettings:
@@ -248,7 +254,7 @@ def _settings(settings, given: dict) -> HardmaxSettings:
         max_iter=_checks.integer("max_iter", s.max_iter, 1),
         damping=_checks.in_interval("damping", s.damping, 0.0, 1.0, low_open=False,
                                     high_open=True),
-        n_qmc=n_qmc, n_rep=n_rep, seed=seed,
+        n_qmc=n_qmc, n_rep=n_rep, seed=seed, time_limit=_limits.time_limit(s.time_limit),
     )  # fmt: skip
 
 
@@ -256,7 +262,7 @@ def solve(
     task, target, alpha: float, lam: float = 1.0, *, init=None,
     settings: HardmaxSettings | None = None, tol: float | None = None,
     max_iter: int | None = None, damping: float | None = None, n_qmc: int | None = None,
-    n_rep: int | None = None, seed: int | None = None,
+    n_rep: int | None = None, seed: int | None = None, time_limit: float | None = None,
 ) -> HardmaxSE:  # fmt: skip
     """Fixed ray of the hardmax state evolution at sample ratio ``alpha`` (nuclear + PSD).
 
@@ -270,8 +276,9 @@ def solve(
       init: starting ``(gamma, rho)`` with ``0 < gamma < 1``, ``rho > 0`` (default
         ``(0.5, 0.3 / lam)``).
       settings: :class:`HardmaxSettings` (default ``HardmaxSettings()``).
-      tol, max_iter, damping, n_qmc, n_rep, seed: shorthands for the fields of
-        ``settings`` (``None``: the field of ``settings``).
+      tol, max_iter, damping, n_qmc, n_rep, seed, time_limit: shorthands for the fields
+        of ``settings`` (``None``: the field of ``settings``). Progress: INFO on the logger
+        ``attnlib.hardmax`` every 10 s.
 
     Returns:
       :class:`HardmaxSE`: the fixed ray (``converged=True``), or, if ``max_iter`` maps did
@@ -282,7 +289,7 @@ def solve(
     alpha = _checks.alpha(alpha)
     lam = _checks.in_interval("lam", lam, 1.0 / _BIG, _BIG, low_open=False)
     s = _settings(settings, dict(tol=tol, max_iter=max_iter, damping=damping, n_qmc=n_qmc,
-                                 n_rep=n_rep, seed=seed))  # fmt: skip
+                                 n_rep=n_rep, seed=seed, time_limit=time_limit))  # fmt: skip
     g0, r0 = (0.5, 0.3 / lam) if init is None else (float(t) for t in init)
     if not (0.0 < g0 < 1.0 and r0 > 0.0):
         raise ValueError(f"init must be (gamma, rho) with 0 < gamma < 1 and rho > 0, got {init}")
@@ -291,7 +298,15 @@ def solve(
     y0 = np.array([np.arctanh(g0), math.log(r0)])
     cfg = iterate.AndersonConfig(tol=s.tol, max_iter=s.max_iter, damping=s.damping, memory=0,
                                  max_step=math.inf)  # fmt: skip
-    y, aux, diag = _iterate(task, target, (alpha, lam), y0, (s.n_qmc, s.n_rep, s.seed), cfg)
+    try:
+        with _limits.limit(s.time_limit):
+            y, aux, diag = _iterate(task, target, (alpha, lam), y0, (s.n_qmc, s.n_rep, s.seed), cfg)
+    except _limits.TimeUp:
+        if s.time_limit is None:  # the limit of an enclosing call: its to handle
+            raise
+        warnings.warn(f"hardmax SE: stopped at time_limit = {s.time_limit:g} s (NaN)",
+                      SEConvergenceWarning, stacklevel=2)  # fmt: skip
+        return _failed(alpha, target, (False, math.nan, 0))
     if not diag[0]:
         warnings.warn(f"hardmax SE: residual {diag[1]:.3g} >= tol after {diag[2]} maps",
                       SEConvergenceWarning, stacklevel=2)  # fmt: skip
@@ -307,6 +322,8 @@ def _iterate(task, target, point, y0, qmc, cfg):
     last = []
 
     def F(y, aux):
+        _limits.tick(log, "hardmax SE at alpha %.4g: %d maps so far", alpha, len(last) and last[2])
+        _limits.check()  # the caller's time limit, between two maps
         try:
             y_new, aux = _map(task, target, alpha, y, qmc, lam)
         except (ValueError, RuntimeError) as err:  # the input side cannot resolve the point

@@ -7,13 +7,15 @@ schedule ``lam = lam0 (alpha / alpha_ref)^{-nu}`` (:class:`LamSchedule`, exponen
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 
-from attnlib import _checks, channels, se
-from attnlib.scaling.recovery import count_recovered, spectral_summary
+from attnlib import _checks, _limits, channels, se
+from attnlib.scaling.recovery import _modes_of, count_recovered, spectral_summary
 from attnlib.scaling.schedule import LamSchedule
+from attnlib.se.continuation import unfinished_result
 from attnlib.targets import Target
 
 __all__ = ["ExcessRiskCurve", "excess_risk_curve"]
@@ -75,6 +77,17 @@ def _starts(starts, n):
     return list(starts)
 
 
+def _options(target, starts, n, se_kwargs):
+    """``(starts, init, time_limit)`` checked, and taken out of ``se_kwargs`` (the time
+    limit holds for the whole curve)."""
+    if not isinstance(target, Target):
+        raise ValueError(f"target must be an attnlib.targets.Target, got {type(target)!r}")
+    if se_kwargs.pop("penalty", "nuclear") != "nuclear":
+        raise ValueError("penalty: excess_risk_curve uses the nuclear penalty")
+    time_limit = _limits.time_limit(se_kwargs.pop("time_limit", None))
+    return _starts(starts, n), se_kwargs.pop("init", None), time_limit
+
+
 def _row(task, target, res, lm, level, n_nodes):
     """One row of :class:`ExcessRiskCurve` from the fixed point ``res`` at ``lam = lm``."""
     summ = spectral_summary(target, res.Delta_eff, res.tau, res.c, n_nodes=n_nodes)
@@ -108,7 +121,11 @@ def excess_risk_curve(
       return_warm: also return the warm starts of the points (a list, one per alpha,
         ``None`` where a point did not converge or is the zero phase).
       **se_kwargs: passed to :func:`attnlib.se.solve` (``init=``, ``settings=`` and its
-        shorthands).
+        shorthands); ``time_limit=`` (seconds) holds for the whole curve.
+
+    On a ``KeyboardInterrupt``, at ``time_limit`` or where a point raises, the finished
+    points are kept, the others have NaN fields, ``n_recovered = -1`` and
+    ``converged=False`` (an :class:`attnlib.se.SEConvergenceWarning` says why).
 
     Returns an :class:`ExcessRiskCurve`; with ``return_warm``, ``(ExcessRiskCurve, warm
     starts)``.
@@ -117,15 +134,11 @@ def excess_risk_curve(
     and the accurate ``mse``; for the linear task it is ``sum_ab w_ab sigma_ab^2 mse``.
     Warm starts change only how fast each fixed point is found, not the fixed point.
     """
-    if not isinstance(target, Target):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {type(target)!r}")
     alphas, lams = _schedule(alphas, lam)
-    if se_kwargs.pop("penalty", "nuclear") != "nuclear":
-        raise ValueError("penalty: excess_risk_curve uses the nuclear penalty")
     level = _checks.in_interval("level", level, 0.0, 1.0, high_open=True)
-    starts = _starts(starts, alphas.size)
-    init = se_kwargs.pop("init", None)
-    rows = []
+    starts, init, time_limit = _options(target, starts, alphas.size, se_kwargs)
+    se.drivers._check_solve_args(task, target, alphas[0], lams[0], "nuclear")  # before the curve
+    rows = {}
 
     def solve_at(i, a, start):
         return se.solve(
@@ -133,13 +146,29 @@ def excess_risk_curve(
         )
 
     def after(i, a, res):
-        rows.append(_row(task, target, res, lams[i], level, n_nodes))
+        row = _row(task, target, res, lams[i], level, n_nodes)
         if progress is not None:
             progress(i, a, res)
+        rows[i] = row  # finished once the callback has returned
 
-    _, warms = se.continuation(
-        solve_at, alphas, init=init, starts=starts, after=after, return_warm=True
-    )
-    cols = [np.array(col) for col in zip(*rows, strict=True)]
-    curve = ExcessRiskCurve(alphas, *cols)
+    with _limits.limit(time_limit):
+        _, warms = se.continuation(
+            solve_at, alphas, init=init, starts=starts, after=after, return_warm=True,
+            unfinished=lambda a: unfinished_result(a, math.nan, "nuclear", float(target.Q0)),
+            failures="mark", name="excess_risk_curve",
+        )  # fmt: skip
+    curve = _assemble(target, alphas, lams, rows)
     return (curve, warms) if return_warm else curve
+
+
+def _assemble(target, alphas, lams, rows) -> ExcessRiskCurve:
+    """The curve from the finished ``rows`` (by index), unfinished rows elsewhere."""
+    n_modes = len(_modes_of(target)[0])
+    full = [rows.get(i) or _unfinished_row(lams[i], n_modes) for i in range(alphas.size)]
+    return ExcessRiskCurve(alphas, *(np.array(col) for col in zip(*full, strict=True)))
+
+
+def _unfinished_row(lm, n_modes):
+    """The row of a point not finished (interrupted, past the time limit, or failed)."""
+    nan = math.nan
+    return (float(lm), nan, nan, nan, nan, nan, nan, nan, -1, np.full(n_modes, nan), False)

@@ -36,6 +36,7 @@ def lasso_data(key: jax.Array, target, N: int, delta: float, noise: float = 0.0)
             f"must have at most {MAX_ENTRIES:.0e} entries"
         )
     n = max(1, int(round(delta * N)))
+    _checks.fits_in_memory("N", 8.0 * 2 * n * N, f"the matrix A ({n} x {N}) of the LASSO")
     share = p * N
     cnt = np.floor(share).astype(int)
     rest = N - int(cnt.sum())

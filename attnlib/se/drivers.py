@@ -18,8 +18,10 @@ import warnings
 
 import numpy as np
 
-from attnlib import _checks, channels
+from attnlib import _checks, _limits
 from attnlib.se import engine, optimal, point, replicon, robust, several
+from attnlib.se.continuation import continuation, unfinished_result
+from attnlib.se.lam0 import _interpolation_bound, check_lam0  # noqa: F401  (tests read it)
 from attnlib.se.output import check_task, qmc_points
 from attnlib.se.results import (
     PENALTIES,
@@ -108,35 +110,6 @@ def _check_solve_args(task, target, alpha, lam, penalty):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
 
 
-def _interpolation_bound(task, penalty) -> float:
-    """The proven interpolation bound: with noisy labels (on the logits) and ``lam = 0``
-    the ERM fits the data exactly below ``1/(4 m_eff)`` (nuclear + PSD; ``1/(2 m_eff)``
-    Frobenius), so the ``lam = 0`` state evolution has no fixed point there (its ``v``
-    runs off to infinity). 0 where that does not apply (noise-free labels, labels
-    outside the range of the readout)."""
-    if task.noise == 0.0 or task.m_eff <= 0:
-        return 0.0
-    if channels.for_task(task).labels_leave_range:
-        return 0.0  # labels off the readout's range: the train loss stays positive
-    return (0.25 if penalty == "nuclear" else 0.5) / task.m_eff
-
-
-def _check_lam0(task, alphas, lam, penalty):
-    """``ValueError`` at once for ``lam = 0`` below the interpolation bound (no fixed
-    point exists there: the solver would search for minutes and return NaN)."""
-    bound = _interpolation_bound(task, penalty) if lam == 0.0 else 0.0
-    below = np.asarray(alphas)[np.asarray(alphas) < bound]
-    if below.size:
-        frac = "1/(4 m_eff)" if penalty == "nuclear" else "1/(2 m_eff)"
-        raise ValueError(
-            f"lam = 0 at alpha = {below.min():.4g} < {frac} = {bound:.4g} with noisy labels "
-            "has no state-evolution fixed point: the ERM interpolates the data there (train "
-            "loss 0, no unique minimiser; attnlib.thresholds.interpolation). Use lam > 0 "
-            f"(e.g. 1e-4), or alpha >= {bound:.4g}; attnlib.thresholds.interpolation_se "
-            "gives the threshold at this noise."
-        )
-
-
 def _report_failure(alpha, lam, penalty, found, on_fail):
     msg = (
         f"state evolution did not converge at alpha={alpha}, lam={lam}, penalty={penalty}: "
@@ -152,7 +125,8 @@ def solve(
     settings: SESettings | None = None, tol: float | None = None, max_iter: int | None = None,
     damping: float | None = None, anderson: int | None = None, n_qmc: int | None = None,
     n_rep: int | None = None, seed: int | None = None, on_fail: str | None = None,
-    rtol: float | None = None, max_n_qmc: int | None = None, return_warm: bool = False,
+    rtol: float | None = None, max_n_qmc: int | None = None, time_limit: float | None = None,
+    return_warm: bool = False,
 ):  # fmt: skip
     r"""Solve the state evolution at ``(alpha, lam)``: the ERM's asymptotic metrics.
 
@@ -166,13 +140,18 @@ def solve(
         :class:`SEResult` (its ``(m, q, v)`` only).
       settings: an :class:`attnlib.se.SESettings` (default ``SESettings()``: tolerance,
         iterations, damping, Anderson memory, QMC points, failure policy, ``rtol``).
-      tol, max_iter, damping, anderson, n_qmc, n_rep, seed, on_fail, rtol, max_n_qmc:
-        shorthands for the fields of ``settings`` of the same names (``None``: the
+      tol, max_iter, damping, anderson, n_qmc, n_rep, seed, on_fail, rtol, max_n_qmc,
+      time_limit: shorthands for the fields of ``settings`` of the same names (``None``: the
         field of ``settings``); :class:`attnlib.se.SESettings` documents them and holds
         the defaults. With ``rtol``, ``n_qmc`` doubles (warm-started solves) until
         ``integration_error <= rtol`` or up to ``max_n_qmc`` (then a ``RuntimeWarning``
-        gives the accuracy reached).
+        gives the accuracy reached). ``time_limit`` (seconds): past it the solve stops
+        between two SE maps and returns NaN with ``converged=False`` and an
+        :class:`SEConvergenceWarning` (``on_fail="raise"``: ``RuntimeError``).
       return_warm: also return the warm start of the fixed point.
+
+    Progress: a solve that runs longer than about 10 s logs what it does at INFO on the
+    logger ``attnlib.se`` every 10 s (``logging.basicConfig(level=logging.INFO)``).
 
     ``integration_error``: the relative error of the metrics at the fixed point
     (:mod:`attnlib.se.propagation`). Measured at 8192 points, seq2seq: T = 2 4e-4 to
@@ -194,9 +173,28 @@ def solve(
     """
     s = resolve(settings, tol=tol, max_iter=max_iter, damping=damping, anderson=anderson,
                 n_qmc=n_qmc, n_rep=n_rep, seed=seed, on_fail=on_fail, rtol=rtol,
-                max_n_qmc=max_n_qmc)  # fmt: skip
-    r, w = _solve(task, target, (alpha, lam, penalty), init, s)
+                max_n_qmc=max_n_qmc, time_limit=time_limit)  # fmt: skip
+    r, w = _solve_within(task, target, (alpha, lam, penalty), init, s)
     return (r, w) if return_warm else r
+
+
+def _solve_within(task, target, point_, init, s: SESettings):
+    """:func:`_solve` within ``s.time_limit``: past it, the unfinished point (NaN,
+    ``converged=False``) and the failure policy's warning (or ``RuntimeError``)."""
+    _check_solve_args(task, target, *point_)
+    with _limits.limit(s.time_limit):
+        try:
+            return _solve(task, target, point_, init, s._replace(time_limit=None))
+        except _limits.TimeUp:
+            if s.time_limit is None:  # the limit of an enclosing call: its to handle
+                raise
+    alpha, lam, penalty = point_
+    msg = (f"state evolution stopped at time_limit = {s.time_limit:g} s at alpha={alpha}, "
+           f"lam={lam}, penalty={penalty} (fields are NaN)")  # fmt: skip
+    if s.on_fail == "raise":
+        raise RuntimeError(msg)
+    warnings.warn(msg, SEConvergenceWarning, stacklevel=3)
+    return unfinished_result(alpha, lam, penalty, float(target.Q0)), None
 
 
 def _solve(task, target, point_, init, s: SESettings):
@@ -207,7 +205,7 @@ def _solve(task, target, point_, init, s: SESettings):
     if s.rtol is not None:
         return _solve_to_rtol(task, target, point_, init, s)
     alpha, lam = float(alpha), float(lam)
-    _check_lam0(task, [alpha], lam, penalty)
+    check_lam0(task, target, [alpha], lam, penalty)
     qmc = (int(s.n_qmc), int(s.n_rep), int(s.seed))
     pb = _problem(task, target, alpha, lam, penalty, (qmc, int(s.anderson)))
     start = _start(init, pb)
@@ -253,40 +251,12 @@ def _stack(results, penalty) -> LearningCurve:
     return LearningCurve(**fields)
 
 
-def _predict(prev, alpha, Q0):
-    """Warm start at ``alpha`` extrapolated linearly (secant) from the last two converged
-    points ``prev = [(alpha, WarmStart), ...]``: ``(m/Q0, log q, log v)`` and the prox
-    points; the last warm start where that is not possible or leaves the domain."""
-    if not prev:
-        return None
-    a1, w1 = prev[-1]
-    if len(prev) < 2:
-        return w1
-    a2, w2 = prev[-2]
-    t = (alpha - a1) / (a1 - a2) if a1 != a2 else 0.0
-    if not 0.0 < t <= _MAX_SECANT or w2.key != w1.key:
-        return w1
-    y1, y2 = (np.array([w.x[0] / Q0, math.log(w.x[1]), math.log(w.x[2])]) for w in (w1, w2))
-    y = y1 + t * (y1 - y2)
-    x = (y[0] * Q0, math.exp(y[1]), math.exp(y[2]))
-    if not (np.all(np.isfinite(x)) and x[0] ** 2 < 0.999 * x[1] * Q0):
-        return w1
-    prox = None
-    if w1.prox is not None and w2.prox is not None:
-        prox = w1.prox + t * (w1.prox - w2.prox)
-    return WarmStart(x, prox if prox is not None else w1.prox, w1.key, w1.history)
-
-
 def _solve_quiet(task, target, point_, init, s: SESettings):
     """:func:`solve` that neither warns nor raises on non-convergence (the caller retries):
     ``(SEResult, WarmStart | None)``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SEConvergenceWarning)
         return _solve(task, target, point_, init, s._replace(on_fail="warn"))
-
-
-# secant predictions only for steps at most this many times the last one
-_MAX_SECANT = 3.0
 
 
 def learning_curve(
@@ -298,9 +268,14 @@ def learning_curve(
     prox points; the fixed-point solver's history of the last one). ``init`` (optional,
     as in :func:`solve`) warm-starts the first point; ``settings`` and the shorthand
     keywords (``tol=``, ``n_qmc=``, ...: fields of :class:`~attnlib.se.SESettings`, as in
-    :func:`solve`) apply to every point. Returns a :class:`LearningCurve` (numbers only);
-    with ``return_warm``, ``(LearningCurve, WarmStart | None)``: the warm start of the
-    last converged point."""
+    :func:`solve`) apply to every point; ``time_limit=`` holds for the whole curve.
+    Returns a :class:`LearningCurve` (numbers only); with ``return_warm``,
+    ``(LearningCurve, WarmStart | None)``: the warm start of the last converged point.
+
+    Finished work is kept: on a ``KeyboardInterrupt``, at ``time_limit`` or where a point
+    raises (``on_fail="warn"``), the finished points are returned and the others are NaN
+    with ``converged=False``, with an :class:`SEConvergenceWarning` saying why. Progress:
+    one INFO line per point on the logger ``attnlib.se``."""
     alphas = np.asarray(_checks.numeric_array("alphas", alphas, "biuf"), dtype=float).reshape(-1)
     lo, hi = _checks.ALPHA_RANGE
     ok = np.all(alphas >= lo) and np.all(alphas <= hi)  # False for NaN
@@ -309,79 +284,34 @@ def learning_curve(
             f"alphas must be a non-empty list of values in [{lo}, {hi}], got {_checks._fmt(alphas)}"
         )
     s = resolve(settings, **shorthands)
-    check_task(task)
-    _checks.choice("penalty", penalty, PENALTIES)
-    _check_lam0(task, alphas, _checks.nonnegative("lam", lam), penalty)
+    _check_solve_args(task, target, alphas[0], lam, penalty)  # before the curve starts
+    check_lam0(task, target, alphas, _checks.nonnegative("lam", lam), penalty)
     Q0 = float(target.Q0) if hasattr(target, "Q0") else 1.0
     t0 = time.perf_counter()
+
+    each = s._replace(time_limit=None)  # the curve's limit holds for all its points
 
     def solve_at(i, a, start):
         if i:
             log.info("learning_curve: point %d/%d (alpha %.4g), %.1f s so far",
                      i + 1, len(alphas), a, time.perf_counter() - t0)  # fmt: skip
-        return _solve_quiet(task, target, (a, lam, penalty), start, s)
+        return _solve_quiet(task, target, (a, lam, penalty), start, each)
 
     def report(i, a, r):
         if not r.converged:
             _report_failure(a, lam, penalty, r, s.on_fail)
 
-    results, warms = continuation(
-        solve_at, alphas, init=init, secant_Q0=Q0, after=report, return_warm=True
-    )
+    with _limits.limit(s.time_limit):
+        results, warms = continuation(
+            solve_at, alphas, init=init, secant_Q0=Q0, after=report, return_warm=True,
+            unfinished=lambda a: unfinished_result(a, lam, penalty, Q0), name="learning_curve",
+            failures="mark" if s.on_fail == "warn" else "raise",
+        )  # fmt: skip
     curve = _stack(results, penalty)
     if not return_warm:
         return curve
     good = [w for w in warms if w is not None]
     return curve, (good[-1] if good else None)
-
-
-def continuation(
-    solve_at, alphas, *, init=None, starts=None, secant_Q0=None, after=None,
-    return_warm: bool = False,
-):  # fmt: skip
-    """Results of ``solve_at(i, alpha, start) -> (SEResult, WarmStart | None)`` along
-    ``alphas`` (in the given order), each point warm-started from the last converged ones
-    (their warm starts): the one continuation in ``alpha`` of the library
-    (:func:`learning_curve`, the explorers, :func:`attnlib.scaling.excess_risk_curve`).
-
-    The start of point ``i`` is ``starts[i]`` where given (``starts``: one entry per
-    alpha, ``None`` for none); else, once a point has converged, the last converged
-    point's warm start or, with ``secant_Q0`` (the target's ``Q0``), the secant
-    prediction from the last two (``(m/Q0, log q, log v)`` and the prox points), solved
-    again from the last warm start where the prediction does not converge; before that,
-    ``init``. ``after(i, alpha, result)`` (optional) is called after each point. Returns
-    the list of results; with ``return_warm``, ``(results, warm starts)`` (two lists)."""
-    if not callable(solve_at):
-        raise ValueError(f"solve_at must be a callable (i, alpha, start), got {solve_at!r}")
-    alphas = _checks.finite_array("alphas", alphas)
-    alphas = [float(a) for a in np.asarray(alphas, dtype=float).reshape(-1)]
-    if starts is not None and (isinstance(starts, (str, bytes)) or not hasattr(starts, "__len__")
-                               or len(starts) != len(alphas)):  # fmt: skip
-        raise ValueError(f"starts must have one entry per alpha ({len(alphas)}), got {starts!r}")
-    if after is not None and not callable(after):
-        raise ValueError(f"after must be None or a callable (i, alpha, result), got {after!r}")
-    if secant_Q0 is not None:
-        secant_Q0 = _checks.positive("secant_Q0", secant_Q0)
-    results, warms, prev = [], [], []
-    for i, a in enumerate(alphas):
-        given = starts[i] if starts is not None else None
-        secant = given is None and bool(prev) and secant_Q0 is not None
-        if given is not None:
-            start = given
-        elif prev:
-            start = _predict(prev, a, secant_Q0) if secant else prev[-1][1]
-        else:
-            start = init
-        r, w = solve_at(i, a, start)
-        if secant and not r.converged and start is not prev[-1][1]:  # without the secant
-            r, w = solve_at(i, a, prev[-1][1])
-        if after is not None:
-            after(i, a, r)
-        results.append(r)
-        warms.append(w)
-        if w is not None:
-            prev = [*prev[-1:], (a, w)]
-    return (results, warms) if return_warm else results
 
 
 def solve_nearby(
@@ -422,7 +352,10 @@ def search_lambda(
     solve (as in :func:`solve`). Returns a :class:`~attnlib.se.LambdaSearch`: ``lam``,
     the ``result`` there, the ``warm`` start for a neighbouring search (beside the
     result, as everywhere), ``n_solves``, and ``result_warm``, the warm start of
-    ``result``."""
+    ``result``. ``time_limit=`` (a shorthand) holds for the whole search: past it, or on a
+    ``KeyboardInterrupt``, the best of the finished solves is returned with an
+    :class:`SEConvergenceWarning` (NaN before the first); each solve is logged at INFO
+    (logger ``attnlib.se``)."""
     check_task(task)
     alpha = _checks.alpha(alpha)
     _checks.choice("penalty", penalty, PENALTIES)
@@ -438,12 +371,18 @@ def search_lambda(
     previous = None if previous is None else _checks.positive("previous", previous)
     grid = None if grid is None else _checks.finite_array("grid", grid)
 
+    each = s._replace(time_limit=None)  # the search's limit holds for all its solves
+
     def solve_at(lam, start):
-        return solve_nearby(task, target, alpha, lam, penalty, init=start, settings=s,
+        return solve_nearby(task, target, alpha, lam, penalty, init=start, settings=each,
                             return_warm=True)  # fmt: skip
 
-    return optimal.search(solve_at, bounds=(lo, hi), xatol=xatol, previous=previous,
-                          grid=grid, init=init, noisy=noisy)  # fmt: skip
+    with _limits.limit(s.time_limit):
+        found = optimal.search(solve_at, bounds=(lo, hi), xatol=xatol, previous=previous,
+                               grid=grid, init=init, noisy=noisy)  # fmt: skip
+    if found.result is None:  # stopped before a solve finished
+        found = found._replace(result=unfinished_result(alpha, math.nan, penalty, target.Q0))
+    return found
 
 
 def optimal_lambda(
@@ -456,7 +395,8 @@ def optimal_lambda(
 
     Returns ``(lam_opt, SEResult at lam_opt)``. ``noisy=True`` minimises
     ``test_error_noisy``. Points that do not converge count as ``+inf``. ``settings``
-    and the shorthand keywords as in :func:`solve`.
+    and the shorthand keywords as in :func:`solve` (``time_limit=``, interrupts and
+    progress as in :func:`search_lambda`).
     """
     s = search_lambda(task, target, alpha, penalty, bounds=bounds, xatol=xatol, noisy=noisy,
                       settings=settings, **shorthands)  # fmt: skip

@@ -21,13 +21,14 @@ side thresholds the whole spectrum away (``S_hat = 0``, remembered in ``saw_zero
 from __future__ import annotations
 
 import functools
+import logging
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import iterate
+from attnlib import _limits, iterate
 from attnlib.se.input import frobenius_arrays, host_input
 from attnlib.se.output import output_arrays
 
@@ -40,6 +41,8 @@ __all__ = [
     "solve_fixed_point",
     "no_history",
 ]
+
+log = logging.getLogger("attnlib.se")
 
 
 class Data(NamedTuple):
@@ -208,7 +211,12 @@ def _host_loop(
     nuclear input side (numpy, :mod:`attnlib.rmt`): no host callback inside the
     compiled programs, so that JAX's persistent compilation cache can keep them."""
     st = _host_start(memory, data, settings, start)
+    n = 0
     while True:
+        _limits.tick(log, "state evolution at alpha %.4g, lam %.3g: %d maps of this attempt",
+                     float(data.alpha), float(data.lam), n)  # fmt: skip
+        _limits.check()  # the caller's time limit, between two maps
+        n += 1
         half = _host_output(task, data, st, mode)
         inp = host_input(denoiser.target, np.asarray(half.conj), data.lam, denoiser.kappa)
         st = _host_advance(memory, data, settings, st, half, inp)

@@ -25,13 +25,21 @@ warm start.
 
 from __future__ import annotations
 
+import logging
 import math
+import time
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.optimize
 
+from attnlib import _limits
+from attnlib.se.results import SEConvergenceWarning
+
 __all__ = ["LambdaSearch", "is_zero_phase", "warm_start", "search"]
+
+log = logging.getLogger("attnlib.se")
 
 
 class LambdaSearch(NamedTuple):
@@ -71,6 +79,7 @@ class _Objective:
         self.solve_at, self.warm, self.noisy = solve_at, init, noisy
         self.seen: dict = {}
         self.chain = True
+        self.t0 = time.perf_counter()
 
     def __call__(self, lam: float) -> float:
         if lam not in self.seen:
@@ -78,6 +87,8 @@ class _Objective:
             self.seen[lam] = (r, w)
             if self.chain:
                 self.warm = warm_start(r, w, self.warm)
+            log.info("lambda search: solve %d at lam %.4g: test error %.4g, %.0f s so far",
+                     len(self.seen), lam, r.test_error, time.perf_counter() - self.t0)  # fmt: skip
         r = self.seen[lam][0]
         val = r.test_error_noisy if self.noisy else r.test_error
         return val if math.isfinite(val) else math.inf
@@ -168,18 +179,48 @@ def search(
         raise ValueError(f"xatol > 0, step > 0 and moves >= 0 needed, got {xatol}, {step}, {moves}")
     if previous is not None and grid is not None:
         raise ValueError("give previous (a chained search) or grid, not both")
-    f = _Objective(solve_at, init, noisy)
+    if previous is not None and not previous > 0:
+        raise ValueError(f"previous must be a lam > 0 or None, got {previous}")
     if grid is not None:
-        lam = _over_grid(f, _check_grid(grid), xatol)
-    else:
-        x = None
-        if previous is not None:
-            if not previous > 0:
-                raise ValueError(f"previous must be a lam > 0 or None, got {previous}")
-            x = _parabola(f.log, math.log(previous), (math.log(lo), math.log(hi)), step, moves)
-        if x is None:
-            x = _brent(f.log, math.log(lo), math.log(hi), xatol)
-        lam = math.exp(x)
-        f(lam)
+        grid = _check_grid(grid)
+    f = _Objective(solve_at, init, noisy)
+    try:
+        lam = _find(f, (lo, hi), xatol, previous, grid, (step, moves))
+    except (KeyboardInterrupt, _limits.TimeUp) as err:
+        return _stopped(f, err)
+    r, w = f.seen[lam]
+    return LambdaSearch(lam, r, f.warm, len(f.seen), w)
+
+
+def _find(f, bounds, xatol, previous, grid, bracket) -> float:
+    """The ``lam`` the search settles on (every value solved through ``f``)."""
+    if grid is not None:
+        return _over_grid(f, grid, xatol)
+    lo, hi = bounds
+    x = None
+    if previous is not None:
+        x = _parabola(f.log, math.log(previous), (math.log(lo), math.log(hi)), *bracket)
+    if x is None:
+        x = _brent(f.log, math.log(lo), math.log(hi), xatol)
+    lam = math.exp(x)
+    f(lam)
+    return lam
+
+
+def _stopped(f, err) -> LambdaSearch:
+    """The search cut short (interrupt, time limit): the best of the finished solves
+    (``lam`` NaN and ``result`` None before the first), with a warning."""
+    why = "interrupted" if isinstance(err, KeyboardInterrupt) else "stopped at its time limit"
+    if not f.seen:
+        warnings.warn(f"lambda search: {why} before its first solve finished (lam NaN)",
+                      SEConvergenceWarning, stacklevel=4)  # fmt: skip
+        return LambdaSearch(math.nan, None, f.warm, 0, None)
+    lam = f.best()
+    warnings.warn(
+        f"lambda search: {why} after {len(f.seen)} solves: lam = {lam:.4g} is the best of the "
+        "finished solves, not the optimum to xatol",
+        SEConvergenceWarning,
+        stacklevel=4,
+    )
     r, w = f.seen[lam]
     return LambdaSearch(lam, r, f.warm, len(f.seen), w)

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import channels, iterate
+from attnlib import _limits, channels, iterate
 from attnlib.denoisers.nuclear import nuclear_integrals, nuclear_spectrum
 from attnlib.se import engine, propagation, replicon
 from attnlib.se.input import InputSide, input_side, input_trace
@@ -130,6 +130,7 @@ def attempt(pb: Problem, x0, prox0, settings: engine.LoopSettings, history=None)
     history = engine.no_history(pb.memory) if history is None else history
     n_iter, checks, tightened, mode = 0, 0, 0, "warm"
     while True:
+        _limits.check()  # the caller's time limit, between two runs of the solver
         fp, saw_zero = engine.solve_fixed_point(
             pb.task, denoiser(pb), pb.memory, pb.data, settings, (y, prox, history), mode=mode
         )

@@ -30,7 +30,11 @@ class SESettings(NamedTuple):
     - ``on_fail``: ``"warn"`` (:class:`attnlib.se.SEConvergenceWarning`, NaN fields) or
       ``"raise"`` (``RuntimeError``);
     - ``rtol``: accuracy of the metrics (``n_qmc`` doubles until ``integration_error <=
-      rtol``, up to ``max_n_qmc``); ``None``: one solve at ``n_qmc``.
+      rtol``, up to ``max_n_qmc``); ``None``: one solve at ``n_qmc``;
+    - ``time_limit``: seconds of wall clock for the whole call (``None``: no limit); past
+      it the call returns what it has: an unfinished point is NaN with
+      ``converged=False`` and an :class:`attnlib.se.SEConvergenceWarning` (a curve keeps
+      its finished points). Checked between SE maps.
     """
 
     tol: float = 1e-6
@@ -43,6 +47,7 @@ class SESettings(NamedTuple):
     on_fail: str = "warn"
     rtol: float | None = None
     max_n_qmc: int = 2**17
+    time_limit: float | None = None
 
 
 def _check(s: SESettings) -> SESettings:
@@ -54,6 +59,8 @@ def _check(s: SESettings) -> SESettings:
     n_qmc, _, _ = _checks.qmc_sizes(s.n_qmc, s.n_rep, s.seed)
     _checks.choice("on_fail", s.on_fail, ON_FAIL)
     max_n_qmc = _checks.integer("max_n_qmc", s.max_n_qmc, 2)
+    if s.time_limit is not None:
+        _checks.positive("time_limit", s.time_limit)
     if s.rtol is not None:
         _checks.positive("rtol", s.rtol)
         _checks.integer("max_n_qmc", max_n_qmc, n_qmc)

@@ -10,11 +10,18 @@ run it::
         return {"test_error": e, "converged": ok}
 
     grid = sweep.Grid(point, {"alpha": [0.1, 0.2], "lam": [0.01, 0.1], "d": 60}, seeds=3)
-    res = sweep.run(grid)                     # embedded local cluster, one worker per core
-    res.table                                 # pandas DataFrame: alpha, lam, d, seed, outputs
-    print(res.summary())                      # cached / computed / failed, and which
-    sweep.pivot(res.table, "test_error", {"lam": [0.01, 0.1], "seed": range(3),
-                                          "alpha": [0.1, 0.2]})   # array (2, 3, 2)
+
+    if __name__ == "__main__":                # in a script: the workers import it again
+        res = sweep.run(grid)                 # embedded local cluster, one worker per core
+        res.table                             # pandas DataFrame: alpha, lam, d, seed, outputs
+        print(res.summary())                  # cached / computed / failed, and which
+        sweep.pivot(res.table, "test_error", {"lam": [0.01, 0.1], "seed": range(3),
+                                              "alpha": [0.1, 0.2]})   # array (2, 3, 2)
+
+In a script, call :func:`run` under ``if __name__ == "__main__":``: the embedded
+cluster's worker processes import the script again, and without the guard each would
+start a cluster of its own (Dask's "Nanny failed to start"; :func:`run` then says so in
+one line). A notebook needs no guard.
 
 Warm starts along an axis: ``Grid(fn, params, chain="alpha")`` runs each chain
 (the points differing only in ``alpha``, in declared order) as one task, chains

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -68,20 +70,56 @@ def local_client(
     n = _default_workers() if n_workers is None else int(n_workers)
     if n < 1:
         raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
-    cluster = LocalCluster(
-        n_workers=n,
-        threads_per_worker=1,
-        processes=processes,
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-        **({"env": dict(env)} if env and processes else {}),
-    )
+    if processes and _in_spawned_import():
+        raise RuntimeError(_GUARD_ADVICE)
+    try:
+        cluster = LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=processes,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+            **({"env": dict(env)} if env and processes else {}),
+        )
+    except Exception as err:  # Dask's "Nanny failed to start" (RuntimeError, TimeoutError)
+        if processes and _unguarded_script() and "Nanny failed to start" in _chain(err):
+            raise RuntimeError(_GUARD_ADVICE) from None
+        raise
     client = Client(cluster)
     try:
         yield client
     finally:
         client.close()
         cluster.close()
+
+
+_GUARD_ADVICE = (
+    'Dask could not start its worker processes ("Nanny failed to start"): each worker '
+    "imports the main script again, so a script that calls sweep.run must call it under "
+    "'if __name__ == \"__main__\":' (or pass serial=True)"
+)
+
+
+def _in_spawned_import() -> bool:
+    """Whether this is a new process still importing the main script (spawn start method):
+    the flag with which ``multiprocessing`` itself refuses to start processes then."""
+    return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
+
+
+def _unguarded_script() -> bool:
+    """Whether the main module is a script file (the case the ``__main__`` guard is for)."""
+    main = sys.modules.get("__main__")
+    return bool(getattr(main, "__file__", None))
+
+
+def _chain(err: BaseException) -> str:
+    """The messages of ``err`` and of the exceptions it came from."""
+    parts, seen = [], set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        parts.append(str(err))
+        err = err.__cause__ or err.__context__
+    return " | ".join(parts)
 
 
 @contextlib.contextmanager

@@ -35,7 +35,7 @@ import time
 import warnings
 from typing import NamedTuple
 
-from attnlib import _checks, se
+from attnlib import _checks, _limits, se
 from attnlib.tasks import Task
 from attnlib.thresholds._common import (
     PENALTIES,
@@ -178,9 +178,9 @@ def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
             )
         except RuntimeError:  # no valid iterate at all
             r = None
-    for w in caught:
-        if not issubclass(w.category, se.SEConvergenceWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    for msg in caught:  # not ``w``: that is the warm start returned below
+        if not issubclass(msg.category, se.SEConvergenceWarning):
+            warnings.warn_explicit(msg.message, msg.category, msg.filename, msg.lineno)
     if r is None:
         return None
     fixed = bool(r.converged) or r.residual < _RESIDUAL_OK
@@ -190,38 +190,53 @@ def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
 
 
 class _Budget(NamedTuple):
-    """Limits of a bisection: wall-clock seconds and state-evolution solves (None: none)."""
+    """Limits of a bisection: its start, ``time_limit`` (seconds) and state-evolution
+    solves (None: none)."""
 
     start: float
-    max_time: float | None
+    time_limit: float | None
     max_solves: int | None
 
     def spent(self, n_solves: int) -> str | None:
         """Which limit is reached after ``n_solves`` solves, or None."""
         if self.max_solves is not None and n_solves >= self.max_solves:
             return f"max_solves = {self.max_solves}"
-        if self.max_time is not None and time.perf_counter() - self.start >= self.max_time:
-            return f"max_time = {self.max_time:g} s"
+        if _limits.expired():
+            return f"time_limit = {self.time_limit:g} s"
         return None
+
+    def why(self, err) -> str:
+        """Why a probe was cut short by ``err`` (an interrupt or the time limit)."""
+        if isinstance(err, KeyboardInterrupt):
+            return "an interrupt (KeyboardInterrupt)"
+        return f"time_limit = {self.time_limit:g} s"
+
+
+def _stop_warning(why, lo, hi, xtol) -> None:
+    warnings.warn(
+        f"interpolation_se: stopped at {why} with the bracket [{lo:.5g}, {hi:.5g}] "
+        f"(width {hi - lo:.3g} > xtol = {xtol:g})",
+        RuntimeWarning,
+        stacklevel=5,
+    )
 
 
 def _bisect(task, target, bracket, hi_point, xtol, se_kwargs, *, budget):
-    """Halve ``bracket = (lo, hi)`` until ``hi - lo <= xtol`` or the budget is spent;
-    the last fixed point at ``hi`` (``hi_point``: a fixed point and its warm start)."""
+    """Halve ``bracket = (lo, hi)`` until ``hi - lo <= xtol`` or the budget is spent (or
+    an interrupt: the bracket of the finished probes is kept); the last fixed point at
+    ``hi`` (``hi_point``: a fixed point and its warm start)."""
     lo, hi = bracket
     n = 0
     while hi - lo > xtol:
-        limit = budget.spent(n + 2)  # the two end-point solves came first
-        if limit is not None:
-            warnings.warn(
-                f"interpolation_se: stopped at {limit} with the bracket [{lo:.5g}, {hi:.5g}] "
-                f"(width {hi - lo:.3g} > xtol = {xtol:g})",
-                RuntimeWarning,
-                stacklevel=4,
-            )
-            break
+        why = budget.spent(n + 2)  # the two end-point solves came first
         mid = 0.5 * (lo + hi)
-        r = _lam0_fixed_point(task, target, mid, hi_point[1], se_kwargs)
+        try:
+            r = None if why else _lam0_fixed_point(task, target, mid, hi_point[1], se_kwargs)
+        except (KeyboardInterrupt, _limits.TimeUp) as err:
+            why = budget.why(err)
+        if why is not None:
+            _stop_warning(why, lo, hi, xtol)
+            break
         n += 1
         if r is None:
             lo = mid
@@ -233,8 +248,42 @@ def _bisect(task, target, bracket, hi_point, xtol, se_kwargs, *, budget):
     return lo, hi, hi_point[0], n
 
 
+def _ends(task, target, se_kwargs, budget):
+    """The probes at both ends of ``[1/(4 m_eff), 1.02 x small-noise bound]``: an
+    :class:`InterpolationThreshold` where they settle it (NaN where there is no bracket),
+    else ``(lo, hi, top)``."""
+    lo = interpolation(task)
+    hi = 1.02 * interpolation_small_noise(task, target)
+    try:
+        top = _lam0_fixed_point(task, target, hi, None, se_kwargs)
+        bottom = None if top is None else _lam0_fixed_point(task, target, lo, top[1], se_kwargs)
+    except (KeyboardInterrupt, _limits.TimeUp) as err:
+        _stop_warning(budget.why(err) + " before a bracket was found (NaN)", lo, hi, 0.0)
+        return InterpolationThreshold(math.nan, lo, hi, None, 0)
+    if top is None:  # the theory failure policy: NaN and a warning
+        warnings.warn(
+            f"interpolation_se: no lam = 0 state-evolution fixed point at alpha = {hi:.4g}, "
+            f"above the small-noise bound; the threshold cannot be bracketed: NaN (it lies "
+            f"in [{lo:.4g}, {hi:.4g}])",
+            se.SEConvergenceWarning,
+            stacklevel=4,
+        )
+        return InterpolationThreshold(math.nan, lo, hi, None, 1)
+    if bottom is not None:
+        bottom = bottom[0]
+        warnings.warn(
+            f"interpolation_se: the state evolution has a non-interpolating fixed point at "
+            f"1/(4 m_eff) = {lo:.4g} (train loss {bottom.train_loss:.3g}), below which "
+            "interpolation is proven; returning 1/(4 m_eff)",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return InterpolationThreshold(lo, lo, lo, bottom, 2)
+    return lo, hi, top
+
+
 def interpolation_se_bracket(
-    task: Task, target, *, xtol: float = 1e-3, max_time: float | None = None,
+    task: Task, target, *, xtol: float = 1e-3, time_limit: float | None = None,
     max_solves: int | None = None, **se_kwargs,
 ) -> InterpolationThreshold:  # fmt: skip
     r"""Interpolation threshold at the task's noise: the bracket ``lo < alpha_interp <= hi``.
@@ -245,66 +294,60 @@ def interpolation_se_bracket(
     ``hi - lo <= xtol`` (absolute, in ``alpha``). The result is never below
     ``1/(4 m_eff)``: if the state evolution finds a fixed point there, contrary to
     the bound, a ``RuntimeWarning`` says so and the bracket is ``[1/(4 m_eff)] * 2``.
-    If it finds none at the upper end, ``RuntimeError``. Each probe is one
-    :func:`attnlib.se.solve` (``se_kwargs`` passed on), and the number of probes is
-    about ``2 + log2(width / xtol)`` (9 for softmax ``T = 2``, ``Wishart(0.5)``, ``xtol = 1e-3``).
+    If it finds none at the upper end, ``alpha`` is NaN (the theory failure policy), the
+    bracket the two bounds, and an :class:`attnlib.se.SEConvergenceWarning` says so.
+    Each probe is one :func:`attnlib.se.solve` (``se_kwargs`` passed on), and the number
+    of probes is about ``2 + log2(width / xtol)`` (9 for softmax ``T = 2``,
+    ``Wishart(0.5)``, ``xtol = 1e-3``).
     Measured on two shared cores: seconds a probe for the linear task, tens of seconds
     for softmax ``T = 2`` (probes below the threshold run to ``max_iter``), and for
     ``T = 3`` 9.5 minutes for the whole bracket at ``xtol = 0.005``. Nuclear + PSD
     penalty, labels with noise on the logits or the target.
 
-    Limits: ``max_time`` (seconds of wall clock) and ``max_solves`` (state-evolution
-    solves, the two ends included) stop the bisection early, with a ``RuntimeWarning``
-    and the bracket reached (``hi - lo`` then exceeds ``xtol``); checked between
-    probes, so a run can exceed ``max_time`` by one probe. Each probe is logged at
-    INFO level on the logger ``attnlib.thresholds`` (``logging.basicConfig(level=
-    logging.INFO)`` shows them).
+    Limits: ``time_limit`` (seconds of wall clock; a probe running at that time stops
+    between two SE maps) and ``max_solves`` (state-evolution solves, the two ends
+    included) stop the bisection early, with a ``RuntimeWarning`` and the bracket of the
+    finished probes (``hi - lo`` then exceeds ``xtol``); so does a ``KeyboardInterrupt``
+    (finished work is kept). Before the two ends are probed, the result is NaN. Each
+    probe is logged at INFO level on the logger ``attnlib.thresholds``
+    (``logging.basicConfig(level=logging.INFO)`` shows them).
     """
     task = _check_task(task)
     _check_psd_target(target)
     xtol = _checks.positive("xtol", xtol)
     budget = _Budget(
         time.perf_counter(),
-        None if max_time is None else _checks.positive("max_time", max_time),
+        _limits.time_limit(time_limit),
         None if max_solves is None else _checks.integer("max_solves", max_solves, 2),
     )
     if _labels_leave_range(task):
         return InterpolationThreshold(0.0, 0.0, 0.0, None, 0)
     if task.noise == 0.0:
         raise ValueError("interpolation_se needs noisy labels (task.noise > 0)")
-    lo = interpolation(task)
-    hi = 1.02 * interpolation_small_noise(task, target)
-    top = _lam0_fixed_point(task, target, hi, None, se_kwargs)
-    if top is None:
-        raise RuntimeError(
-            f"interpolation_se: no lam = 0 state-evolution fixed point at alpha = {hi:.4g}, "
-            "above the small-noise bound; the threshold cannot be bracketed"
-        )
-    bottom = _lam0_fixed_point(task, target, lo, top[1], se_kwargs)
-    if bottom is not None:
-        bottom = bottom[0]
-        warnings.warn(
-            f"interpolation_se: the state evolution has a non-interpolating fixed point at "
-            f"1/(4 m_eff) = {lo:.4g} (train loss {bottom.train_loss:.3g}), below which "
-            "interpolation is proven; returning 1/(4 m_eff)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return InterpolationThreshold(lo, lo, lo, bottom, 2)
-    lo, hi, point, n = _bisect(task, target, (lo, hi), top, xtol, se_kwargs, budget=budget)
+    with _limits.limit(budget.time_limit):
+        ends = _ends(task, target, se_kwargs, budget)
+        if isinstance(ends, InterpolationThreshold):
+            return ends
+        lo, hi, top = ends
+        lo, hi, point, n = _bisect(task, target, (lo, hi), top, xtol, se_kwargs, budget=budget)
     return InterpolationThreshold(0.5 * (lo + hi), lo, hi, point, n + 2)
 
 
-def interpolation_se(task: Task, target, *, xtol: float = 1e-3, **se_kwargs) -> float:
+def interpolation_se(
+    task: Task, target, *, xtol: float = 1e-3, time_limit: float | None = None, **se_kwargs
+) -> float:
     r"""Interpolation threshold ``alpha_interp(Delta)`` at the task's noise (state evolution).
 
     The midpoint of :func:`interpolation_se_bracket` (accurate to ``xtol / 2``).
     Between :func:`interpolation` (``Delta -> infinity``) and
     :func:`interpolation_small_noise` (``Delta -> 0``); e.g. about ``0.324`` for the
     linear ``T = 1`` task and ``0.161`` for softmax seq2seq ``T = 2``, both with
-    ``Wishart(0.5)`` and ``Delta = 0.25``.
+    ``Wishart(0.5)`` and ``Delta = 0.25``. ``time_limit`` (seconds), interrupts and the
+    progress lines (INFO, logger ``attnlib.thresholds``) as in the bracket.
     """
-    return interpolation_se_bracket(task, target, xtol=xtol, **se_kwargs).alpha
+    return interpolation_se_bracket(
+        task, target, xtol=xtol, time_limit=time_limit, **se_kwargs
+    ).alpha
 
 
 def minimal_width(task: Task, target, alpha: float, lam: float, **se_kwargs) -> float:

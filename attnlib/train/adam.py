@@ -160,15 +160,25 @@ def _run_optax(cfg: OptaxConfig, params, X, Y, lam):
             raise ValueError(
                 f"learning_rate too large: the objective became non-finite within {done} steps"
             )
-        # relative change per step over this chunk (from the last value of the previous one)
-        prev, n_diff = (
-            (history[-1][-1], cfg.chunk) if history else (values[0], max(cfg.chunk - 1, 1))
-        )
+        residual = _chunk_residual(history, values, cfg.chunk)
         history.append(values)
         if cfg.keep_path:
             path.append(np.asarray(state[0]))
-        residual = abs(prev - values[-1]) / (max(abs(values[-1]), 1e-300) * n_diff)
         if residual < cfg.tol or progress.stop(done, residual):
             break
     path = np.stack(path) if cfg.keep_path else None
     return state[0], np.concatenate(history), residual, done, path
+
+
+def _chunk_residual(history, values, chunk):
+    """Relative change of the objective per step over this chunk, from the last value of
+    the previous chunk (the first chunk: from its own first value). A first chunk of one
+    step has no change to measure: ``inf`` (not converged), never a comparison of the
+    objective with itself."""
+    if history:
+        prev, n_diff = history[-1][-1], chunk
+    elif chunk == 1:
+        return math.inf
+    else:
+        prev, n_diff = values[0], chunk - 1
+    return abs(prev - values[-1]) / (max(abs(values[-1]), 1e-300) * n_diff)

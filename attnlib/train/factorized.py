@@ -20,6 +20,9 @@ __all__ = ["train_factorized"]
 def _initial_factor(key, W_init, shape, init_scale, dt):
     if W_init is None:
         key = _checks.prng_key("key", key)
+        # W, its gradient and Adam's two moments: four (d, p) arrays
+        what = f"the factor W (d = {shape[0]}, p = {shape[1]}) and Adam's state"
+        _checks.fits_in_memory("p", 4.0 * np.dtype(dt).itemsize * shape[0] * shape[1], what)
         return init_scale * jax.random.normal(key, shape, dtype=dt)
     W0 = _checks.numeric_array("W_init", W_init, kinds="biuf")
     if W0.shape != shape:

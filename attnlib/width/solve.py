@@ -9,9 +9,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnlib import _checks, se
+from attnlib import _checks, _limits, se
 from attnlib.se import engine as se_engine
 from attnlib.se import point, robust
+from attnlib.se.continuation import unfinished_result
 from attnlib.se.output import check_task, qmc_points
 from attnlib.se.results import SEConvergenceWarning, SEResult, WarmStart
 from attnlib.se.settings import SESettings, resolve
@@ -281,7 +282,8 @@ def solve(
         ``anderson=``, ``n_qmc=``, ``n_rep=``, ``seed=``, ``on_fail=``, ...) as in
         :func:`attnlib.se.solve` (no ``rtol``). ``on_fail``: ``"warn"``
         (:class:`attnlib.se.SEConvergenceWarning`, NaN fields) or ``"raise"``
-        (``RuntimeError``).
+        (``RuntimeError``). ``time_limit`` (seconds, the whole call): past it NaN fields,
+        ``converged=False`` and the ``on_fail`` policy. Progress: INFO on ``attnlib.se``.
       return_warm: also return the warm start of the returned fixed point.
 
     Returns:
@@ -290,15 +292,32 @@ def solve(
     s = _settings(settings, shorthands)
     _check(task, target, alpha, lam, kappa, init)
     _check_convex(convex, alpha, lam)
+    with _limits.limit(s.time_limit):
+        try:
+            out, w = _width_point(task, target, (alpha, lam, kappa), (init, convex), s)
+            return (out, w) if return_warm else out
+        except _limits.TimeUp:
+            if s.time_limit is None:  # the limit of an enclosing call: its to handle
+                raise
+    _fail(f"width.solve stopped at time_limit = {s.time_limit:g} s at alpha={alpha}, "
+          f"lam={lam}, kappa={kappa} (fields are NaN)", s.on_fail)  # fmt: skip
+    nan = unfinished_result(alpha, lam, "nuclear", float(target.Q0))
+    out = WidthResult(float(kappa), math.nan, False, nan, nan if convex is None else convex)
+    return (out, None) if return_warm else out
+
+
+def _width_point(task, target, point_, starts, s: SESettings):
+    """:func:`solve` at ``point_ = (alpha, lam, kappa)`` from ``starts = (init, convex)``:
+    ``(WidthResult, WarmStart | None)``."""
+    (alpha, lam, kappa), (init, convex) = point_, starts
+    s = s._replace(time_limit=None)  # the enclosing limit holds
     warm = None
     if convex is None:
         convex, warm = se.solve(task, target, alpha, lam, settings=s, return_warm=True)
     k_star = float(convex.rank_fraction)
     if not convex.converged or not k_star > kappa:
-        out = WidthResult(float(kappa), k_star, False, convex, convex)
-        return (out, warm) if return_warm else out
+        return WidthResult(float(kappa), k_star, False, convex, convex), warm
     if init is None:
         init = convex if warm is None else warm
     r, w = solve_constrained(task, target, alpha, lam, kappa, init, settings=s, return_warm=True)
-    out = WidthResult(float(kappa), k_star, True, r, convex)
-    return (out, w) if return_warm else out
+    return WidthResult(float(kappa), k_star, True, r, convex), w
