@@ -13,6 +13,8 @@ import pathlib
 
 import jax
 
+from attnlib import _compiled_programs
+
 __all__ = ["configure_jax", "float64_enabled", "require_float64"]
 
 _MIN_COMPILE_TIME_S = 0.2  # the Makefile's value: the engine's small programs too
@@ -57,12 +59,16 @@ def configure_jax() -> None:
     ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` says otherwise). A cache the user
     configured through JAX (``JAX_COMPILATION_CACHE_DIR`` or
     ``jax.config.update("jax_compilation_cache_dir", ...)``) is left as it is, and
-    ``ATTNLIB_JAX_CACHE=off`` leaves the cache off. JAX fixes its cache at its first
+    ``ATTNLIB_JAX_CACHE=off`` leaves the cache off. It also starts counting the programs
+    JAX makes, so that attnlib's solvers empty JAX's in-memory caches before the
+    process's memory maps reach ``vm.max_map_count``, where XLA would crash
+    (:mod:`attnlib._compiled_programs`). JAX fixes its cache at its first
     compilation: called later, the cache is not used in this process. Calling it
     again changes nothing.
     """
     jax.config.update("jax_enable_x64", True)
     _enable_compilation_cache()
+    _compiled_programs.install()
 
 
 def require_float64(what: str) -> None:
