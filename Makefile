@@ -110,17 +110,15 @@ pdf: $(STAMP)
 	  --path-output $(PDF_OUT) --warningiserror --keep-going
 	@echo "PDF written to $(PDF_OUT)/_build/latex/book.pdf"
 
-# The CI set: unit tests not marked slow, then every chapter re-executed by nbval.
-# The unit tests run in batches of UNIT_BATCH files, one pytest process each: in one
-# process for all files, JAX 0.10.2 crashed (segmentation fault) loading a compiled
-# program from its persistent cache after about 1250 tests, at a different test each
-# time, never in a shorter process. A batch whose tests are all deselected (pytest's
-# exit status 5) counts as passed.
-UNIT_TESTS := $(sort $(wildcard tests/test_*.py))
-UNIT_BATCH ?= 8
+# The CI set: unit tests not marked slow, in one pytest process, then every chapter
+# re-executed by nbval. One process holds every compiled program that JAX keeps:
+# attnlib empties JAX's in-memory caches before the process's memory maps reach
+# vm.max_map_count, where XLA crashes (attnlib/_compiled_programs.py; before that,
+# the tests ran in batches of 8 files). A run whose tests are all deselected
+# (pytest's exit status 5) counts as passed.
 test: $(STAMP)
-	printf '%s\n' $(UNIT_TESTS) | xargs -n $(UNIT_BATCH) sh -c \
-	  'MPLBACKEND=Agg $(BIN)/python -m pytest -m "not slow and not quick" "$$@"; s=$$?; [ $$s -eq 5 ] && s=0; exit $$s' unit-tests
+	MPLBACKEND=Agg $(BIN)/python -m pytest -m "not slow and not quick" tests; \
+	  s=$$?; [ $$s -eq 5 ] && s=0; exit $$s
 	$(nbval)
 
 # Class mode: every chapter executed with ATTNLIB_QUICK=1 (small d, live

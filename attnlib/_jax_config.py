@@ -19,6 +19,8 @@ try:  # JAX's compilation-cache module (private: its state is read, never change
 except ImportError:  # pragma: no cover - another JAX layout
     _jax_cache = None
 
+from attnlib import _compiled_programs
+
 __all__ = ["configure_jax", "float64_enabled", "require_float64"]
 
 _MIN_COMPILE_TIME_S = 0.2  # the Makefile's value: the engine's small programs too
@@ -63,7 +65,10 @@ def configure_jax() -> None:
     ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` says otherwise). A cache the user
     configured through JAX (``JAX_COMPILATION_CACHE_DIR`` or
     ``jax.config.update("jax_compilation_cache_dir", ...)``) is left as it is, and
-    ``ATTNLIB_JAX_CACHE=off`` leaves the cache off. Calling it again changes nothing.
+    ``ATTNLIB_JAX_CACHE=off`` leaves the cache off. It also starts counting the programs
+    JAX makes, so that attnlib's solvers empty JAX's in-memory caches before the
+    process's memory maps reach ``vm.max_map_count``, where XLA would crash
+    (:mod:`attnlib._compiled_programs`). Calling it again changes nothing.
 
     Called after JAX has compiled something in this process (any JAX operation
     compiles), it still switches, but warns (``RuntimeWarning``): arrays made before
@@ -75,6 +80,7 @@ def configure_jax() -> None:
     changes = not jax.config.jax_enable_x64 or _default_cache_dir() is not None
     jax.config.update("jax_enable_x64", True)
     _enable_compilation_cache()
+    _compiled_programs.install()
     if compiled and changes:
         warnings.warn(
             "attnlib.configure_jax() was called after JAX compiled its first program in "

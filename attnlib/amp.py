@@ -69,7 +69,7 @@ import warnings
 
 import numpy as np
 
-from attnlib import _checks
+from attnlib import _checks, _compiled_programs
 from attnlib import gamp as _gamp
 from attnlib.gamp import GAMPResult, GAMPSettings
 from attnlib.gamp import data_gradient_sum as data_gradient_sum  # the chapters' amp.* names
@@ -144,6 +144,7 @@ def gamp(
     S0, v_init = _initial_matrix(d, S_init, v_init)
     output = _gamp.ERMOutput(task, n_newton)
     start = _gamp.Start(S0, v_init)
+    _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
     return _gamp.run(output, _gamp.SpectralProx(penalty), Dataset(X, Y, None), start, lam,
                      settings=settings)  # fmt: skip
 

@@ -8,6 +8,8 @@ the state-evolution engine. It lives in ``$XDG_CACHE_HOME/attnlib/jax`` (default
 ``~/.cache/attnlib/jax``), or in ``$ATTNLIB_JAX_CACHE`` when that names a folder;
 ``ATTNLIB_JAX_CACHE=off`` runs without it, and a cache configured through JAX
 (``JAX_COMPILATION_CACHE_DIR``) is left as it is. Delete the folder to clear it.
+
+The programs that JAX keeps in memory are bounded (see ``_bounded_compiled_programs``).
 """
 
 import math
@@ -20,8 +22,19 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import attnlib  # noqa: E402
+from attnlib import _compiled_programs  # noqa: E402
 
 attnlib.configure_jax()  # float64 and the compilation cache, before any test compiles
+
+
+@pytest.fixture(autouse=True)
+def _bounded_compiled_programs():
+    """After each test, JAX's in-memory caches are emptied if the process's memory maps
+    have passed half of ``vm.max_map_count`` (:mod:`attnlib._compiled_programs`; the
+    solvers do the same): XLA crashes at the limit, and one pytest process runs every
+    test. Two integer comparisons in the common case."""
+    yield
+    _compiled_programs.release_if_needed()
 
 
 def _symmetric_basis(d: int) -> list:

@@ -38,7 +38,7 @@ import math
 import warnings
 from typing import NamedTuple
 
-from attnlib import _checks, _limits, iterate
+from attnlib import _checks, _compiled_programs, _limits, iterate
 from attnlib import channels as _channels
 from attnlib.bayes import prediction
 from attnlib.channels import posterior
@@ -189,6 +189,7 @@ def solve(
 
 
 def _solve(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
+    _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
     Q0 = float(target.Q0)
     var0 = rie.prior_variance(target)
     D0 = 1.0 / (2 * alpha * _info(task, target, var0, cfg).J)  # first iterate from no information

@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, _limits, channels, iterate
+from attnlib import _checks, _compiled_programs, _limits, channels, iterate
 from attnlib import tasks as _tasks
 from attnlib.se import SEConvergenceWarning, input_side, qmc_normals, test_error_from_overlaps
 from attnlib.se.output import noise_dim, pairs
@@ -318,6 +318,7 @@ def _iterate(task, target, point, y0, qmc, cfg):
     """The damped iteration of :func:`_map` (:func:`attnlib.iterate.run`, memory 0): the
     returned ray is one damped step past the last map, ``damping y + (1 - damping) F(y)``,
     with the by-products and the residual ``max |F(y) - y|`` of that map."""
+    _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
     alpha, lam = point
     last = []
 

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _limits, iterate
+from attnlib import _compiled_programs, _limits, iterate
 from attnlib.se.input import frobenius_arrays, host_input
 from attnlib.se.output import output_arrays
 
@@ -236,6 +236,7 @@ def solve_fixed_point(
     Frobenius penalty runs in one compiled loop; the nuclear one, rank-constrained or
     not, from the host (:func:`_host_loop`).
     """
+    _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
     # strongly typed scalars: a Python float (weakly typed) would compile anew
     settings = LoopSettings(
         np.float64(settings.tol), np.int64(settings.max_iter), np.float64(settings.damping)
