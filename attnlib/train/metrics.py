@@ -60,6 +60,23 @@ def _test_batch(task, noisy, key, X, S0, S):
     return task.loss(target, _preacts(X, S))
 
 
+def _test_batches(key, task, S0, S, n_test, batch, per_batch, *flags):
+    """The arguments checked, then ``per_batch(task, *flags, key_y, X, S0, S)`` on batches
+    of at most ``batch`` fresh sequences, ``n_test`` in all: batch ``i`` draws its
+    sequences and label noise from ``fold_in(key, i)`` (the same key, the same test set)."""
+    n_test = _checks.integer("n_test", n_test, 2)
+    batch = _checks.integer("batch", batch, 1)
+    key = _checks.prng_key("key", key)
+    S0 = _checks.square_matrix("S0", S0, symmetric=True)
+    S = _checks.square_matrix("S", S, S0.shape[0], symmetric=True, against="S0")
+    _checks.task(task)
+    S0j, Sj = jnp.asarray(S0, jnp.float64), jnp.asarray(S, jnp.float64)
+    for i, start in enumerate(range(0, n_test, batch)):
+        kx, ky = jax.random.split(jax.random.fold_in(key, i))
+        X = sample_sequences(kx, min(batch, n_test - start), task.T, S0.shape[0])
+        yield np.asarray(per_batch(task, *flags, ky, X, S0j, Sj))
+
+
 def test_error_stats(
     key: jax.Array,
     task: Task,
@@ -71,21 +88,9 @@ def test_error_stats(
     batch: int = 5000,
 ) -> TestError:
     """Monte Carlo test error with its standard error (see :func:`test_error`)."""
-    n_test = _checks.integer("n_test", n_test, 2)
-    batch = _checks.integer("batch", batch, 1)
-    key = _checks.prng_key("key", key)
-    S0 = _checks.square_matrix("S0", S0, symmetric=True)
-    S = _checks.square_matrix("S", S, S0.shape[0], symmetric=True, against="S0")
-    _checks.task(task)
-    d = S0.shape[0]
-    S0j, Sj = jnp.asarray(S0, jnp.float64), jnp.asarray(S, jnp.float64)
-    losses = []
-    for i, start in enumerate(range(0, n_test, batch)):
-        m = min(batch, n_test - start)
-        kx, ky = jax.random.split(jax.random.fold_in(key, i))
-        X = sample_sequences(kx, m, task.T, d)
-        losses.append(np.asarray(_test_batch(task, bool(noisy), ky, X, S0j, Sj)))
-    losses = np.concatenate(losses)
+    losses = np.concatenate(
+        list(_test_batches(key, task, S0, S, n_test, batch, _test_batch, bool(noisy)))
+    )
     return TestError(float(losses.mean()), float(losses.std(ddof=1) / math.sqrt(losses.size)))
 
 
@@ -137,19 +142,7 @@ def test_errors(
     Carlo error than the errors themselves; the same ``key`` gives the same test set (as
     :func:`test_error_stats`, whose sequences are the same for the same ``key``).
     """
-    n_test = _checks.integer("n_test", n_test, 2)
-    batch = _checks.integer("batch", batch, 1)
-    key = _checks.prng_key("key", key)
-    S0 = _checks.square_matrix("S0", S0, symmetric=True)
-    S = _checks.square_matrix("S", S, S0.shape[0], symmetric=True, against="S0")
-    _checks.task(task)
-    S0j, Sj = jnp.asarray(S0, jnp.float64), jnp.asarray(S, jnp.float64)
-    losses = []
-    for i, start in enumerate(range(0, n_test, batch)):
-        kx, ky = jax.random.split(jax.random.fold_in(key, i))
-        X = sample_sequences(kx, min(batch, n_test - start), task.T, S0.shape[0])
-        losses.append(np.asarray(_test_batch3(task, ky, X, S0j, Sj)))
-    losses = np.concatenate(losses, axis=1)
+    losses = np.concatenate(list(_test_batches(key, task, S0, S, n_test, batch, _test_batch3)), 1)
     means = losses.mean(axis=1)
     err = losses.std(axis=1, ddof=1) / math.sqrt(losses.shape[1])
     return TestErrors(*(float(x) for x in means), tuple(float(x) for x in err))
