@@ -224,12 +224,39 @@ def test_problems_have_hidden_solutions(path):
     problems = _sections(_markdown(_load(path)))[-1][1]
     exercises = [m.group(2) for m in _EXERCISE.finditer(problems)]
     solutions = {m.group(2): m.group(3) for m in _SOLUTION.finditer(problems)}
-    assert 3 <= len(exercises) <= 6, f"{len(exercises)} problems (3-6 expected)"
+    assert 6 <= len(exercises) <= 8, f"{len(exercises)} problems (6-8 expected)"
     assert len(set(exercises)) == len(exercises), "duplicate exercise labels"
     missing = [label for label in exercises if label not in solutions]
     assert missing == [], f"problems without a solution: {missing}"
     shown = [label for label, options in solutions.items() if "dropdown" not in options]
     assert shown == [], f"solutions not hidden (:class: dropdown): {shown}"
+
+
+_GRADED = re.compile(r"^(?:`{3,}|:{3,})\{exercise\} *(\S*)", re.M)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
+def test_problems_are_graded_and_two_are_implemented(path):
+    """Each problem's title opens with its difficulty (one to three stars), and at least
+    two are implementation problems: a stub cell after the Problems heading whose stored
+    output says it is not yet implemented (the student replaces the stub)."""
+    nb = _load(path)
+    problems = _sections(_markdown(nb))[-1][1]
+    marks = [m.group(1) for m in _GRADED.finditer(problems)]
+    ungraded = [m for m in marks if m not in ("★", "★★", "★★★")]
+    assert ungraded == [], f"problem titles without a difficulty of 1-3 stars: {ungraded}"
+    cells = nb["cells"]
+    start = next(
+        i
+        for i, c in enumerate(cells)
+        if c["cell_type"] == "markdown" and _PROBLEMS_HEADING.search(_source(c))
+    )
+    stubs = sum(
+        any("not yet implemented" in "".join(o.get("text", "")) for o in c.get("outputs", []))
+        for c in cells[start:]
+        if c["cell_type"] == "code"
+    )
+    assert stubs >= 2, f"{stubs} implementation problems (stub cells) after Problems; 2 expected"
 
 
 _GLUE_ROLE = re.compile(r"\{glue(?::[\w-]+)?\}`([^`<>:]+)")
