@@ -60,7 +60,7 @@ def _test_batch(task, noisy, key, X, S0, S):
     return task.loss(target, _preacts(X, S))
 
 
-def _test_batches(key, task, S0, S, n_test, batch, per_batch, *flags):
+def _test_batches(key, task, S0, S, n_test, batch, *, per_batch, flags=()):
     """The arguments checked, then ``per_batch(task, *flags, key_y, X, S0, S)`` on batches
     of at most ``batch`` fresh sequences, ``n_test`` in all: batch ``i`` draws its
     sequences and label noise from ``fold_in(key, i)`` (the same key, the same test set)."""
@@ -89,7 +89,11 @@ def test_error_stats(
 ) -> TestError:
     """Monte Carlo test error with its standard error (see :func:`test_error`)."""
     losses = np.concatenate(
-        list(_test_batches(key, task, S0, S, n_test, batch, _test_batch, bool(noisy)))
+        list(
+            _test_batches(
+                key, task, S0, S, n_test, batch, per_batch=_test_batch, flags=(bool(noisy),)
+            )
+        )
     )
     return TestError(float(losses.mean()), float(losses.std(ddof=1) / math.sqrt(losses.size)))
 
@@ -142,7 +146,9 @@ def test_errors(
     Carlo error than the errors themselves; the same ``key`` gives the same test set (as
     :func:`test_error_stats`, whose sequences are the same for the same ``key``).
     """
-    losses = np.concatenate(list(_test_batches(key, task, S0, S, n_test, batch, _test_batch3)), 1)
+    losses = np.concatenate(
+        list(_test_batches(key, task, S0, S, n_test, batch, per_batch=_test_batch3)), 1
+    )
     means = losses.mean(axis=1)
     err = losses.std(axis=1, ddof=1) / math.sqrt(losses.shape[1])
     return TestErrors(*(float(x) for x in means), tuple(float(x) for x in err))

@@ -10,13 +10,16 @@ log-log slope (:func:`attnlib.scaling.fit_power_law`) beside the predicted expon
 
 Run from ``book/``::
 
-    python -m data.make_paper_rates          # -> data/paper_rates.npz (a few CPU-minutes)
+    python -m data.make_paper_rates                    # -> data/paper_rates.npz (a few CPU-minutes)
+    python -m data.make_paper_rates --quick --serial   # the same grid -> data/quick/
+
+The solves are one :class:`attnlib.sweep.Grid` of :func:`se_point` over the regime's
+index in ``POINTS`` and ``d`` (cached, parallel).
 """
 
 from __future__ import annotations
 
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -27,7 +30,7 @@ import numpy as np
 from data import _common as C
 
 import attnlib
-from attnlib import scaling, se, targets, tasks
+from attnlib import scaling, se, sweep, targets, tasks
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -43,34 +46,43 @@ POINTS = (
 )
 
 
-def mse_along(gamma: float, a: float, b: float) -> np.ndarray:
-    """The state evolution's ``mse`` at ``d`` in DS along ``n = d^a``, ``lam = d^b``."""
-    out = []
-    for d in DS:
-        alpha, lam, _ = scaling.paper_point(d, a, b)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            r = se.solve(tasks.Linear(T=1, noise=NOISE), targets.PaperPowerLaw(gamma).at(d),
-                         alpha, lam)  # fmt: skip
-        out.append(r.mse if r.converged else np.nan)
-    return np.asarray(out)
+def se_point(*, index: int, d: int) -> dict:
+    """The state evolution's ``mse`` at size ``d`` along ``n = d^a``, ``lam = d^b`` of the
+    regime ``POINTS[index] = (gamma, a, b)`` (NaN where it does not converge)."""
+    gamma, a, b = POINTS[index]
+    alpha, lam, _ = scaling.paper_point(d, a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = se.solve(tasks.Linear(T=1, noise=NOISE), targets.PaperPowerLaw(gamma).at(d),
+                     alpha, lam)  # fmt: skip
+    return dict(mse=r.mse if r.converged else np.nan)
 
 
-def run() -> dict:
-    t0 = time.time()
-    mse = np.stack([mse_along(*p) for p in POINTS])
+def compute(name, quick, runner) -> dict:
+    table = runner(sweep.Grid(se_point, {"index": list(range(len(POINTS))), "d": list(DS)}))
+    rows = {(r["index"], r["d"]): r["mse"] for r in C.records(table)}
+    mse = np.array([[rows[i, d] for d in DS] for i in range(len(POINTS))])
     slopes = [scaling.fit_power_law(DS, row).exponent for row in mse]
     pred = [scaling.paper_exponent(*p) for p in POINTS]
-    C.log(f"paper rates: {time.time() - t0:.0f} s")
+    for p, s_, z in zip(POINTS, slopes, pred, strict=True):
+        C.log(f"gamma {p[0]:g} a {p[1]:g} b {p[2]:g}: slope {s_:.3f}, "
+              f"predicted {z.zeta:.3f} ({z.regime})")  # fmt: skip
     return dict(points=np.asarray(POINTS), d=np.asarray(DS), mse=mse,
                 slope=np.asarray(slopes), zeta=np.asarray([p.zeta for p in pred]),
                 regime=np.asarray([p.regime for p in pred]),
                 rates=np.asarray([p.rates for p in pred]), noise=NOISE,
-                seconds=round(time.time() - t0, 1))  # fmt: skip
+                seconds=float(table["seconds"].sum()))  # fmt: skip
+
+
+def main(argv=None) -> None:
+    parts = C.npz_parts({"rates": "paper_rates.npz"}, compute)
+    params = dict(noise=NOISE, task="linear T=1", points=[list(p) for p in POINTS])
+    args = C.parser(__doc__, parts).parse_args(argv)
+    grid = dict(d=list(DS))
+    C.run_parts(args, parts, C.meta_recorder("paper_rates_meta.json", params, grid, grid))
 
 
 if __name__ == "__main__":
-    arrays = run()
-    C.save_npz(Path(__file__).resolve().parent / "paper_rates.npz", arrays)
-    for p, s, z, g in zip(POINTS, arrays["slope"], arrays["zeta"], arrays["regime"], strict=True):
-        C.log(f"gamma {p[0]:g} a {p[1]:g} b {p[2]:g}: slope {s:.3f}, predicted {z:.3f} ({g})")
+    from data import make_paper_rates  # the importable module: workers load it by name
+
+    make_paper_rates.main()
