@@ -87,10 +87,10 @@ def test_learning_curve_stops_at_its_time_limit(monkeypatch, full_curve):
 
 def test_solve_stops_at_its_time_limit():
     task = tasks.Seq2Seq(T=2, noise=0.1)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.warns(se.SEConvergenceWarning, match=r"stopped at time_limit = 0.001 s"):
         r = se.solve(task, TARGET, 0.3, 0.01, time_limit=1e-3)
-    assert time.perf_counter() - t0 < 5.0
+    assert time.process_time() - t0 < 5.0
     assert not r.converged and math.isnan(r.mse) and r.alpha == 0.3
     with pytest.raises(RuntimeError, match="time_limit"):
         se.solve(task, TARGET, 0.3, 0.01, time_limit=1e-3, on_fail="raise")
@@ -167,10 +167,10 @@ def test_other_theory_solvers_stop_at_their_time_limit(solver):
         "hardmax": lambda **kw: hardmax.solve(tasks.Hardmax(T=2), TARGET, 0.5, **kw),
         "width": lambda **kw: width.solve(TASK, TARGET, 0.5, 0.01, 0.2, **kw),
     }[solver]
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.warns(se.SEConvergenceWarning, match="time_limit = 0.001 s"):
         r = run(time_limit=1e-3)
-    assert time.perf_counter() - t0 < 5.0
+    assert time.process_time() - t0 < 5.0
     field = {"bayes": "mse", "hardmax": "gamma", "width": "kappa_star"}[solver]
     assert math.isnan(getattr(r, field)) and not r.converged
     with pytest.raises(ValueError, match="time_limit"):
