@@ -17,6 +17,7 @@ import numpy as np
 from attnlib import _limits, channels, iterate
 from attnlib.denoisers.nuclear import nuclear_integrals, nuclear_spectrum
 from attnlib.se import engine, propagation, replicon
+from attnlib.se.continuation import unfinished_result
 from attnlib.se.input import InputSide, input_side, input_trace
 from attnlib.se.output import cold_prox as _cold_prox
 from attnlib.se.output import lower_minima, output_arrays, summarize
@@ -277,14 +278,11 @@ def _replicon(pb: Problem, x, sides, spec) -> float:
 
 
 def failed(pb: Problem, lam, residual, n_iter) -> SEResult:
-    """A non-converged result: every order parameter and metric is NaN."""
-    nan = math.nan
-    fields = {f: nan for f in SEResult._fields}
-    fields.update(
-        alpha=float(pb.data.alpha), lam=float(lam), penalty=pb.penalty, Q0=float(pb.data.Q0),
-        converged=False, residual=float(residual), n_iter=int(n_iter), alternatives=(),
-    )  # fmt: skip
-    return SEResult(**fields)
+    """A non-converged result: every order parameter and metric is NaN (the unfinished
+    point of :func:`attnlib.se.continuation.unfinished_result` with the solver's
+    ``residual`` and ``n_iter``)."""
+    r = unfinished_result(pb.data.alpha, lam, pb.penalty, pb.data.Q0)
+    return r._replace(residual=float(residual), n_iter=int(n_iter))
 
 
 def warm_start(pb: Problem, x, prox, history=None) -> WarmStart:
