@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from attnlib import _checks
-from attnlib.targets import SpectralMeasure, Target, _from_eigen
+from attnlib.targets.base import SpectralMeasure, Target, _from_eigen
 
 __all__ = ["PaperPowerLaw"]
 

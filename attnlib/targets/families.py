@@ -1,137 +1,25 @@
-r"""Target matrices ``S0`` of the attention-indexed model and their limiting spectra.
-
-Every target is a frozen dataclass that can
-
-- :meth:`Target.sample` a symmetric ``d x d`` matrix ``S0`` from an explicit PRNG key,
-- describe the large-``d`` limit of its eigenvalue distribution as a
-  :class:`SpectralMeasure` (atoms and weights) through :meth:`Target.measure`,
-  plus a tuple of isolated eigenvalues :meth:`Target.outliers` that carry no mass
-  in the limit (spiked targets),
-- report ``Q0 = lim Tr(S0^2) / d`` and its rank fraction :attr:`Target.rank_fraction`.
-
-Random-matrix routines (:mod:`attnlib.rmt`) work with any target through
-:meth:`Target.measure`; the Wishart family also has a closed-form Stieltjes
-transform used to test them.
-"""
+"""The families of targets: Wishart, power law, explicit spectrum, spiked bulk, and
+extensive power-law modes (the book's scaling-law target)."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _checks
+from attnlib.targets.base import (
+    SpectralMeasure,
+    Target,
+    _from_eigen,
+    haar_orthogonal,
+    quantile_atoms,
+)
 
-__all__ = [
-    "Explicit",
-    "PaperPowerLaw",
-    "PowerLaw",
-    "PowerLawModes",
-    "SpectralMeasure",
-    "Spiked",
-    "Target",
-    "Wishart",
-    "atoms_and_weights",
-    "haar_orthogonal",
-    "quantile_atoms",
-]
-
-
-class SpectralMeasure(NamedTuple):
-    """A probability measure on the real line given by atoms and weights (sum 1)."""
-
-    atoms: np.ndarray
-    weights: np.ndarray
-
-    def moment(self, k: int) -> float:
-        """``int x^k d mu``."""
-        return float(np.sum(self.weights * self.atoms**k))
-
-    def stieltjes(self, z):
-        """``G(z) = int mu(dt) / (z - t)`` for complex ``z`` (array or scalar)."""
-        z = np.asarray(z, dtype=complex)
-        return np.sum(self.weights / (z[..., None] - self.atoms), axis=-1)
-
-
-def haar_orthogonal(key: jax.Array, d: int) -> jax.Array:
-    """A Haar-distributed ``d x d`` orthogonal matrix (QR with sign correction)."""
-    key = _checks.prng_key("key", key)
-    d = _checks.target_sample_size(d, "a Haar orthogonal d x d matrix")
-    g = jax.random.normal(key, (d, d), dtype=jnp.float64)
-    q, r = jnp.linalg.qr(g)
-    return q * jnp.sign(jnp.diagonal(r))[None, :]
-
-
-def quantile_atoms(quantile, n_atoms: int) -> np.ndarray:
-    """Atoms at the mid-point quantiles ``(k - 1/2) / n_atoms`` of a law (given its quantile)."""
-    if not callable(quantile):
-        raise ValueError(f"quantile must be a vectorized callable, got {quantile!r}")
-    n_atoms = _checks.integer("n_atoms", n_atoms, 1)
-    u = (np.arange(n_atoms) + 0.5) / n_atoms
-    atoms = np.asarray(quantile(u), dtype=float)
-    if atoms.shape != u.shape:
-        raise ValueError(f"quantile must map ({n_atoms},) to ({n_atoms},), got {atoms.shape}")
-    return np.asarray(_checks.finite_array("quantile(u)", atoms))
-
-
-@dataclasses.dataclass(frozen=True)
-class Target:
-    """Base class: subclasses implement :meth:`sample` and :meth:`measure`."""
-
-    def sample(self, key: jax.Array, d: int) -> jax.Array:
-        """A ``d x d`` sample ``S0``; checks first that it fits in memory (ValueError)."""
-        raise NotImplementedError
-
-    def measure(self, n_atoms: int = 4000) -> SpectralMeasure:
-        """Limiting eigenvalue distribution of ``S0`` (outliers excluded)."""
-        raise NotImplementedError
-
-    def outliers(self) -> tuple[float, ...]:
-        """Isolated eigenvalues that survive the large-``d`` limit with zero mass."""
-        return ()
-
-    def stieltjes(self, z):
-        """Stieltjes transform of :meth:`measure` (closed form where a subclass has one)."""
-        return self.measure().stieltjes(z)
-
-    @property
-    def Q0(self) -> float:
-        """``lim Tr(S0^2) / d``."""
-        return self.measure().moment(2)
-
-    @property
-    def kappa0(self) -> float:
-        """Fraction of non-zero eigenvalues in the limit (rank / d); a subclass may use the
-        name for its width ratio (:class:`Wishart`), :attr:`rank_fraction` never does."""
-        return self.rank_fraction
-
-    @property
-    def rank_fraction(self) -> float:
-        """Fraction of non-zero eigenvalues in the limit (rank / d), in ``[0, 1]``."""
-        mu = self.measure()
-        return float(np.sum(mu.weights[np.abs(mu.atoms) > 0]))
-
-    def eigenvalues(self, d: int) -> np.ndarray:
-        """Deterministic ``d`` eigenvalues: the quantiles of :meth:`measure`, ascending."""
-        d = _checks.integer("d", d, 1)
-        mu = self.measure()
-        order = np.argsort(mu.atoms)
-        cdf = np.cumsum(mu.weights[order])
-        u = (np.arange(d) + 0.5) / d
-        idx = np.minimum(np.searchsorted(cdf, u), len(cdf) - 1)
-        return mu.atoms[order][idx]
-
-
-def _from_eigen(key: jax.Array, eigenvalues) -> jax.Array:
-    """``O diag(eigenvalues) O^T`` with ``O`` Haar orthogonal."""
-    lam = jnp.asarray(eigenvalues, dtype=jnp.float64)
-    basis = haar_orthogonal(key, lam.shape[0])
-    S = (basis * lam[None, :]) @ basis.T
-    return (S + S.T) / 2
+__all__ = ["Explicit", "PowerLaw", "PowerLawModes", "Spiked", "Wishart"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -472,28 +360,3 @@ class PowerLawModes(Target):
         t = np.asarray(t, dtype=float)
         lam, pi = self.mode_eigenvalues(), self.mode_weights()
         return np.sum(pi * np.minimum(lam, t[..., None]) ** 2, axis=-1)
-
-
-def atoms_and_weights(target) -> tuple[np.ndarray, np.ndarray]:
-    """Atoms ``(n,)`` and weights ``(n,)`` (``>= 0``, summing to 1) of a target's limiting spectrum.
-
-    ``target``: a :class:`Target` (its :meth:`Target.measure` with the default number of
-    atoms) or a :class:`SpectralMeasure`. Raises ``ValueError`` for anything else or for
-    a measure that is not a finite probability measure.
-    """
-    if isinstance(target, SpectralMeasure):
-        mu = target
-    elif isinstance(target, Target):
-        mu = target.measure()
-    else:
-        raise ValueError(f"target must be a Target or a SpectralMeasure, got {type(target)!r}")
-    a = np.asarray(mu.atoms, dtype=float)
-    w = np.asarray(mu.weights, dtype=float)
-    _checks.finite_array("target atoms", a)
-    _checks.finite_array("target weights", w)
-    if a.shape != w.shape or a.ndim != 1 or np.any(w < 0) or not np.isclose(w.sum(), 1.0):
-        raise ValueError("target: the measure needs one weight >= 0 per atom, summing to 1")
-    return a, w
-
-
-from attnlib._paper_power_law import PaperPowerLaw  # noqa: E402  (own module; needs Target)
