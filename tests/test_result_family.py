@@ -1,6 +1,5 @@
 """One result family: every public solver reports the same diagnostics and follows one
-of two failure policies (attnlib/ARCHITECTURE.md, "One convention for every public
-function").
+of two failure policies (attnlib/ARCHITECTURE.md, "Conventions").
 
 The diagnostics are ``converged``, ``residual``, ``n_iter`` and ``integration_error``
 (the error of the metrics at the fixed point; 0 for closed forms).

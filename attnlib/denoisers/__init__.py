@@ -6,7 +6,7 @@ the nuclear + PSD penalty, :mod:`~attnlib.denoisers.constrained` the same cut at
 quantile of ``rho_R`` for the rank-constrained student, :mod:`~attnlib.denoisers.rie` the
 rotationally invariant estimator (the Bayes-optimal denoiser: ``mmse_den``, the spectral
 map and :class:`~attnlib.denoisers.rie.RIE`, GAMP-RIE's denoiser). The library's layout
-and the moves still to come are in ``attnlib/ARCHITECTURE.md``.
+is mapped in ``attnlib/ARCHITECTURE.md``.
 """
 
 from __future__ import annotations
