@@ -331,16 +331,17 @@ def test_learning_curve_warm_start_matches_cold_solves():
     np.testing.assert_allclose([lc.m[-1], lc.q[-1], lc.v[-1]], [cold.m, cold.q, cold.v], rtol=1e-4)
 
 
-def test_optimal_lambda_linear_frobenius_is_noise_over_signal():
+def test_search_lambda_linear_frobenius_is_noise_over_signal():
     r"""Ridge with an isotropic design is optimal at ``lam' = gamma Delta / r^2`` (the
     Bayes posterior mean for a Gaussian prior of the same norm; the risk depends on
     ``beta0`` only through ``r^2``): with ``lam' = lam / (4 alpha)``, ``gamma = 1/(2 alpha)``
     and ``r^2 = 2 Q0`` this is ``lam_opt = Delta / Q0`` for every alpha."""
     task = tasks.Linear(T=1, noise=0.3)
     for alpha in (0.2, 1.0):
-        lam, r = se.optimal_lambda(
+        found = se.search_lambda(
             task, TARGET, alpha, "frobenius", bounds=(1e-3, 10.0), xatol=1e-4, tol=1e-12
         )
+        lam, r = found.lam, found.result
         assert abs(lam - 0.3 / Q0) < 2e-3 * (0.3 / Q0)
         assert isinstance(r, se.SEResult) and r.lam == pytest.approx(lam)
 
@@ -369,7 +370,7 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="alphas"):
         se.learning_curve(task, TARGET, [0.1, -0.2], 0.1)
     with pytest.raises(ValueError, match="bounds"):
-        se.optimal_lambda(task, TARGET, 0.5, bounds=(1.0, 0.1))
+        se.search_lambda(task, TARGET, 0.5, bounds=(1.0, 0.1))
     with pytest.raises(ValueError, match="m must satisfy"):
         se.test_error_from_overlaps(task, 1.0, 2.0, 1.0)
     with pytest.raises(ValueError, match="a_hat"):  # c = 5e299: q overflowed to inf before

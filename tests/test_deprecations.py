@@ -1,0 +1,38 @@
+"""The renamed spellings of issue 37 ("one name for each thing") and issue 36 (the code
+follows the notation page): the new spelling works, the old one still gives the same
+numbers for one release with a ``DeprecationWarning`` naming the new one."""
+
+import math
+import warnings
+
+import pytest
+
+from attnlib import se, targets, tasks
+
+TARGET = targets.Wishart(0.5)
+
+
+def _quiet(fn, *args, **kw):
+    """``fn(...)`` with every warning recorded, and the warnings."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn(*args, **kw)
+    return out, caught
+
+
+def _deprecations(caught):
+    return [w for w in caught if issubclass(w.category, DeprecationWarning)]
+
+
+def test_one_result_type_for_the_optimal_lam():
+    """``search_lambda`` is the one search (a ``LambdaSearch``); the deprecated
+    ``optimal_lambda`` still returns its ``(lam, result)`` pair, with a warning naming
+    ``search_lambda``. Linear ``T = 1``: a few closed-form solves."""
+    task = tasks.Linear(T=1, noise=0.3)
+    kw = dict(bounds=(0.2, 1.0), xatol=0.5)
+    found, caught = _quiet(se.search_lambda, task, TARGET, 0.5, "frobenius", **kw)
+    assert isinstance(found, se.LambdaSearch) and _deprecations(caught) == []
+    with pytest.warns(DeprecationWarning, match="search_lambda"):
+        lam, r = se.optimal_lambda(task, TARGET, 0.5, "frobenius", **kw)
+    assert lam == found.lam and r == found.result  # the same search, bitwise
+    assert 0.2 <= lam <= 1.0 and math.isfinite(r.test_error)
