@@ -36,3 +36,20 @@ def test_one_result_type_for_the_optimal_lam():
         lam, r = se.optimal_lambda(task, TARGET, 0.5, "frobenius", **kw)
     assert lam == found.lam and r == found.result  # the same search, bitwise
     assert 0.2 <= lam <= 1.0 and math.isfinite(r.test_error)
+
+
+def test_on_fail_is_deprecated_and_the_one_policy_holds():
+    """The one failure policy: NaN, ``converged=False`` and an ``SEConvergenceWarning``,
+    with no ``on_fail``; ``on_fail="raise"`` (and the keyword itself) still work for one
+    release with a ``DeprecationWarning``. One SE map of the linear task."""
+    task = tasks.Linear(T=1, noise=0.1)
+    r, caught = _quiet(se.solve, task, TARGET, 0.5, 0.1, max_iter=1)
+    assert not r.converged and math.isnan(r.mse)
+    assert any(issubclass(w.category, se.SEConvergenceWarning) for w in caught)
+    assert _deprecations(caught) == []
+    with pytest.warns(DeprecationWarning, match="on_fail"), pytest.raises(RuntimeError):
+        se.solve(task, TARGET, 0.5, 0.1, max_iter=1, on_fail="raise")
+    with pytest.warns(DeprecationWarning, match="on_fail"):
+        se.solve(task, TARGET, 0.5, 0.1, max_iter=1, settings=se.SESettings(on_fail="raise"),
+                 on_fail="warn")  # fmt: skip
+    assert "deprecated" in se.SESettings.__doc__.split("on_fail")[1][:80]

@@ -59,7 +59,8 @@ def test_learning_curve_marks_a_failed_point_and_goes_on(monkeypatch, full_curve
     assert list(curve.converged) == [True, False, True, True, True]
     assert math.isnan(curve.mse[1]) and np.all(np.isfinite(curve.mse[[0, 2, 3, 4]]))
     np.testing.assert_allclose(curve.mse[[0, 2, 3, 4]], full_curve.mse[[0, 2, 3, 4]], rtol=1e-5)
-    with pytest.raises(ValueError, match="m must satisfy"):  # on_fail="raise": it propagates
+    # on_fail="raise" (deprecated, with a DeprecationWarning): it propagates
+    with pytest.raises(ValueError, match="m must satisfy"), pytest.warns(DeprecationWarning):
         _raise_at(monkeypatch, 1, ValueError("m must satisfy"))
         se.learning_curve(TASK, TARGET, ALPHAS, LAM, on_fail="raise")
 
@@ -92,8 +93,8 @@ def test_solve_stops_at_its_time_limit():
         r = se.solve(task, TARGET, 0.3, 0.01, time_limit=1e-3)
     assert time.process_time() - t0 < 5.0
     assert not r.converged and math.isnan(r.mse) and r.alpha == 0.3
-    with pytest.raises(RuntimeError, match="time_limit"):
-        se.solve(task, TARGET, 0.3, 0.01, time_limit=1e-3, on_fail="raise")
+    with pytest.raises(RuntimeError, match="time_limit"), pytest.warns(DeprecationWarning):
+        se.solve(task, TARGET, 0.3, 0.01, time_limit=1e-3, on_fail="raise")  # deprecated
     with pytest.raises(ValueError, match="time_limit"):
         se.solve(task, TARGET, 0.3, 0.01, time_limit=-1.0)
 

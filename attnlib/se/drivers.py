@@ -140,7 +140,7 @@ def solve(
         :class:`SEResult` (its ``(m, q, v)`` only).
       settings: an :class:`attnlib.se.SESettings` (default ``SESettings()``: tolerance,
         iterations, damping, Anderson memory, QMC points, failure policy, ``rtol``).
-      tol, max_iter, damping, anderson, n_qmc, n_rep, seed, on_fail, rtol, max_n_qmc:
+      tol, max_iter, damping, anderson, n_qmc, n_rep, seed, on_fail (deprecated), rtol, max_n_qmc:
         shorthands for the fields of ``settings`` of the same names (``None``: the
         field of ``settings``); :class:`attnlib.se.SESettings` documents them and holds
         the defaults. With ``rtol``, ``n_qmc`` doubles (warm-started solves) until
@@ -148,7 +148,7 @@ def solve(
         gives the accuracy reached).
       time_limit: seconds (the shorthand of the field of ``settings``): past it the solve
         stops between two SE maps and returns NaN with ``converged=False`` and an
-        :class:`SEConvergenceWarning` (``on_fail="raise"``: ``RuntimeError``).
+        :class:`SEConvergenceWarning` (the deprecated ``on_fail="raise"``: ``RuntimeError``).
       return_warm: also return the warm start of the fixed point.
 
     Progress: a solve that runs longer than about 10 s logs what it does at INFO on the

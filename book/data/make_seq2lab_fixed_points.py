@@ -124,7 +124,9 @@ def se_record() -> dict:
     t0 = time.time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", se.SEMultipleFixedPointsWarning)
-        r = se.solve(TASK, TARGET, ALPHA, LAM, on_fail="raise")
+        r = se.solve(TASK, TARGET, ALPHA, LAM)
+    if not r.converged:
+        raise RuntimeError(f"no state-evolution fixed point at alpha {ALPHA}, lam {LAM}")
     rec = {k: float(getattr(r, k)) for k in ("m", "q", "v", "train_loss", "trace", "objective")}
     rec["alternatives"] = [list(map(float, a)) for a in r.alternatives]
     rec["seconds"] = round(time.time() - t0, 1)
