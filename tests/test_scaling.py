@@ -238,6 +238,23 @@ def test_lasso_se_limits_and_errors():
         lasso_se(tg, 1.0, 0.1, noise=-1.0)
     with pytest.raises(ValueError, match="target"):
         lasso_se("not a target", 1.0, 0.1)
+
+
+def test_lasso_se_failure_policy_nan_not_finite_numbers():
+    """The theory failure policy (issue 37): a solve stopped before the fixed point (a
+    Brent tolerance of 0.3 in ``log tau`` leaves a relative residual of 7e-2) returns NaN
+    fields, ``converged=False``, its residual, and a warning; never finite numbers that
+    are not a fixed point. The converged solve is unchanged and satisfies its equation."""
+    tg = PowerLawModes(gamma=1.0, n_modes=5, kappa0=0.5)
+    with pytest.warns(RuntimeWarning, match="fields are NaN"):
+        bad = lasso_se(tg, 0.5, 0.1, 0.1, tol=0.3)
+    assert not bad.converged and bad.residual > 1e-6
+    assert all(np.all(np.isnan(x)) for x in (bad.tau, bad.theta, bad.mse, bad.dof, bad.recovered))
+    assert (bad.delta, bad.lam, bad.noise) == (0.5, 0.1, 0.1)
+    good = lasso_se(tg, 0.5, 0.1, 0.1)
+    assert good.converged and np.isfinite(good.mse)
+    # tau^2 = (noise + mse) / delta at the fixed point, recomputed from its fields
+    assert math.isclose(good.tau**2, (0.1 + good.mse) / 0.5, rel_tol=1e-9)
     with pytest.raises(ValueError, match="lam"):
         lasso_solve(np.eye(3), np.ones(3), -1.0)
     with pytest.raises(ValueError, match="y has shape"):
