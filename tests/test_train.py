@@ -421,6 +421,26 @@ def test_same_key_same_data_and_training(seq_problem):
     )
 
 
+def test_breakdown_returns_nan_with_a_warning_not_an_exception():
+    """The policy of the algorithms on data (issue 37, as GAMP): a breakdown of
+    train_convex is a result (NaN ``S`` and train loss, ``converged=False``) with a
+    ``RuntimeWarning``, not a ``FloatingPointError``. Tokens scaled by 1e90 (inside the
+    accepted 1e100) overflow the float64 objective (``h^2 ~ 1e360``); by 1e30 they do not,
+    and the same run converges to a finite minimiser (the old code raised for the first
+    and returned this for the second)."""
+    key = jax.random.PRNGKey(0)
+    d, task = 6, tasks.Linear(T=1, noise=0.1)
+    S0 = np.asarray(targets.Wishart(0.5).sample(key, d))
+    data = tasks.make_dataset(key, task, S0, 40)
+    huge = tasks.Dataset(data.X * 1e90, data.Y, data.h0)
+    with pytest.warns(RuntimeWarning, match="broke down"):
+        r = train.train_convex(task, huge, 0.1, max_iter=100)
+    assert not r.converged and np.all(np.isnan(r.S)) and math.isnan(r.train_loss)
+    big = tasks.Dataset(data.X * 1e30, data.Y, data.h0)
+    ok = train.train_convex(task, big, 0.1, max_iter=100)
+    assert ok.converged and np.all(np.isfinite(ok.S)) and math.isfinite(ok.train_loss)
+
+
 def test_nonconvergence_warns_with_residual(lin_problem):
     task, lam, S0, data, _ = lin_problem
     with pytest.warns(RuntimeWarning, match="residual"):

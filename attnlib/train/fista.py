@@ -109,8 +109,9 @@ def _initial_state(static: _Static, X, Y, S_init, lam_j) -> _FistaState:
 
 
 def _iterate(static: _Static, state, problem, max_iter, tol, progress):
-    """FISTA chunks until the gradient mapping is below ``tol``, ``max_iter`` or the time
-    limit: ``(state, history, done, residual)``."""
+    """FISTA chunks until the gradient mapping is below ``tol``, ``max_iter``, the time
+    limit or a non-finite gradient mapping (a breakdown, for :func:`_finish` to report):
+    ``(state, history, done, residual)``."""
     X, Y, lam = problem
     lam_j = jnp.asarray(lam, jnp.float64)
     history, done, residual = [], 0, math.inf
@@ -119,9 +120,7 @@ def _iterate(static: _Static, state, problem, max_iter, tol, progress):
         done += static.chunk
         history.append(np.asarray(values))
         residual = _gradient_mapping(static, state.x, float(state.L), X, Y, lam)
-        if not math.isfinite(residual):
-            raise FloatingPointError(f"train_convex: non-finite residual after {done} iterations")
-        if residual < tol or progress.stop(done, residual):
+        if not math.isfinite(residual) or residual < tol or progress.stop(done, residual):
             break
     return state, history, done, residual
 
@@ -167,6 +166,12 @@ def train_convex(
       S_init: starting symmetric matrix (default zero).
       time_limit: stop after this many seconds (``converged=False``); progress is
         logged on the logger ``attnlib.train`` (:mod:`attnlib.train.progress`).
+
+    Returns a :class:`TrainResult`. Not converged (``max_iter``, ``time_limit``): the last
+    iterate with ``converged=False`` and a ``RuntimeWarning`` giving the residual. A
+    breakdown (a non-finite gradient mapping or ``S``): the same, with ``S`` and
+    ``train_loss`` NaN where ``S`` is not finite (the policy of the algorithms on data,
+    as :func:`attnlib.amp.gamp`).
     """
     lam = _checks.nonnegative("lam", lam)
     check_penalty(penalty)
