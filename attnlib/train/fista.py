@@ -167,11 +167,9 @@ def train_convex(
       time_limit: stop after this many seconds (``converged=False``); progress is
         logged on the logger ``attnlib.train`` (:mod:`attnlib.train.progress`).
 
-    Returns a :class:`TrainResult`. Not converged (``max_iter``, ``time_limit``): the last
-    iterate with ``converged=False`` and a ``RuntimeWarning`` giving the residual. A
-    breakdown (a non-finite gradient mapping or ``S``): the same, with ``S`` and
-    ``train_loss`` NaN where ``S`` is not finite (the policy of the algorithms on data,
-    as :func:`attnlib.amp.gamp`).
+    Returns a :class:`TrainResult`; not converged, the last iterate, ``converged=False``
+    and a ``RuntimeWarning`` with the residual; a breakdown (non-finite gradient mapping
+    or ``S``) the same, ``S`` and ``train_loss`` NaN where ``S`` is not finite (as GAMP).
     """
     lam = _checks.nonnegative("lam", lam)
     check_penalty(penalty)
