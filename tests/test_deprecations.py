@@ -53,3 +53,19 @@ def test_on_fail_is_deprecated_and_the_one_policy_holds():
         se.solve(task, TARGET, 0.5, 0.1, max_iter=1, settings=se.SESettings(on_fail="raise"),
                  on_fail="warn")  # fmt: skip
     assert "deprecated" in se.SESettings.__doc__.split("on_fail")[1][:80]
+
+
+def test_gamp_starts_are_spelled_s_init():
+    """GAMP's start is ``S_init`` wherever a GAMP takes one (``amp.gamp``,
+    ``amp.robust_gamp`` through its keywords, ``hardmax.gamp``, ``train.train_convex``);
+    ``S0`` is the target's symbol only (``bayes.gamp_rie``'s ``S0`` is the true target,
+    recorded in its trace)."""
+    import inspect
+
+    from attnlib import amp, bayes, hardmax, train
+
+    for fn in (amp.gamp, hardmax.gamp, train.train_convex):
+        params = inspect.signature(fn).parameters
+        assert "S_init" in params and "S0" not in params, fn.__qualname__
+    assert "S_init" not in inspect.signature(bayes.gamp_rie).parameters
+    assert "true target" in bayes.gamp_rie.__doc__
