@@ -928,7 +928,7 @@ def _later_specs(add, c):
     add(
         hardmax.solve,
         # converges in 8 maps (a ray not reached is NaN, as in se.solve)
-        dict(task=hm, target=tg, alpha=0.5, n_qmc=1024, max_iter=10, tol=0.05),
+        dict(task=hm, target=tg, alpha=0.5, lam=1.0, n_qmc=1024, max_iter=10, tol=0.05),
         dict(
             task="task",
             target="target",
@@ -943,7 +943,7 @@ def _later_specs(add, c):
     )
     add(
         hardmax.trajectory,
-        dict(task=hm, target=tg, alpha=0.5, n_iter=2, n_qmc=1024),
+        dict(task=hm, target=tg, alpha=0.5, lam=1.0, n_iter=2, n_qmc=1024),
         dict(task="task", target="target", alpha="pos", lam="pos", n_iter="int", n_qmc="int"),
         n=10,
     )

@@ -69,3 +69,23 @@ def test_gamp_starts_are_spelled_s_init():
         assert "S_init" in params and "S0" not in params, fn.__qualname__
     assert "S_init" not in inspect.signature(bayes.gamp_rie).parameters
     assert "true target" in bayes.gamp_rie.__doc__
+
+
+def test_hardmax_lam_is_required_as_in_se_solve():
+    """``hardmax.solve`` and ``hardmax.trajectory`` take ``lam`` as ``se.solve`` does:
+    omitted, the old default 1.0 for one release with a ``DeprecationWarning``; the
+    result is that of ``lam = 1.0`` given (a few maps of 1024 QMC points)."""
+    from attnlib import hardmax
+
+    task = tasks.Hardmax(T=2)
+    kw = dict(n_qmc=1024, max_iter=10, tol=0.05)
+    given, caught = _quiet(hardmax.solve, task, TARGET, 0.5, 1.0, **kw)
+    assert _deprecations(caught) == [] and given.converged
+    with pytest.warns(DeprecationWarning, match="lam"):
+        omitted = hardmax.solve(task, TARGET, 0.5, **kw)
+    assert omitted == given
+    tr, caught = _quiet(hardmax.trajectory, task, TARGET, 0.5, 1.0, 1, n_qmc=1024)
+    assert _deprecations(caught) == []
+    with pytest.warns(DeprecationWarning, match="lam"):
+        old = hardmax.trajectory(task, TARGET, 0.5, n_iter=1, n_qmc=1024)
+    assert all((a == b).all() for a, b in zip(old, tr, strict=True))

@@ -212,7 +212,7 @@ def test_bad_arguments_name_them():
         thresholds.perfect_recovery(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5))
     assert bayes.perfect_recovery(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)) == np.inf
     with pytest.raises(ValueError, match="init"):
-        hardmax.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), 0.5, init=(1.5, 1.0))
+        hardmax.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), 0.5, 1.0, init=(1.5, 1.0))
 
 
 def test_state_evolution_settings_and_failure_policy():
@@ -228,14 +228,14 @@ def test_state_evolution_settings_and_failure_policy():
     for field in ("gamma", "rho", "test_error", "rank_fraction", "kappa_scale", "objective"):
         assert np.isnan(getattr(r, field)), field
     with pytest.warns(se.SEConvergenceWarning):  # the shorthand wins over settings' field
-        s = hardmax.solve(task, tg, 0.5, settings=small._replace(max_iter=50), max_iter=2)
+        s = hardmax.solve(task, tg, 0.5, 1.0, settings=small._replace(max_iter=50), max_iter=2)
     assert s.residual == r.residual and s.n_iter == 2
     for field, bad in (("tol", 0.0), ("max_iter", 0), ("damping", 1.0), ("n_qmc", 3),
                        ("n_rep", 0), ("seed", -1)):  # fmt: skip
         with pytest.raises(ValueError, match=field):
-            hardmax.solve(task, tg, 0.5, settings=hardmax.HardmaxSettings(**{field: bad}))
+            hardmax.solve(task, tg, 0.5, 1.0, settings=hardmax.HardmaxSettings(**{field: bad}))
     with pytest.raises(ValueError, match="settings"):
-        hardmax.solve(task, tg, 0.5, settings=(1e-3, 10))
+        hardmax.solve(task, tg, 0.5, 1.0, settings=(1e-3, 10))
     with pytest.raises(TypeError):  # settings are keyword-only
         hardmax.solve(task, tg, 0.5, 1.0, None, small)
 
@@ -350,7 +350,7 @@ def test_bayes_optimal_test_error_below_the_gamp_ray():
     and the test error of the Bayes posterior mean's direction (0.294) are below that of
     the GAMP ray (0.544); margins far beyond the QMC errors (a few %)."""
     task, tg = tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)
-    ray = hardmax.solve(task, tg, 1.0, n_qmc=16384)
+    ray = hardmax.solve(task, tg, 1.0, 1.0, n_qmc=16384)
     bo = bayes.solve(task, tg, 1.0)
     assert bo.test_error < bo.test_error_plugin < ray.test_error
     assert bo.mse < tg.Q0 * (1 - ray.gamma**2)  # the ray's error at its best scale

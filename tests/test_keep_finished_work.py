@@ -165,7 +165,7 @@ def test_other_theory_solvers_stop_at_their_time_limit(solver):
 
     run = {
         "bayes": lambda **kw: bayes.solve(tasks.Seq2Seq(T=2, noise=0.1), TARGET, 0.3, **kw),
-        "hardmax": lambda **kw: hardmax.solve(tasks.Hardmax(T=2), TARGET, 0.5, **kw),
+        "hardmax": lambda **kw: hardmax.solve(tasks.Hardmax(T=2), TARGET, 0.5, 1.0, **kw),
         "width": lambda **kw: width.solve(TASK, TARGET, 0.5, 0.01, 0.2, **kw),
     }[solver]
     t0 = time.process_time()

@@ -67,7 +67,7 @@ def _theory(fail: bool):
         "se.solve_accurate": lambda: se.solve_accurate(LIN, W05, ALPHA, LAM, **f),
         "width.solve": lambda: width.solve(LIN, W05, ALPHA, LAM, kappa, **f),
         "hardmax.solve": lambda: hardmax.solve(
-            HM, W05, ALPHA, n_qmc=1024, **(dict(max_iter=2) if fail else dict(tol=0.05))
+            HM, W05, ALPHA, 1.0, n_qmc=1024, **(dict(max_iter=2) if fail else dict(tol=0.05))
         ),
         "bayes.solve": lambda: bayes.solve(LIN, W05, 0.2, **(dict(xtol=1.0) if fail else {})),
     }

@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, _compiled_programs, _limits, channels, iterate
+from attnlib import _checks, _compiled_programs, _deprecation, _limits, channels, iterate
 from attnlib import tasks as _tasks
 from attnlib.se import SEConvergenceWarning, input_side, qmc_normals, test_error_from_overlaps
 from attnlib.se.output import noise_dim, pairs
@@ -179,8 +179,18 @@ class HardmaxTrajectory(NamedTuple):
     rho: np.ndarray
 
 
+def _lam(fn: str, lam):
+    """``lam`` checked; omitted (``None``), the old default 1.0 with a ``DeprecationWarning``
+    (``lam`` is required, as in :func:`attnlib.se.solve`)."""
+    if lam is None:
+        new = f"hardmax.{fn}(task, target, alpha, lam), as se.solve"
+        _deprecation.warn(f"hardmax.{fn} without lam (the default 1.0)", new, stacklevel=4)
+        lam = 1.0
+    return _checks.in_interval("lam", lam, 1.0 / _BIG, _BIG, low_open=False)
+
+
 def trajectory(
-    task, target, alpha: float, lam: float = 1.0, n_iter: int = 10, *, start=(0.5, 0.3),
+    task, target, alpha: float, lam: float | None = None, n_iter: int = 10, *, start=(0.5, 0.3),
     n_qmc: int | None = None, n_rep: int | None = None, seed: int | None = None,
 ) -> HardmaxTrajectory:  # fmt: skip
     """The undamped map of the hardmax state evolution iterated ``n_iter`` times from
@@ -188,7 +198,8 @@ def trajectory(
     looks for the fixed ray instead).
 
     Args:
-      task, target, alpha, lam: as in :func:`solve`.
+      task, target, alpha, lam: as in :func:`solve` (``lam`` required; omitted, 1.0 with
+        a ``DeprecationWarning``, for one release).
       n_iter: number of maps, ``>= 1``.
       start: ``(gamma, rho)`` of the first iterate, ``0 < gamma < 1``, ``rho > 0``.
       n_qmc, n_rep, seed: QMC points of each output side (``None``: the field of
@@ -199,7 +210,7 @@ def trajectory(
     """
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
-    lam = _checks.in_interval("lam", lam, 1.0 / _BIG, _BIG, low_open=False)
+    lam = _lam("trajectory", lam)
     n_iter = _checks.integer("n_iter", n_iter, 1)
     s = _settings(None, dict(n_qmc=n_qmc, n_rep=n_rep, seed=seed))
     qmc = (s.n_qmc, s.n_rep, s.seed)
@@ -259,7 +270,7 @@ def _settings(settings, given: dict) -> HardmaxSettings:
 
 
 def solve(
-    task, target, alpha: float, lam: float = 1.0, *, init=None,
+    task, target, alpha: float, lam: float | None = None, *, init=None,
     settings: HardmaxSettings | None = None, tol: float | None = None,
     max_iter: int | None = None, damping: float | None = None, n_qmc: int | None = None,
     n_rep: int | None = None, seed: int | None = None, time_limit: float | None = None,
@@ -271,8 +282,9 @@ def solve(
       target: an :class:`attnlib.targets.Target` (``Q0 = Tr S0^2 / d``).
       alpha: ``n / d^2`` in ``[1e-100, 1e100]`` (a ``ValueError`` naming ``alpha`` and
         ``lam`` if the input side cannot resolve the point).
-      lam: penalty strength in ``[1e-100, 1e100]``; the direction is the same for every
-        ``lam`` (only ``rho``, proportional to ``1 / lam``, changes: a test checks it).
+      lam: penalty strength in ``[1e-100, 1e100]``, required as in :func:`attnlib.se.solve`
+        (omitted: 1.0 with a ``DeprecationWarning``, for one release); the direction is the
+        same for every ``lam`` (only ``rho``, proportional to ``1 / lam``, changes).
       init: starting ``(gamma, rho)`` with ``0 < gamma < 1``, ``rho > 0`` (default
         ``(0.5, 0.3 / lam)``).
       settings: :class:`HardmaxSettings` (default ``HardmaxSettings()``).
@@ -287,7 +299,7 @@ def solve(
     """
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
-    lam = _checks.in_interval("lam", lam, 1.0 / _BIG, _BIG, low_open=False)
+    lam = _lam("solve", lam)
     s = _settings(settings, dict(tol=tol, max_iter=max_iter, damping=damping, n_qmc=n_qmc,
                                  n_rep=n_rep, seed=seed, time_limit=time_limit))  # fmt: skip
     g0, r0 = (0.5, 0.3 / lam) if init is None else (float(t) for t in init)

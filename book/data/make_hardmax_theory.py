@@ -107,7 +107,7 @@ def ray_point(*, alpha: float, n_qmc: int, tol: float, seed: int, init=None) -> 
     """The ERM ray at ``alpha`` with the QMC points of ``seed`` (warm start ``init = (gamma,
     rho)``); a dict and the state (``init`` again where the ray was not reached)."""
     r, notes = C.quiet(
-        hardmax.solve, task(), target(), alpha, init=init, tol=tol, n_qmc=n_qmc, n_rep=8,
+        hardmax.solve, task(), target(), alpha, 1.0, init=init, tol=tol, n_qmc=n_qmc, n_rep=8,
         seed=seed,
     )  # fmt: skip
     if notes:
