@@ -496,8 +496,8 @@ def _specs():
     )
     add(
         spectrum.overlap_density,
-        dict(target=tg, Delta=0.5, x=c["x"], lam=1.0),
-        dict(target="target", Delta="pos", x="vector", lam="real"),
+        dict(target=tg, Delta=0.5, x=c["x"], theta=1.0),
+        dict(target="target", Delta="pos", x="vector", theta="real"),
         n=8,
     )
     add(

@@ -89,3 +89,23 @@ def test_hardmax_lam_is_required_as_in_se_solve():
     with pytest.warns(DeprecationWarning, match="lam"):
         old = hardmax.trajectory(task, TARGET, 0.5, n_iter=1, n_qmc=1024)
     assert all((a == b).all() for a, b in zip(old, tr, strict=True))
+
+
+def test_overlap_density_takes_theta_for_the_target_eigenvalue():
+    """``spectrum.overlap_density(target, Delta, x, theta)``: ``theta`` is a target
+    eigenvalue (the notation page's theta_i; ``lam`` is the penalty only). The old
+    keyword ``lam=`` gives the same array for one release, with a warning; both at once
+    is a ``ValueError``."""
+    import numpy as np
+
+    from attnlib import spectrum
+
+    x = np.linspace(0.2, 2.0, 7)
+    new, caught = _quiet(spectrum.overlap_density, TARGET, 0.5, x, theta=1.3)
+    assert _deprecations(caught) == [] and np.all(new > 0)
+    assert (spectrum.overlap_density(TARGET, 0.5, x, 1.3) == new).all()
+    with pytest.warns(DeprecationWarning, match="theta"):
+        old = spectrum.overlap_density(TARGET, 0.5, x, lam=1.3)
+    assert (old == new).all()
+    with pytest.raises(ValueError, match="theta"):
+        spectrum.overlap_density(TARGET, 0.5, x, theta=1.3, lam=1.3)
