@@ -109,3 +109,25 @@ def test_overlap_density_takes_theta_for_the_target_eigenvalue():
     assert (old == new).all()
     with pytest.raises(ValueError, match="theta"):
         spectrum.overlap_density(TARGET, 0.5, x, theta=1.3, lam=1.3)
+
+
+def test_hardmax_cosine_is_cos_theta():
+    """The hardmax ray's cosine ``m / sqrt(q Q0)`` is ``cos_theta`` (cos Theta of the
+    notation page; gamma is the power-law exponent only). ``gamma`` is its deprecated
+    name on both results, for one release. The cosine is checked against the ray's own
+    overlaps: ``test_error_from_overlaps`` at ``m = cos_theta Q0`` is its test error."""
+    from attnlib import hardmax
+
+    task = tasks.Hardmax(T=2)
+    r = hardmax.solve(task, TARGET, 0.5, 1.0, n_qmc=1024, max_iter=10, tol=0.05)
+    assert "cos_theta" in r._fields and "gamma" not in r._fields and 0 < r.cos_theta < 1
+    q0 = TARGET.Q0
+    assert r.test_error == se.test_error_from_overlaps(
+        task, q0, r.cos_theta * q0, q0, n_qmc=1 << 15
+    )
+    with pytest.warns(DeprecationWarning, match="cos_theta"):
+        assert r.gamma == r.cos_theta
+    tr = hardmax.trajectory(task, TARGET, 0.5, 1.0, 1, start=(0.5, 0.3), n_qmc=1024)
+    assert tr._fields == ("cos_theta", "rho")
+    with pytest.warns(DeprecationWarning, match="cos_theta"):
+        assert (tr.gamma == tr.cos_theta).all()
