@@ -330,11 +330,11 @@ def _specs():
         dict(S_hat=Sm, S0=Sm, target=mt),
         dict(S_hat="matrix", S0="matrix", target="target", level="unit", rtol="pos"),
     )
-    add(scaling.LamSchedule, dict(), dict(lam0="pos", ell="real", alpha_ref="pos"))
+    add(scaling.LamSchedule, dict(), dict(lam0="pos", nu="real", alpha_ref="pos"))
     add(
         scaling.threshold_window,
-        dict(target=mt, ell=0.0, m_eff=3, k_lo=1, k_hi=2, ratio=4.0),
-        dict(target="target", ell="real", m_eff="pos", k_lo="int", k_hi="int", ratio="pos"),
+        dict(target=mt, nu=0.0, m_eff=3, k_lo=1, k_hi=2, ratio=4.0),
+        dict(target="target", nu="real", m_eff="pos", k_lo="int", k_hi="int", ratio="pos"),
     )
     add(
         scaling.excess_risk_curve,

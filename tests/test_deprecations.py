@@ -131,3 +131,33 @@ def test_hardmax_cosine_is_cos_theta():
     assert tr._fields == ("cos_theta", "rho")
     with pytest.warns(DeprecationWarning, match="cos_theta"):
         assert (tr.gamma == tr.cos_theta).all()
+
+
+def test_scaling_exponents_are_nu_and_zeta():
+    """The notation page's nu (penalty schedule ``lam ~ alpha^{-nu}``) and zeta
+    (``e - e0 ~ alpha^{-zeta}``) are the code's names: ``LamSchedule.nu``,
+    ``threshold_window(target, nu, ...)``, ``ExponentPrediction.zeta``. The old ``ell``
+    and ``f`` give the same values for one release, with a warning. Values checked
+    against the closed forms: ``lam0 (alpha / alpha_ref)^{-nu}`` and the threshold phase
+    ``zeta = (1 + nu)(2 - 1/gamma)``."""
+    from attnlib import scaling
+
+    s, caught = _quiet(scaling.LamSchedule, 2.0, nu=0.5, alpha_ref=4.0)
+    assert _deprecations(caught) == [] and s.nu == 0.5 and s == scaling.LamSchedule(2.0, 0.5, 4.0)
+    assert math.isclose(s(16.0), 2.0 * 4.0**-0.5)
+    with pytest.warns(DeprecationWarning, match="nu"):
+        old = scaling.LamSchedule(2.0, ell=0.5, alpha_ref=4.0)
+    assert old == s
+    with pytest.warns(DeprecationWarning, match="nu"):
+        assert s.ell == 0.5
+    with pytest.raises(ValueError, match="nu"):
+        scaling.LamSchedule(2.0, nu=0.5, ell=0.5)
+    p, caught = _quiet(scaling.predicted_exponent, 2.0, s)
+    assert _deprecations(caught) == [] and p.phase == "threshold"
+    assert math.isclose(p.zeta, 1.5 * 1.5) and "f" not in p._fields
+    with pytest.warns(DeprecationWarning, match="zeta"):
+        assert p.f == p.zeta
+    tg = scaling.PowerLawModes(gamma=1.5, n_modes=3)
+    new = scaling.threshold_window(tg, 0.0, 3, 1, 2, ratio=4.0)
+    with pytest.warns(DeprecationWarning, match="nu"):
+        assert scaling.threshold_window(tg, ell=0.0, m_eff=3, k_lo=1, k_hi=2, ratio=4.0) == new

@@ -149,26 +149,26 @@ def test_fit_power_law_errors():
 def test_predicted_exponent_phases():
     # noise-free: threshold phase while (1 + ell) r < 1, then samples phase; continuous
     p = predicted_exponent(2.0, 0.0)
-    assert p.phase == "threshold" and math.isclose(p.f, 1.5)
+    assert p.phase == "threshold" and math.isclose(p.zeta, 1.5)
     p = predicted_exponent(2.0, LamSchedule(1.0, 2.0))
-    assert p.phase == "samples" and math.isclose(p.f, 3.0)
+    assert p.phase == "samples" and math.isclose(p.zeta, 3.0)
     for gamma in (0.75, 1.0, 1.5, 3.0):
         ell_c = gamma - 1.0  # boundary (1 + ell) / gamma = 1
         if ell_c > -1:
-            lo = predicted_exponent(gamma, ell_c - 1e-9).f
-            hi = predicted_exponent(gamma, ell_c + 1e-9).f
+            lo = predicted_exponent(gamma, ell_c - 1e-9).zeta
+            hi = predicted_exponent(gamma, ell_c + 1e-9).zeta
             assert math.isclose(lo, hi, abs_tol=1e-8)
     # noisy labels
-    assert math.isclose(predicted_exponent(2.0, -0.5, noisy=True).f, 0.75)
-    assert predicted_exponent(2.0, 0.0, noisy=True).f == 1.0
-    assert math.isclose(predicted_exponent(2.0, -0.75, noisy=True).f, 0.25 * 1.5)
+    assert math.isclose(predicted_exponent(2.0, -0.5, noisy=True).zeta, 0.75)
+    assert predicted_exponent(2.0, 0.0, noisy=True).zeta == 1.0
+    assert math.isclose(predicted_exponent(2.0, -0.75, noisy=True).zeta, 0.25 * 1.5)
     # r = (1 - beta)/gamma is all that matters
     a = predicted_exponent(1.0, 0.3, share_exponent=0.5)
     b = predicted_exponent(2.0, 0.3)
-    assert math.isclose(a.f, b.f)
+    assert math.isclose(a.zeta, b.zeta)
     with pytest.raises(ValueError, match="counting exponent"):
         predicted_exponent(0.4, 0.0)
-    with pytest.raises(ValueError, match="ell must be > -1"):
+    with pytest.raises(ValueError, match="nu must be > -1"):
         predicted_exponent(2.0, -1.0)
     with pytest.raises(ValueError, match="lam0"):
         LamSchedule(0.0, 0.0)
@@ -326,7 +326,7 @@ def test_fitted_exponent_matches_derived_fixed_penalty():
     c, fit = _exponent_case(2.0, 0.0, 100, 4, 25, 8)
     pred = predicted_exponent(2.0, 0.0)
     assert pred.phase == "threshold"
-    assert abs(fit.exponent - pred.f) < 2 * fit.uncertainty + 1e-3, fit
+    assert abs(fit.exponent - pred.zeta) < 2 * fit.uncertainty + 1e-3, fit
     assert fit.uncertainty < 0.1  # the test has power: the error bar is small
     # the recovered-mode count grows like t^{-1/gamma}, i.e. alpha^{1/gamma}
     cnt = fit_power_law(c.alpha, 1.0 / c.n_recovered)
@@ -340,7 +340,7 @@ def test_fitted_exponent_matches_derived_schedules(gamma, ell):
     c, fit = _exponent_case(gamma, ell, 200, 4, 50, 12)
     pred = predicted_exponent(gamma, ell)
     assert pred.phase == "threshold"
-    assert abs(fit.exponent - pred.f) < 2 * fit.uncertainty + 1e-3, fit
+    assert abs(fit.exponent - pred.zeta) < 2 * fit.uncertainty + 1e-3, fit
     assert math.log10(c.alpha[-1] / c.alpha[0]) > 1.4
 
 
