@@ -404,7 +404,7 @@ def _specs():
     add(train.prox_frobenius, dict(B=c["S0"], t=0.1), dict(B="matrix", t="nonneg"))
     W = np.ones((D, 2))
     add(train.factorized_preactivations, dict(X=data.X, W=W), dict(X="sequences", W="matrix"))
-    fast = dict(steps=20, chunk=10)
+    fast = dict(max_iter=20, chunk=10)
     add(
         train.train_factorized,
         dict(key=key, task=task, data=data, p=2, lam_W=0.1, **fast),
@@ -414,7 +414,8 @@ def _specs():
             data="task",
             p="int",
             lam_W="nonneg",
-            steps="int",
+            max_iter="int",
+            settings="task",
             learning_rate="pos",
             decay="unit",
             tol="nonneg",
@@ -433,7 +434,8 @@ def _specs():
             data="task",
             lam="nonneg",
             method="penalty",
-            steps="int",
+            max_iter="int",
+            settings="task",
             learning_rate="pos",
             decay="unit",
             tol="nonneg",
@@ -450,6 +452,7 @@ def _specs():
             lam="nonneg",
             penalty="penalty",
             max_iter="int",
+            settings="task",
             tol="nonneg",
             chunk="int",
             S_init="matrix",

@@ -161,3 +161,38 @@ def test_scaling_exponents_are_nu_and_zeta():
     new = scaling.threshold_window(tg, 0.0, 3, 1, 2, ratio=4.0)
     with pytest.warns(DeprecationWarning, match="nu"):
         assert scaling.threshold_window(tg, ell=0.0, m_eff=3, k_lo=1, k_hi=2, ratio=4.0) == new
+
+
+def test_train_settings_one_type_and_max_iter_for_every_solver():
+    """``TrainSettings`` holds the settings of the three training solvers, and their
+    keywords are shorthands for its fields: the same run, bitwise, whichever way it is
+    given. The iteration budget is ``max_iter`` everywhere; ``steps=`` (its old name in
+    the first-order solvers) gives the same run for one release, with a warning. d = 4,
+    12 sequences, 20 steps."""
+    import jax
+    import numpy as np
+
+    from attnlib import train
+
+    key = jax.random.PRNGKey(0)
+    task = tasks.Linear(T=1, noise=0.1)
+    data = tasks.make_dataset(key, task, np.asarray(TARGET.sample(key, 4)), 12)
+    s = train.TrainSettings(max_iter=20, chunk=10, tol=0.0)
+    runs = {
+        "factorized": lambda **kw: train.train_factorized(key, task, data, 2, 0.1, **kw),
+        "direct": lambda **kw: train.train_direct(task, data, 0.1, **kw),
+        "convex": lambda **kw: train.train_convex(task, data, 0.1, **kw),
+    }
+    for name, run in runs.items():
+        a, caught = _quiet(run, settings=s)
+        b, _ = _quiet(run, max_iter=20, chunk=10, tol=0.0)
+        assert _deprecations(caught) == [] and a.n_iter == 20, name
+        assert (a.S == b.S).all() and a.residual == b.residual, name
+        if name != "convex":
+            with pytest.warns(DeprecationWarning, match="max_iter"):
+                c = run(steps=20, chunk=10, tol=0.0)
+            assert (c.S == a.S).all(), name
+            with pytest.raises(ValueError, match="max_iter"):
+                run(steps=20, max_iter=20)
+    with pytest.raises(ValueError, match="settings"):
+        runs["convex"](settings={"max_iter": 20})

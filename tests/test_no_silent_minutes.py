@@ -119,7 +119,7 @@ def test_other_large_allocations_estimate_memory(monkeypatch):
     task = tasks.Linear(T=1)
     data = tasks.make_dataset(key, task, np.eye(12), 20)
     with pytest.raises(ValueError, match=r"^p: the factor W \(d = 12, p = 100000\)"):
-        train.train_factorized(key, task, data, 100_000, 0.1, steps=1)
+        train.train_factorized(key, task, data, 100_000, 0.1, max_iter=1)
 
 
 def test_learning_curve_logs_its_progress(caplog):

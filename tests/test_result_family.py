@@ -147,11 +147,11 @@ def _data_solvers():
         "hardmax.gamp": (lambda k: hardmax.gamp(HM, hdata, W05, max_iter=k), gamp_diag),
         "bayes.gamp_rie": (lambda k: bayes.gamp_rie(LIN, ldata, W05, max_iter=k), gamp_diag),
         "train.train_factorized": (
-            lambda k: train.train_factorized(key, LIN, ldata, 2, 0.1, steps=10 * k, chunk=10),
+            lambda k: train.train_factorized(key, LIN, ldata, 2, 0.1, max_iter=10 * k, chunk=10),
             train_diag,
         ),
         "train.train_direct": (
-            lambda k: train.train_direct(LIN, ldata, 0.1, steps=10 * k, chunk=10),
+            lambda k: train.train_direct(LIN, ldata, 0.1, max_iter=10 * k, chunk=10),
             train_diag,
         ),
         "train.train_convex": (

@@ -309,8 +309,8 @@ def test_factorized_accepts_the_nuclear_equivalent_lam(seq_problem):
     task, lam, S0, data, _ = seq_problem
     d, p = S0.shape[0], 10
     key = jax.random.PRNGKey(8)
-    r1 = train.train_factorized(key, task, data, p, lam=lam, steps=100)
-    r2 = train.train_factorized(key, task, data, p, lam / math.sqrt(p / d), steps=100)
+    r1 = train.train_factorized(key, task, data, p, lam=lam, max_iter=100)
+    r2 = train.train_factorized(key, task, data, p, lam / math.sqrt(p / d), max_iter=100)
     np.testing.assert_array_equal(np.asarray(r1.W), np.asarray(r2.W))
     for both in ({"lam_W": 0.1, "lam": 0.1}, {}):
         with pytest.raises(ValueError, match="exactly one of lam_W .* and lam"):
@@ -407,10 +407,10 @@ def test_same_key_same_data_and_training(seq_problem):
     d = S0.shape[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        r1 = train.train_factorized(jax.random.PRNGKey(3), task, a, d, lam, steps=200)
-        r2 = train.train_factorized(jax.random.PRNGKey(3), task, b, d, lam, steps=200)
+        r1 = train.train_factorized(jax.random.PRNGKey(3), task, a, d, lam, max_iter=200)
+        r2 = train.train_factorized(jax.random.PRNGKey(3), task, b, d, lam, max_iter=200)
         r3 = train.train_factorized(
-            jax.random.PRNGKey(3), task, a, d, lam, steps=200, tol=0.0, keep_path=True
+            jax.random.PRNGKey(3), task, a, d, lam, max_iter=200, tol=0.0, keep_path=True
         )
     assert np.array_equal(r1.W, r2.W) and np.array_equal(r1.history, r2.history)
     assert r3.path.shape == (2, d, d) and np.array_equal(r3.path[-1], r3.W)
@@ -448,7 +448,9 @@ def test_nonconvergence_warns_with_residual(lin_problem):
     assert not res.converged and res.residual > 0 and np.all(np.isfinite(res.S))
     assert res.n_iter == 50 and res.history.shape == (50,)
     with pytest.warns(RuntimeWarning, match="residual"):
-        res = train.train_factorized(jax.random.PRNGKey(0), task, data, 40, lam, steps=100, tol=0)
+        res = train.train_factorized(
+            jax.random.PRNGKey(0), task, data, 40, lam, max_iter=100, tol=0
+        )
     assert not res.converged and res.n_iter == 100 and res.history.shape == (100,)
 
 
@@ -460,9 +462,9 @@ def test_chunk_of_one_step_never_converges_on_its_first_step(kind, lin_problem):
     is the relative change of the last step, recomputed here from the history."""
     task, lam, S0, data, _ = lin_problem
     run = {
-        "direct": lambda: train.train_direct(task, data, lam, steps=4, chunk=1, tol=1e-12),
+        "direct": lambda: train.train_direct(task, data, lam, max_iter=4, chunk=1, tol=1e-12),
         "factorized": lambda: train.train_factorized(
-            jax.random.PRNGKey(0), task, data, 40, lam, steps=4, chunk=1, tol=1e-12
+            jax.random.PRNGKey(0), task, data, 40, lam, max_iter=4, chunk=1, tol=1e-12
         ),
     }[kind]
     with pytest.warns(RuntimeWarning, match="did not converge"):
@@ -507,7 +509,7 @@ def _bad_calls():
         ("learning_rate", lambda: train.train_factorized(key, task, data, 3, 0.1, learning_rate=0)),
         ("dtype", lambda: train.train_factorized(key, task, data, 3, 0.1, dtype=jnp.int32)),
         ("W_init", lambda: train.train_factorized(key, task, data, 3, 0.1, W_init=np.ones((6, 2)))),
-        ("steps", lambda: train.train_factorized(key, task, data, 3, 0.1, steps=0)),
+        ("max_iter", lambda: train.train_factorized(key, task, data, 3, 0.1, max_iter=0)),
         ("decay", lambda: train.train_factorized(key, task, data, 3, 0.1, decay=1.5)),
         ("method", lambda: train.train_direct(task, data, 0.1, method="lbfgs")),
         ("lam", lambda: train.train_direct(task, data, -0.1)),
