@@ -172,7 +172,7 @@ def test_other_theory_solvers_stop_at_their_time_limit(solver):
     with pytest.warns(se.SEConvergenceWarning, match="time_limit = 0.001 s"):
         r = run(time_limit=1e-3)
     assert time.process_time() - t0 < 5.0
-    field = {"bayes": "mse", "hardmax": "gamma", "width": "kappa_star"}[solver]
+    field = {"bayes": "mse", "hardmax": "cos_theta", "width": "kappa_star"}[solver]
     assert math.isnan(getattr(r, field)) and not r.converged
     with pytest.raises(ValueError, match="time_limit"):
         run(time_limit=0.0)
