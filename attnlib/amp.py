@@ -96,11 +96,11 @@ def _initial_matrix(d, S_init, v_init):
     v_init = _checks.positive("v_init", v_init)
     if S_init is None:
         return np.zeros((d, d)), v_init
-    S0 = np.asarray(S_init, dtype=np.float64)
-    if S0.shape != (d, d):
-        raise ValueError(f"S_init must have shape ({d}, {d}), got {S0.shape}")
-    _checks.finite_array("S_init", S0)
-    return 0.5 * (S0 + S0.T), v_init
+    S = np.asarray(S_init, dtype=np.float64)
+    if S.shape != (d, d):
+        raise ValueError(f"S_init must have shape ({d}, {d}), got {S.shape}")
+    _checks.finite_array("S_init", S)
+    return 0.5 * (S + S.T), v_init
 
 
 def gamp(
@@ -141,9 +141,9 @@ def gamp(
     settings = _gamp.resolve_settings(settings, damping=damping, max_iter=max_iter, tol=tol)
     n_newton = _checks.integer("n_newton", n_newton, 1)
     X, Y, d = _checks.dataset(task, data)
-    S0, v_init = _initial_matrix(d, S_init, v_init)
+    S_start, v_init = _initial_matrix(d, S_init, v_init)  # S0 is the target's symbol only
     output = _gamp.ERMOutput(task, n_newton)
-    start = _gamp.Start(S0, v_init)
+    start = _gamp.Start(S_start, v_init)
     _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
     return _gamp.run(output, _gamp.SpectralProx(penalty), Dataset(X, Y, None), start, lam,
                      settings=settings)  # fmt: skip

@@ -330,11 +330,11 @@ def _specs():
         dict(S_hat=Sm, S0=Sm, target=mt),
         dict(S_hat="matrix", S0="matrix", target="target", level="unit", rtol="pos"),
     )
-    add(scaling.LamSchedule, dict(), dict(lam0="pos", ell="real", alpha_ref="pos"))
+    add(scaling.LamSchedule, dict(), dict(lam0="pos", nu="real", alpha_ref="pos"))
     add(
         scaling.threshold_window,
-        dict(target=mt, ell=0.0, m_eff=3, k_lo=1, k_hi=2, ratio=4.0),
-        dict(target="target", ell="real", m_eff="pos", k_lo="int", k_hi="int", ratio="pos"),
+        dict(target=mt, nu=0.0, m_eff=3, k_lo=1, k_hi=2, ratio=4.0),
+        dict(target="target", nu="real", m_eff="pos", k_lo="int", k_hi="int", ratio="pos"),
     )
     add(
         scaling.excess_risk_curve,
@@ -404,7 +404,7 @@ def _specs():
     add(train.prox_frobenius, dict(B=c["S0"], t=0.1), dict(B="matrix", t="nonneg"))
     W = np.ones((D, 2))
     add(train.factorized_preactivations, dict(X=data.X, W=W), dict(X="sequences", W="matrix"))
-    fast = dict(steps=20, chunk=10)
+    fast = dict(max_iter=20, chunk=10)
     add(
         train.train_factorized,
         dict(key=key, task=task, data=data, p=2, lam_W=0.1, **fast),
@@ -414,7 +414,8 @@ def _specs():
             data="task",
             p="int",
             lam_W="nonneg",
-            steps="int",
+            max_iter="int",
+            settings="task",
             learning_rate="pos",
             decay="unit",
             tol="nonneg",
@@ -433,7 +434,8 @@ def _specs():
             data="task",
             lam="nonneg",
             method="penalty",
-            steps="int",
+            max_iter="int",
+            settings="task",
             learning_rate="pos",
             decay="unit",
             tol="nonneg",
@@ -450,6 +452,7 @@ def _specs():
             lam="nonneg",
             penalty="penalty",
             max_iter="int",
+            settings="task",
             tol="nonneg",
             chunk="int",
             S_init="matrix",
@@ -496,8 +499,8 @@ def _specs():
     )
     add(
         spectrum.overlap_density,
-        dict(target=tg, Delta=0.5, x=c["x"], lam=1.0),
-        dict(target="target", Delta="pos", x="vector", lam="real"),
+        dict(target=tg, Delta=0.5, x=c["x"], theta=1.0),
+        dict(target="target", Delta="pos", x="vector", theta="real"),
         n=8,
     )
     add(
@@ -928,7 +931,7 @@ def _later_specs(add, c):
     add(
         hardmax.solve,
         # converges in 8 maps (a ray not reached is NaN, as in se.solve)
-        dict(task=hm, target=tg, alpha=0.5, n_qmc=1024, max_iter=10, tol=0.05),
+        dict(task=hm, target=tg, alpha=0.5, lam=1.0, n_qmc=1024, max_iter=10, tol=0.05),
         dict(
             task="task",
             target="target",
@@ -943,7 +946,7 @@ def _later_specs(add, c):
     )
     add(
         hardmax.trajectory,
-        dict(task=hm, target=tg, alpha=0.5, n_iter=2, n_qmc=1024),
+        dict(task=hm, target=tg, alpha=0.5, lam=1.0, n_iter=2, n_qmc=1024),
         dict(task="task", target="target", alpha="pos", lam="pos", n_iter="int", n_qmc="int"),
         n=10,
     )

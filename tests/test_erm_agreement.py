@@ -76,7 +76,7 @@ def _simulate(task, alpha, lam, d, seeds, key, solver="convex"):
             cutoff = RANK_CUTOFF
         else:
             # factorised model of width p = d: lam_W = lam / sqrt(kappa) = lam
-            res = train.train_factorized(k_init, task, data, d, lam, steps=6000)
+            res = train.train_factorized(k_init, task, data, d, lam, max_iter=6000)
             cutoff = 1e-3
         assert res.converged, f"{solver} solver did not converge (residual {res.residual:.2e})"
         ev = np.linalg.eigvalsh(res.S)

@@ -212,7 +212,7 @@ def test_bad_arguments_name_them():
         thresholds.perfect_recovery(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5))
     assert bayes.perfect_recovery(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)) == np.inf
     with pytest.raises(ValueError, match="init"):
-        hardmax.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), 0.5, init=(1.5, 1.0))
+        hardmax.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), 0.5, 1.0, init=(1.5, 1.0))
 
 
 def test_state_evolution_settings_and_failure_policy():
@@ -225,17 +225,17 @@ def test_state_evolution_settings_and_failure_policy():
     with pytest.warns(se.SEConvergenceWarning, match="residual"):
         r = hardmax.solve(task, tg, 0.5, 1.0, settings=small)
     assert not r.converged and r.n_iter == 2 and r.residual > small.tol
-    for field in ("gamma", "rho", "test_error", "rank_fraction", "kappa_scale", "objective"):
+    for field in ("cos_theta", "rho", "test_error", "rank_fraction", "kappa_scale", "objective"):
         assert np.isnan(getattr(r, field)), field
     with pytest.warns(se.SEConvergenceWarning):  # the shorthand wins over settings' field
-        s = hardmax.solve(task, tg, 0.5, settings=small._replace(max_iter=50), max_iter=2)
+        s = hardmax.solve(task, tg, 0.5, 1.0, settings=small._replace(max_iter=50), max_iter=2)
     assert s.residual == r.residual and s.n_iter == 2
     for field, bad in (("tol", 0.0), ("max_iter", 0), ("damping", 1.0), ("n_qmc", 3),
                        ("n_rep", 0), ("seed", -1)):  # fmt: skip
         with pytest.raises(ValueError, match=field):
-            hardmax.solve(task, tg, 0.5, settings=hardmax.HardmaxSettings(**{field: bad}))
+            hardmax.solve(task, tg, 0.5, 1.0, settings=hardmax.HardmaxSettings(**{field: bad}))
     with pytest.raises(ValueError, match="settings"):
-        hardmax.solve(task, tg, 0.5, settings=(1e-3, 10))
+        hardmax.solve(task, tg, 0.5, 1.0, settings=(1e-3, 10))
     with pytest.raises(TypeError):  # settings are keyword-only
         hardmax.solve(task, tg, 0.5, 1.0, None, small)
 
@@ -249,7 +249,7 @@ def test_state_evolution_direction_does_not_depend_on_lam():
     a = hardmax.solve(task, tg, 0.5, 1.0, settings=settings)
     b = hardmax.solve(task, tg, 0.5, 0.1, settings=settings)
     assert a.converged and b.converged and a.n_iter == b.n_iter
-    assert abs(a.gamma - b.gamma) < 1e-8
+    assert abs(a.cos_theta - b.cos_theta) < 1e-8
     assert abs(b.rho / a.rho - 10.0) < 1e-7
     assert a.residual < 1e-3  # the ray is reached (up to the QMC cycle)
     assert a.kappa_scale < 1.0
@@ -264,13 +264,13 @@ def test_trajectory_from_the_ray_stays_on_it():
     task, tg = tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)
     ray = hardmax.solve(task, tg, 0.5, 1.0, n_qmc=4096, tol=1e-4, max_iter=300)
     assert ray.converged
-    tr = hardmax.trajectory(task, tg, 0.5, 1.0, 3, start=(ray.gamma, ray.rho), n_qmc=4096)
-    assert tr.gamma.shape == tr.rho.shape == (3,)
-    assert np.all(np.abs(tr.gamma - ray.gamma) < 5e-4) and np.all(
+    tr = hardmax.trajectory(task, tg, 0.5, 1.0, 3, start=(ray.cos_theta, ray.rho), n_qmc=4096)
+    assert tr.cos_theta.shape == tr.rho.shape == (3,)
+    assert np.all(np.abs(tr.cos_theta - ray.cos_theta) < 5e-4) and np.all(
         np.abs(tr.rho / ray.rho - 1) < 1e-3
     )
     far = hardmax.trajectory(task, tg, 0.5, 1.0, 1, start=(0.3, ray.rho), n_qmc=4096)
-    assert abs(far.gamma[0] - 0.3) > 0.1
+    assert abs(far.cos_theta[0] - 0.3) > 0.1
     for bad in ((0.0, 1.0), (1.0, 1.0), (0.5, 0.0), (0.5, np.inf)):
         with pytest.raises(ValueError, match="start"):
             hardmax.trajectory(task, tg, 0.5, 1.0, 1, start=bad)
@@ -324,7 +324,7 @@ def test_gamp_on_data_follows_the_state_evolution_iteration_by_iteration():
     task, tg = tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)
     Q0, n_it, d = tg.Q0, 6, 200
     start = (float(np.sqrt(0.5 / Q0)), float(0.3 / np.sqrt(Q0)))  # GAMP's start
-    se_traj = hardmax.trajectory(task, tg, 0.5, 1.0, n_it, start=start, n_qmc=16384).gamma
+    se_traj = hardmax.trajectory(task, tg, 0.5, 1.0, n_it, start=start, n_qmc=16384).cos_theta
     runs = []
     for seed in range(3):
         k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
@@ -350,10 +350,10 @@ def test_bayes_optimal_test_error_below_the_gamp_ray():
     and the test error of the Bayes posterior mean's direction (0.294) are below that of
     the GAMP ray (0.544); margins far beyond the QMC errors (a few %)."""
     task, tg = tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)
-    ray = hardmax.solve(task, tg, 1.0, n_qmc=16384)
+    ray = hardmax.solve(task, tg, 1.0, 1.0, n_qmc=16384)
     bo = bayes.solve(task, tg, 1.0)
     assert bo.test_error < bo.test_error_plugin < ray.test_error
-    assert bo.mse < tg.Q0 * (1 - ray.gamma**2)  # the ray's error at its best scale
+    assert bo.mse < tg.Q0 * (1 - ray.cos_theta**2)  # the ray's error at its best scale
 
 
 @pytest.mark.parametrize("noise, mmse", [(0.0, 1.0), (0.1, 0.3)])

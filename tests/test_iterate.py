@@ -175,7 +175,7 @@ def test_hardmax_state_evolution_is_the_damped_loop_it_replaced(max_iter):
                                    max_iter, kw["damping"])  # fmt: skip
     assert r.n_iter == it and r.converged == (res < kw["tol"]) == (max_iter == 40)
     if max_iter == 40:
-        np.testing.assert_allclose([r.gamma, r.rho], [np.tanh(y[0]), np.exp(y[1])], rtol=1e-12)
+        np.testing.assert_allclose([r.cos_theta, r.rho], [np.tanh(y[0]), np.exp(y[1])], rtol=1e-12)
     else:
-        assert math.isnan(r.gamma) and math.isnan(r.rho) and math.isnan(r.test_error)
+        assert math.isnan(r.cos_theta) and math.isnan(r.rho) and math.isnan(r.test_error)
     assert r.residual == pytest.approx(res, rel=1e-9, abs=1e-13)  # a difference of iterates

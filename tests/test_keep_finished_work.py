@@ -59,7 +59,8 @@ def test_learning_curve_marks_a_failed_point_and_goes_on(monkeypatch, full_curve
     assert list(curve.converged) == [True, False, True, True, True]
     assert math.isnan(curve.mse[1]) and np.all(np.isfinite(curve.mse[[0, 2, 3, 4]]))
     np.testing.assert_allclose(curve.mse[[0, 2, 3, 4]], full_curve.mse[[0, 2, 3, 4]], rtol=1e-5)
-    with pytest.raises(ValueError, match="m must satisfy"):  # on_fail="raise": it propagates
+    # on_fail="raise" (deprecated, with a DeprecationWarning): it propagates
+    with pytest.raises(ValueError, match="m must satisfy"), pytest.warns(DeprecationWarning):
         _raise_at(monkeypatch, 1, ValueError("m must satisfy"))
         se.learning_curve(TASK, TARGET, ALPHAS, LAM, on_fail="raise")
 
@@ -92,8 +93,8 @@ def test_solve_stops_at_its_time_limit():
         r = se.solve(task, TARGET, 0.3, 0.01, time_limit=1e-3)
     assert time.process_time() - t0 < 5.0
     assert not r.converged and math.isnan(r.mse) and r.alpha == 0.3
-    with pytest.raises(RuntimeError, match="time_limit"):
-        se.solve(task, TARGET, 0.3, 0.01, time_limit=1e-3, on_fail="raise")
+    with pytest.raises(RuntimeError, match="time_limit"), pytest.warns(DeprecationWarning):
+        se.solve(task, TARGET, 0.3, 0.01, time_limit=1e-3, on_fail="raise")  # deprecated
     with pytest.raises(ValueError, match="time_limit"):
         se.solve(task, TARGET, 0.3, 0.01, time_limit=-1.0)
 
@@ -164,14 +165,14 @@ def test_other_theory_solvers_stop_at_their_time_limit(solver):
 
     run = {
         "bayes": lambda **kw: bayes.solve(tasks.Seq2Seq(T=2, noise=0.1), TARGET, 0.3, **kw),
-        "hardmax": lambda **kw: hardmax.solve(tasks.Hardmax(T=2), TARGET, 0.5, **kw),
+        "hardmax": lambda **kw: hardmax.solve(tasks.Hardmax(T=2), TARGET, 0.5, 1.0, **kw),
         "width": lambda **kw: width.solve(TASK, TARGET, 0.5, 0.01, 0.2, **kw),
     }[solver]
     t0 = time.process_time()
     with pytest.warns(se.SEConvergenceWarning, match="time_limit = 0.001 s"):
         r = run(time_limit=1e-3)
     assert time.process_time() - t0 < 5.0
-    field = {"bayes": "mse", "hardmax": "gamma", "width": "kappa_star"}[solver]
+    field = {"bayes": "mse", "hardmax": "cos_theta", "width": "kappa_star"}[solver]
     assert math.isnan(getattr(r, field)) and not r.converged
     with pytest.raises(ValueError, match="time_limit"):
         run(time_limit=0.0)

@@ -119,7 +119,7 @@ def test_other_large_allocations_estimate_memory(monkeypatch):
     task = tasks.Linear(T=1)
     data = tasks.make_dataset(key, task, np.eye(12), 20)
     with pytest.raises(ValueError, match=r"^p: the factor W \(d = 12, p = 100000\)"):
-        train.train_factorized(key, task, data, 100_000, 0.1, steps=1)
+        train.train_factorized(key, task, data, 100_000, 0.1, max_iter=1)
 
 
 def test_learning_curve_logs_its_progress(caplog):
@@ -185,7 +185,7 @@ def test_long_theory_calls_log_their_progress_at_info(solver, caplog, monkeypatc
                "attnlib.se", "state evolution at alpha 0.3"),
         "bayes": (lambda: bayes.solve(tasks.Seq2Seq(T=2, noise=0.1), target, 0.3),
                   "attnlib.bayes", "bayes.solve at alpha 0.3"),
-        "hardmax": (lambda: hardmax.solve(tasks.Hardmax(T=2), target, 0.5, max_iter=3,
+        "hardmax": (lambda: hardmax.solve(tasks.Hardmax(T=2), target, 0.5, 1.0, max_iter=3,
                                           n_qmc=1024),
                     "attnlib.hardmax", "hardmax SE at alpha 0.5"),
         "search": (lambda: se.search_lambda(tasks.Linear(T=1, noise=0.1), target, 0.5,

@@ -67,7 +67,8 @@ def _simulate(task, alpha, lam, penalty, d, seeds):
 def _compare(case, ds, seeds):
     """``[(name, extrapolated, error, SE value, tolerance)]`` for objective and trace."""
     task, alpha, lam, penalty = case
-    pred = se.solve(task, targets.Wishart(KAPPA0), alpha, lam, penalty, on_fail="raise")
+    pred = se.solve(task, targets.Wishart(KAPPA0), alpha, lam, penalty)
+    assert pred.converged
     sims = {d: _simulate(task, alpha, lam, penalty, d, seeds) for d in ds}
     out = []
     for k, name in enumerate(("objective", "trace")):

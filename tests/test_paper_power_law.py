@@ -77,7 +77,7 @@ def test_paper_exponent_is_predicted_exponent_in_n(gamma, a, b, regime):
     for ell in {"minimax": (0.0, -0.3), "variance": (0.0, 0.5)}.get(regime, (-0.6, -0.8)):
         dz = (paper_exponent(gamma, a + h, b - ell * h).zeta - p.zeta) / h
         pred = predicted_exponent(gamma, ell, noisy=True, **flags)
-        assert math.isclose(dz, pred.f, abs_tol=1e-9), (ell, dz, pred)
+        assert math.isclose(dz, pred.zeta, abs_tol=1e-9), (ell, dz, pred)
         assert pred.phase == regime
 
 
@@ -205,4 +205,4 @@ def test_paper_rates_in_n_at_fixed_d(a_range, lam, flags):
     ys = [se.solve(task, tg, n / d**2, lam).mse for n in ns]
     fit = fit_power_law(ns, ys)
     pred = predicted_exponent(1.0, 0.0, noisy=True, **flags)
-    assert abs(fit.exponent - pred.f) < 0.1, (fit, pred)
+    assert abs(fit.exponent - pred.zeta) < 0.1, (fit, pred)

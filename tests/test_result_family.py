@@ -66,7 +66,7 @@ def _theory(fail: bool):
         "se.solve_accurate": lambda: se.solve_accurate(LIN, W05, ALPHA, LAM, **f),
         "width.solve": lambda: width.solve(LIN, W05, ALPHA, LAM, kappa, **f),
         "hardmax.solve": lambda: hardmax.solve(
-            HM, W05, ALPHA, n_qmc=1024, **(dict(max_iter=2) if fail else dict(tol=0.05))
+            HM, W05, ALPHA, 1.0, n_qmc=1024, **(dict(max_iter=2) if fail else dict(tol=0.05))
         ),
         "bayes.solve": lambda: bayes.solve(LIN, W05, 0.2, **(dict(xtol=1.0) if fail else {})),
     }
@@ -146,11 +146,11 @@ def _data_solvers():
         "hardmax.gamp": (lambda k: hardmax.gamp(HM, hdata, W05, max_iter=k), gamp_diag),
         "bayes.gamp_rie": (lambda k: bayes.gamp_rie(LIN, ldata, W05, max_iter=k), gamp_diag),
         "train.train_factorized": (
-            lambda k: train.train_factorized(key, LIN, ldata, 2, 0.1, steps=10 * k, chunk=10),
+            lambda k: train.train_factorized(key, LIN, ldata, 2, 0.1, max_iter=10 * k, chunk=10),
             train_diag,
         ),
         "train.train_direct": (
-            lambda k: train.train_direct(LIN, ldata, 0.1, steps=10 * k, chunk=10),
+            lambda k: train.train_direct(LIN, ldata, 0.1, max_iter=10 * k, chunk=10),
             train_diag,
         ),
         "train.train_convex": (

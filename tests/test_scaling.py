@@ -149,26 +149,26 @@ def test_fit_power_law_errors():
 def test_predicted_exponent_phases():
     # noise-free: threshold phase while (1 + ell) r < 1, then samples phase; continuous
     p = predicted_exponent(2.0, 0.0)
-    assert p.phase == "threshold" and math.isclose(p.f, 1.5)
+    assert p.phase == "threshold" and math.isclose(p.zeta, 1.5)
     p = predicted_exponent(2.0, LamSchedule(1.0, 2.0))
-    assert p.phase == "samples" and math.isclose(p.f, 3.0)
+    assert p.phase == "samples" and math.isclose(p.zeta, 3.0)
     for gamma in (0.75, 1.0, 1.5, 3.0):
         ell_c = gamma - 1.0  # boundary (1 + ell) / gamma = 1
         if ell_c > -1:
-            lo = predicted_exponent(gamma, ell_c - 1e-9).f
-            hi = predicted_exponent(gamma, ell_c + 1e-9).f
+            lo = predicted_exponent(gamma, ell_c - 1e-9).zeta
+            hi = predicted_exponent(gamma, ell_c + 1e-9).zeta
             assert math.isclose(lo, hi, abs_tol=1e-8)
     # noisy labels
-    assert math.isclose(predicted_exponent(2.0, -0.5, noisy=True).f, 0.75)
-    assert predicted_exponent(2.0, 0.0, noisy=True).f == 1.0
-    assert math.isclose(predicted_exponent(2.0, -0.75, noisy=True).f, 0.25 * 1.5)
+    assert math.isclose(predicted_exponent(2.0, -0.5, noisy=True).zeta, 0.75)
+    assert predicted_exponent(2.0, 0.0, noisy=True).zeta == 1.0
+    assert math.isclose(predicted_exponent(2.0, -0.75, noisy=True).zeta, 0.25 * 1.5)
     # r = (1 - beta)/gamma is all that matters
     a = predicted_exponent(1.0, 0.3, share_exponent=0.5)
     b = predicted_exponent(2.0, 0.3)
-    assert math.isclose(a.f, b.f)
+    assert math.isclose(a.zeta, b.zeta)
     with pytest.raises(ValueError, match="counting exponent"):
         predicted_exponent(0.4, 0.0)
-    with pytest.raises(ValueError, match="ell must be > -1"):
+    with pytest.raises(ValueError, match="nu must be > -1"):
         predicted_exponent(2.0, -1.0)
     with pytest.raises(ValueError, match="lam0"):
         LamSchedule(0.0, 0.0)
@@ -238,6 +238,23 @@ def test_lasso_se_limits_and_errors():
         lasso_se(tg, 1.0, 0.1, noise=-1.0)
     with pytest.raises(ValueError, match="target"):
         lasso_se("not a target", 1.0, 0.1)
+
+
+def test_lasso_se_failure_policy_nan_not_finite_numbers():
+    """The theory failure policy (issue 37): a solve stopped before the fixed point (a
+    Brent tolerance of 0.3 in ``log tau`` leaves a relative residual of 7e-2) returns NaN
+    fields, ``converged=False``, its residual, and a warning; never finite numbers that
+    are not a fixed point. The converged solve is unchanged and satisfies its equation."""
+    tg = PowerLawModes(gamma=1.0, n_modes=5, kappa0=0.5)
+    with pytest.warns(RuntimeWarning, match="fields are NaN"):
+        bad = lasso_se(tg, 0.5, 0.1, 0.1, tol=0.3)
+    assert not bad.converged and bad.residual > 1e-6
+    assert all(np.all(np.isnan(x)) for x in (bad.tau, bad.theta, bad.mse, bad.dof, bad.recovered))
+    assert (bad.delta, bad.lam, bad.noise) == (0.5, 0.1, 0.1)
+    good = lasso_se(tg, 0.5, 0.1, 0.1)
+    assert good.converged and np.isfinite(good.mse)
+    # tau^2 = (noise + mse) / delta at the fixed point, recomputed from its fields
+    assert math.isclose(good.tau**2, (0.1 + good.mse) / 0.5, rel_tol=1e-9)
     with pytest.raises(ValueError, match="lam"):
         lasso_solve(np.eye(3), np.ones(3), -1.0)
     with pytest.raises(ValueError, match="y has shape"):
@@ -309,7 +326,7 @@ def test_fitted_exponent_matches_derived_fixed_penalty():
     c, fit = _exponent_case(2.0, 0.0, 100, 4, 25, 8)
     pred = predicted_exponent(2.0, 0.0)
     assert pred.phase == "threshold"
-    assert abs(fit.exponent - pred.f) < 2 * fit.uncertainty + 1e-3, fit
+    assert abs(fit.exponent - pred.zeta) < 2 * fit.uncertainty + 1e-3, fit
     assert fit.uncertainty < 0.1  # the test has power: the error bar is small
     # the recovered-mode count grows like t^{-1/gamma}, i.e. alpha^{1/gamma}
     cnt = fit_power_law(c.alpha, 1.0 / c.n_recovered)
@@ -323,7 +340,7 @@ def test_fitted_exponent_matches_derived_schedules(gamma, ell):
     c, fit = _exponent_case(gamma, ell, 200, 4, 50, 12)
     pred = predicted_exponent(gamma, ell)
     assert pred.phase == "threshold"
-    assert abs(fit.exponent - pred.f) < 2 * fit.uncertainty + 1e-3, fit
+    assert abs(fit.exponent - pred.zeta) < 2 * fit.uncertainty + 1e-3, fit
     assert math.log10(c.alpha[-1] / c.alpha[0]) > 1.4
 
 

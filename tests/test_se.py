@@ -331,16 +331,17 @@ def test_learning_curve_warm_start_matches_cold_solves():
     np.testing.assert_allclose([lc.m[-1], lc.q[-1], lc.v[-1]], [cold.m, cold.q, cold.v], rtol=1e-4)
 
 
-def test_optimal_lambda_linear_frobenius_is_noise_over_signal():
+def test_search_lambda_linear_frobenius_is_noise_over_signal():
     r"""Ridge with an isotropic design is optimal at ``lam' = gamma Delta / r^2`` (the
     Bayes posterior mean for a Gaussian prior of the same norm; the risk depends on
     ``beta0`` only through ``r^2``): with ``lam' = lam / (4 alpha)``, ``gamma = 1/(2 alpha)``
     and ``r^2 = 2 Q0`` this is ``lam_opt = Delta / Q0`` for every alpha."""
     task = tasks.Linear(T=1, noise=0.3)
     for alpha in (0.2, 1.0):
-        lam, r = se.optimal_lambda(
+        found = se.search_lambda(
             task, TARGET, alpha, "frobenius", bounds=(1e-3, 10.0), xatol=1e-4, tol=1e-12
         )
+        lam, r = found.lam, found.result
         assert abs(lam - 0.3 / Q0) < 2e-3 * (0.3 / Q0)
         assert isinstance(r, se.SEResult) and r.lam == pytest.approx(lam)
 
@@ -369,7 +370,7 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="alphas"):
         se.learning_curve(task, TARGET, [0.1, -0.2], 0.1)
     with pytest.raises(ValueError, match="bounds"):
-        se.optimal_lambda(task, TARGET, 0.5, bounds=(1.0, 0.1))
+        se.search_lambda(task, TARGET, 0.5, bounds=(1.0, 0.1))
     with pytest.raises(ValueError, match="m must satisfy"):
         se.test_error_from_overlaps(task, 1.0, 2.0, 1.0)
     with pytest.raises(ValueError, match="a_hat"):  # c = 5e299: q overflowed to inf before
@@ -384,8 +385,8 @@ def test_non_convergence_warns_or_raises_with_residual_and_nan_fields():
     assert not r.converged and math.isfinite(r.residual) and r.residual > 1e-6
     # never a finite number that is not a fixed point
     assert all(math.isnan(x) for x in (r.m, r.q, r.v, r.test_error, r.mse, r.train_loss))
-    with pytest.raises(RuntimeError, match="residual"):
-        se.solve(task, TARGET, 0.5, 0.1, max_iter=1, on_fail="raise")
+    with pytest.raises(RuntimeError, match="residual"), pytest.warns(DeprecationWarning):
+        se.solve(task, TARGET, 0.5, 0.1, max_iter=1, on_fail="raise")  # deprecated
     # Frobenius with lam = 0 below alpha = 1/2 (T = 1) has no fixed point (v diverges):
     # refused at once with advice, rather than searched for and returned as NaN
     with pytest.raises(ValueError, match="lam = 0 at alpha = 0.3"):
@@ -565,7 +566,8 @@ def test_solve_next_to_the_zero_phase_boundary():
     solves at lam 0.08 and 0.12 converge (rank fractions 0.076 and 0.049). A start
     shrunk towards the origin finds the fixed point (rank fraction 0.063)."""
     task, target = tasks.Seq2Seq(T=2, noise=0.25), Wishart(0.5)
-    r, w = se.solve(task, target, 0.02, 0.1, on_fail="raise", return_warm=True)
+    r, w = se.solve(task, target, 0.02, 0.1, return_warm=True)
+    assert r.converged
     assert _map_residual(task, target, r, w) < 1e-4
     assert 0.049 < r.rank_fraction < 0.076
     near = se.solve(task, target, 0.02, 0.08, return_warm=True)[1]

@@ -309,8 +309,8 @@ def test_factorized_accepts_the_nuclear_equivalent_lam(seq_problem):
     task, lam, S0, data, _ = seq_problem
     d, p = S0.shape[0], 10
     key = jax.random.PRNGKey(8)
-    r1 = train.train_factorized(key, task, data, p, lam=lam, steps=100)
-    r2 = train.train_factorized(key, task, data, p, lam / math.sqrt(p / d), steps=100)
+    r1 = train.train_factorized(key, task, data, p, lam=lam, max_iter=100)
+    r2 = train.train_factorized(key, task, data, p, lam / math.sqrt(p / d), max_iter=100)
     np.testing.assert_array_equal(np.asarray(r1.W), np.asarray(r2.W))
     for both in ({"lam_W": 0.1, "lam": 0.1}, {}):
         with pytest.raises(ValueError, match="exactly one of lam_W .* and lam"):
@@ -407,10 +407,10 @@ def test_same_key_same_data_and_training(seq_problem):
     d = S0.shape[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        r1 = train.train_factorized(jax.random.PRNGKey(3), task, a, d, lam, steps=200)
-        r2 = train.train_factorized(jax.random.PRNGKey(3), task, b, d, lam, steps=200)
+        r1 = train.train_factorized(jax.random.PRNGKey(3), task, a, d, lam, max_iter=200)
+        r2 = train.train_factorized(jax.random.PRNGKey(3), task, b, d, lam, max_iter=200)
         r3 = train.train_factorized(
-            jax.random.PRNGKey(3), task, a, d, lam, steps=200, tol=0.0, keep_path=True
+            jax.random.PRNGKey(3), task, a, d, lam, max_iter=200, tol=0.0, keep_path=True
         )
     assert np.array_equal(r1.W, r2.W) and np.array_equal(r1.history, r2.history)
     assert r3.path.shape == (2, d, d) and np.array_equal(r3.path[-1], r3.W)
@@ -421,6 +421,26 @@ def test_same_key_same_data_and_training(seq_problem):
     )
 
 
+def test_breakdown_returns_nan_with_a_warning_not_an_exception():
+    """The policy of the algorithms on data (issue 37, as GAMP): a breakdown of
+    train_convex is a result (NaN ``S`` and train loss, ``converged=False``) with a
+    ``RuntimeWarning``, not a ``FloatingPointError``. Tokens scaled by 1e90 (inside the
+    accepted 1e100) overflow the float64 objective (``h^2 ~ 1e360``); by 1e30 they do not,
+    and the same run converges to a finite minimiser (the old code raised for the first
+    and returned this for the second)."""
+    key = jax.random.PRNGKey(0)
+    d, task = 6, tasks.Linear(T=1, noise=0.1)
+    S0 = np.asarray(targets.Wishart(0.5).sample(key, d))
+    data = tasks.make_dataset(key, task, S0, 40)
+    huge = tasks.Dataset(data.X * 1e90, data.Y, data.h0)
+    with pytest.warns(RuntimeWarning, match="broke down"):
+        r = train.train_convex(task, huge, 0.1, max_iter=100)
+    assert not r.converged and np.all(np.isnan(r.S)) and math.isnan(r.train_loss)
+    big = tasks.Dataset(data.X * 1e30, data.Y, data.h0)
+    ok = train.train_convex(task, big, 0.1, max_iter=100)
+    assert ok.converged and np.all(np.isfinite(ok.S)) and math.isfinite(ok.train_loss)
+
+
 def test_nonconvergence_warns_with_residual(lin_problem):
     task, lam, S0, data, _ = lin_problem
     with pytest.warns(RuntimeWarning, match="residual"):
@@ -428,7 +448,9 @@ def test_nonconvergence_warns_with_residual(lin_problem):
     assert not res.converged and res.residual > 0 and np.all(np.isfinite(res.S))
     assert res.n_iter == 50 and res.history.shape == (50,)
     with pytest.warns(RuntimeWarning, match="residual"):
-        res = train.train_factorized(jax.random.PRNGKey(0), task, data, 40, lam, steps=100, tol=0)
+        res = train.train_factorized(
+            jax.random.PRNGKey(0), task, data, 40, lam, max_iter=100, tol=0
+        )
     assert not res.converged and res.n_iter == 100 and res.history.shape == (100,)
 
 
@@ -440,9 +462,9 @@ def test_chunk_of_one_step_never_converges_on_its_first_step(kind, lin_problem):
     is the relative change of the last step, recomputed here from the history."""
     task, lam, S0, data, _ = lin_problem
     run = {
-        "direct": lambda: train.train_direct(task, data, lam, steps=4, chunk=1, tol=1e-12),
+        "direct": lambda: train.train_direct(task, data, lam, max_iter=4, chunk=1, tol=1e-12),
         "factorized": lambda: train.train_factorized(
-            jax.random.PRNGKey(0), task, data, 40, lam, steps=4, chunk=1, tol=1e-12
+            jax.random.PRNGKey(0), task, data, 40, lam, max_iter=4, chunk=1, tol=1e-12
         ),
     }[kind]
     with pytest.warns(RuntimeWarning, match="did not converge"):
@@ -487,7 +509,7 @@ def _bad_calls():
         ("learning_rate", lambda: train.train_factorized(key, task, data, 3, 0.1, learning_rate=0)),
         ("dtype", lambda: train.train_factorized(key, task, data, 3, 0.1, dtype=jnp.int32)),
         ("W_init", lambda: train.train_factorized(key, task, data, 3, 0.1, W_init=np.ones((6, 2)))),
-        ("steps", lambda: train.train_factorized(key, task, data, 3, 0.1, steps=0)),
+        ("max_iter", lambda: train.train_factorized(key, task, data, 3, 0.1, max_iter=0)),
         ("decay", lambda: train.train_factorized(key, task, data, 3, 0.1, decay=1.5)),
         ("method", lambda: train.train_direct(task, data, 0.1, method="lbfgs")),
         ("lam", lambda: train.train_direct(task, data, -0.1)),

@@ -162,7 +162,7 @@ def test_adam_interpolates_up_to_the_counting_bound():
     for n in (round(0.8 * dim), round(1.25 * dim)):
         data = tasks.make_dataset(jax.random.PRNGKey(2), LIN, S0, n)
         r = train.train_factorized(
-            jax.random.PRNGKey(3), LIN, data, p, 1e-5, steps=20000, tol=1e-12
+            jax.random.PRNGKey(3), LIN, data, p, 1e-5, max_iter=20000, tol=1e-12
         )
         losses.append(r.train_loss)
     assert losses[0] < 1e-5 < 1e-3 < losses[1], losses
@@ -184,7 +184,7 @@ def test_wide_student_interpolates_up_to_the_convex_threshold():
     for rel in (0.85, 1.15):
         data = tasks.make_dataset(jax.random.PRNGKey(2), LIN, S0, round(rel * a_conv * d * d))
         r = train.train_factorized(
-            jax.random.PRNGKey(3), LIN, data, p, 1e-5, steps=20000, tol=1e-12
+            jax.random.PRNGKey(3), LIN, data, p, 1e-5, max_iter=20000, tol=1e-12
         )
         losses.append(r.train_loss)
     assert losses[0] < 1e-5 < 1e-3 < losses[1], losses
@@ -205,7 +205,7 @@ def test_state_evolution_against_adam_linear():
         data = tasks.make_dataset(k_x, LIN, S0, tasks.n_samples(alpha, d))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            a = train.train_factorized(k_i, LIN, data, p, lam / math.sqrt(p / d), steps=8000)
+            a = train.train_factorized(k_i, LIN, data, p, lam / math.sqrt(p / d), max_iter=8000)
         rows.append((a.train_loss, train.test_error(k_t, LIN, S0, a.S, n_test=10000)))
     rows = np.asarray(rows)
     mean, sem = rows.mean(0), rows.std(0, ddof=1) / math.sqrt(seeds)

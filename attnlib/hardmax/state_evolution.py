@@ -11,11 +11,13 @@ the output channel becomes the projection on the closed region of the labels
 degree one, ``(m, q, v) -> (eps m, eps^2 q, eps v)``: ``g``, ``m_hat``, ``q_hat`` are
 unchanged, ``a_hat -> a_hat / eps``, hence ``c, tau -> eps c, eps tau`` and the
 spectral map ``f -> eps f``. The state evolution is therefore solved for the
-scale-free quantities, the cosine ``gamma = m / sqrt(q Q0)`` and ``rho = v / sqrt(q)``,
+scale-free quantities, the cosine ``cos_theta = m / sqrt(q Q0)`` (``cos Theta`` of the
+notation page; the field was ``gamma``, a deprecated alias for one release) and
+``rho = v / sqrt(q)``,
 with ``q = Q0`` fixed after each map; ``kappa_scale`` is the factor by which one map
 shrinks the scale. The threshold of the spectral map in units of its slope is
 ``tau / c = lam / m_hat``; with ``m_hat`` proportional to ``1 / rho`` the product
-``lam rho`` is what enters, so the direction (``gamma``, rank fraction, test error,
+``lam rho`` is what enters, so the direction (``cos_theta``, rank fraction, test error,
 ``Delta_eff = q_hat / m_hat^2``) does not depend on ``lam > 0``; only ``rho`` does
 (``rho`` proportional to ``1 / lam``). The test error depends on ``S`` only through its
 direction (``hardmax(c h) = hardmax(h)``).
@@ -42,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, _compiled_programs, _limits, channels, iterate
+from attnlib import _checks, _compiled_programs, _deprecation, _limits, channels, iterate
 from attnlib import tasks as _tasks
 from attnlib.se import SEConvergenceWarning, input_side, qmc_normals, test_error_from_overlaps
 from attnlib.se.output import noise_dim, pairs
@@ -65,7 +67,9 @@ class HardmaxSE(NamedTuple):
     """The fixed ray of the hardmax state evolution (normalised to ``q = Q0``).
 
     Attributes:
-      alpha, Q0: inputs; ``gamma = m / sqrt(q Q0)`` the cosine between ``S_hat`` and ``S0``;
+      alpha, Q0: inputs; ``cos_theta = m / sqrt(q Q0)`` the cosine between ``S_hat`` and
+        ``S0`` (``cos Theta`` in book/notation.md; ``gamma``: its deprecated name, for one
+        release);
       rho: ``v / sqrt(q)`` (proportional to ``1 / lam``);
       m_hat, q_hat, a_hat: conjugates at ``q = Q0``, ``v = rho sqrt(Q0)``;
       a_hat_stein: the Stein form of ``a_hat`` (same quantity, independent estimator);
@@ -86,7 +90,7 @@ class HardmaxSE(NamedTuple):
 
     alpha: float
     Q0: float
-    gamma: float
+    cos_theta: float
     rho: float
     m_hat: float
     q_hat: float
@@ -104,6 +108,13 @@ class HardmaxSE(NamedTuple):
     integration_error: float
     trace: float = math.nan
     objective: float = math.nan
+
+    @property
+    def gamma(self) -> float:
+        """Deprecated name of :attr:`cos_theta` (a ``DeprecationWarning``; removed in the
+        next release)."""
+        _deprecation.warn("HardmaxSE.gamma", "HardmaxSE.cos_theta (cos Theta, book/notation.md)")
+        return self.cos_theta
 
 
 @functools.partial(jax.jit, static_argnames=("task",))
@@ -155,10 +166,10 @@ def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4,
 
 
 def _map(task, target, alpha, y, qmc, lam=1.0):
-    """One normalised map ``(gamma, log rho) -> (gamma', log rho')`` and its by-products."""
+    """One normalised map ``(cos_theta, log rho) -> (cos_theta', log rho')``, by-products."""
     Q0 = float(target.Q0)
-    gamma, rho = float(np.tanh(y[0])), float(np.exp(y[1]))
-    m, q, v = gamma * Q0, Q0, rho * math.sqrt(Q0)
+    cos_theta, rho = float(np.tanh(y[0])), float(np.exp(y[1]))
+    m, q, v = cos_theta * Q0, Q0, rho * math.sqrt(Q0)
     means = output_side(task, alpha, Q0, m, q, v, n_qmc=qmc[0], n_rep=qmc[1], seed=qmc[2])
     a_hat, q_hat, m_hat = (float(t) for t in means.mean(axis=0)[:3])
     if not (a_hat > 0 and m_hat > 0 and q_hat > 0):
@@ -172,15 +183,32 @@ def _map(task, target, alpha, y, qmc, lam=1.0):
 
 
 class HardmaxTrajectory(NamedTuple):
-    """Arrays over the maps ``t = 1 .. n_iter``: the cosine ``gamma`` between ``S_hat`` and
-    ``S0`` and ``rho = v / sqrt(q)`` after the ``t``-th map."""
+    """Arrays over the maps ``t = 1 .. n_iter``: the cosine ``cos_theta`` between ``S_hat``
+    and ``S0`` and ``rho = v / sqrt(q)`` after the ``t``-th map (``gamma``: the deprecated
+    name of ``cos_theta``, for one release)."""
 
-    gamma: np.ndarray
+    cos_theta: np.ndarray
     rho: np.ndarray
+
+    @property
+    def gamma(self) -> np.ndarray:
+        """Deprecated name of :attr:`cos_theta` (a ``DeprecationWarning``)."""
+        _deprecation.warn("HardmaxTrajectory.gamma", "HardmaxTrajectory.cos_theta")
+        return self.cos_theta
+
+
+def _lam(fn: str, lam):
+    """``lam`` checked; omitted (``None``), the old default 1.0 with a ``DeprecationWarning``
+    (``lam`` is required, as in :func:`attnlib.se.solve`)."""
+    if lam is None:
+        new = f"hardmax.{fn}(task, target, alpha, lam), as se.solve"
+        _deprecation.warn(f"hardmax.{fn} without lam (the default 1.0)", new, stacklevel=4)
+        lam = 1.0
+    return _checks.in_interval("lam", lam, 1.0 / _BIG, _BIG, low_open=False)
 
 
 def trajectory(
-    task, target, alpha: float, lam: float = 1.0, n_iter: int = 10, *, start=(0.5, 0.3),
+    task, target, alpha: float, lam: float | None = None, n_iter: int = 10, *, start=(0.5, 0.3),
     n_qmc: int | None = None, n_rep: int | None = None, seed: int | None = None,
 ) -> HardmaxTrajectory:  # fmt: skip
     """The undamped map of the hardmax state evolution iterated ``n_iter`` times from
@@ -188,9 +216,10 @@ def trajectory(
     looks for the fixed ray instead).
 
     Args:
-      task, target, alpha, lam: as in :func:`solve`.
+      task, target, alpha, lam: as in :func:`solve` (``lam`` required; omitted, 1.0 with
+        a ``DeprecationWarning``, for one release).
       n_iter: number of maps, ``>= 1``.
-      start: ``(gamma, rho)`` of the first iterate, ``0 < gamma < 1``, ``rho > 0``.
+      start: ``(cos_theta, rho)`` of the first iterate, ``0 < cos_theta < 1``, ``rho > 0``.
       n_qmc, n_rep, seed: QMC points of each output side (``None``: the field of
         :class:`HardmaxSettings`, so that the defaults give :func:`solve`'s points).
 
@@ -199,13 +228,15 @@ def trajectory(
     """
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
-    lam = _checks.in_interval("lam", lam, 1.0 / _BIG, _BIG, low_open=False)
+    lam = _lam("trajectory", lam)
     n_iter = _checks.integer("n_iter", n_iter, 1)
     s = _settings(None, dict(n_qmc=n_qmc, n_rep=n_rep, seed=seed))
     qmc = (s.n_qmc, s.n_rep, s.seed)
     g0, r0 = (float(t) for t in start)
     if not (0.0 < g0 < 1.0 and 0.0 < r0 < math.inf):
-        raise ValueError(f"start must be (gamma, rho) with 0 < gamma < 1 and rho > 0, got {start}")
+        raise ValueError(
+            f"start must be (cos_theta, rho) with 0 < cos_theta < 1 and rho > 0, got {start}"
+        )
     if not (hasattr(target, "measure") and hasattr(target, "Q0")):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
     y, rows = np.array([np.arctanh(g0), np.log(r0)]), []
@@ -223,7 +254,7 @@ class HardmaxSettings(NamedTuple):
     field).
 
     Attributes:
-      tol: stop when ``(artanh gamma, log rho)`` moves less than ``tol`` in one map, ``> 0``
+      tol: stop when ``(artanh cos_theta, log rho)`` moves less than ``tol`` in one map, ``> 0``
         (the QMC average is piecewise smooth in its parameters: the iteration ends in a
         small cycle, of a few ``1e-4`` at ``n_qmc = 16384``; the default ``1e-3`` sits below
         the QMC error of the conjugates, ``integration_error``, about ``1e-2``).
@@ -259,7 +290,7 @@ def _settings(settings, given: dict) -> HardmaxSettings:
 
 
 def solve(
-    task, target, alpha: float, lam: float = 1.0, *, init=None,
+    task, target, alpha: float, lam: float | None = None, *, init=None,
     settings: HardmaxSettings | None = None, tol: float | None = None,
     max_iter: int | None = None, damping: float | None = None, n_qmc: int | None = None,
     n_rep: int | None = None, seed: int | None = None, time_limit: float | None = None,
@@ -271,9 +302,10 @@ def solve(
       target: an :class:`attnlib.targets.Target` (``Q0 = Tr S0^2 / d``).
       alpha: ``n / d^2`` in ``[1e-100, 1e100]`` (a ``ValueError`` naming ``alpha`` and
         ``lam`` if the input side cannot resolve the point).
-      lam: penalty strength in ``[1e-100, 1e100]``; the direction is the same for every
-        ``lam`` (only ``rho``, proportional to ``1 / lam``, changes: a test checks it).
-      init: starting ``(gamma, rho)`` with ``0 < gamma < 1``, ``rho > 0`` (default
+      lam: penalty strength in ``[1e-100, 1e100]``, required as in :func:`attnlib.se.solve`
+        (omitted: 1.0 with a ``DeprecationWarning``, for one release); the direction is the
+        same for every ``lam`` (only ``rho``, proportional to ``1 / lam``, changes).
+      init: starting ``(cos_theta, rho)`` with ``0 < cos_theta < 1``, ``rho > 0`` (default
         ``(0.5, 0.3 / lam)``).
       settings: :class:`HardmaxSettings` (default ``HardmaxSettings()``).
       tol, max_iter, damping, n_qmc, n_rep, seed, time_limit: shorthands for the fields
@@ -287,12 +319,14 @@ def solve(
     """
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
-    lam = _checks.in_interval("lam", lam, 1.0 / _BIG, _BIG, low_open=False)
+    lam = _lam("solve", lam)
     s = _settings(settings, dict(tol=tol, max_iter=max_iter, damping=damping, n_qmc=n_qmc,
                                  n_rep=n_rep, seed=seed, time_limit=time_limit))  # fmt: skip
     g0, r0 = (0.5, 0.3 / lam) if init is None else (float(t) for t in init)
     if not (0.0 < g0 < 1.0 and r0 > 0.0):
-        raise ValueError(f"init must be (gamma, rho) with 0 < gamma < 1 and rho > 0, got {init}")
+        raise ValueError(
+            f"init must be (cos_theta, rho) with 0 < cos_theta < 1 and rho > 0, got {init}"
+        )
     if not (hasattr(target, "measure") and hasattr(target, "Q0")):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
     y0 = np.array([np.arctanh(g0), math.log(r0)])
@@ -355,10 +389,10 @@ def _result(task, target, point, y, aux, diag) -> HardmaxSE:
     Q0 = float(target.Q0)
     mean = means.mean(axis=0)
     err = means.std(axis=0, ddof=1) / math.sqrt(len(means)) if len(means) > 1 else 0 * mean
-    gamma = float(np.tanh(y[0]))
-    te = test_error_from_overlaps(task, Q0, gamma * Q0, Q0, n_qmc=1 << 15)
+    cos_theta = float(np.tanh(y[0]))
+    te = test_error_from_overlaps(task, Q0, cos_theta * Q0, Q0, n_qmc=1 << 15)
     return HardmaxSE(
-        alpha=alpha, Q0=Q0, gamma=gamma, rho=float(np.exp(y[1])), m_hat=float(mean[2]),
+        alpha=alpha, Q0=Q0, cos_theta=cos_theta, rho=float(np.exp(y[1])), m_hat=float(mean[2]),
         q_hat=float(mean[1]), a_hat=float(mean[0]), a_hat_stein=float(mean[4]),
         Delta_eff=i.Delta_eff, threshold=lam / float(mean[2]), rank_fraction=i.rank_fraction,
         test_error=te, train_loss=float(mean[3]), kappa_scale=kappa, converged=bool(diag[0]),

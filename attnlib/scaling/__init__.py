@@ -43,10 +43,10 @@ is *recovered* when ``phi_k > 1/2`` (:func:`recovered_modes`); the same
 fractions of a trained matrix are :func:`recovered_modes_trained`.
 
 Scaling laws. :func:`excess_risk_curve` runs the state evolution along ``alpha`` with a
-penalty schedule ``lam = lam0 (alpha / alpha_ref)^{-ell}`` (:class:`LamSchedule`; at fixed
-``d``, ``n = alpha d^2`` so this is ``lam ~ n^{-ell}``), :func:`fit_power_law` fits
-``e - e0 ~ C alpha^{-f}`` by least squares in log-log coordinates, and
-:func:`predicted_exponent` gives the derived ``f`` (derivation in book/08_scaling_laws).
+penalty schedule ``lam = lam0 (alpha / alpha_ref)^{-nu}`` (:class:`LamSchedule`; at fixed
+``d``, ``n = alpha d^2`` so this is ``lam ~ n^{-nu}``), :func:`fit_power_law` fits
+``e - e0 ~ C alpha^{-zeta}`` by least squares in log-log coordinates, and
+:func:`predicted_exponent` gives the derived ``zeta`` (derivation in book/08_scaling_laws).
 
 LASSO comparison (vector compressed sensing). ``y = A x0 + sqrt(noise) w`` with ``A`` an
 ``n x N`` matrix of i.i.d. ``N(0, 1/N)`` entries (each measurement has variance

@@ -2,7 +2,7 @@
 
 :func:`excess_risk_curve` runs the state evolution along ``alpha`` with a penalty
 schedule ``lam = lam0 (alpha / alpha_ref)^{-nu}`` (:class:`LamSchedule`, exponent
-``ell`` in code; at fixed ``d``, ``n = alpha d^2`` so this is ``lam ~ n^{-nu}``).
+``nu`` in code too; at fixed ``d``, ``n = alpha d^2`` so this is ``lam ~ n^{-nu}``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Derived scaling exponents ``zeta`` of ``e_test - e_0 ~ alpha^{-zeta}`` (book/08_scaling_laws).
 
-The field is called ``f`` in :class:`ExponentPrediction` for compatibility; in the
-book's notation it is ``zeta`` (``f`` is the spectral map).
+Names follow the notation page (book/notation.md): ``zeta`` the excess-risk exponent,
+``nu`` the exponent of the penalty schedule ``lam ~ alpha^{-nu}``. The field ``zeta`` of
+:class:`ExponentPrediction` was called ``f`` (the notation's spectral map): ``f`` is its
+deprecated name, for one release.
 """
 
 from __future__ import annotations
@@ -11,28 +13,35 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnlib import _checks
+from attnlib import _checks, _deprecation
 from attnlib.scaling.schedule import LamSchedule
 
 __all__ = ["ExponentPrediction", "predicted_exponent"]
 
 
 class ExponentPrediction(NamedTuple):
-    """Derived scaling exponent ``f`` of ``e_test - e_0 ~ alpha^{-f}`` and its phase.
+    """Derived scaling exponent ``zeta`` of ``e_test - e_0 ~ alpha^{-zeta}`` and its phase.
 
     ``phase`` is ``"threshold"`` (the penalty's threshold limits which modes are
-    learned: ``f = (1 + ell)(2 - r)``), ``"samples"`` (the effective noise of the
-    state evolution sits above the threshold: ``f = 2/r - 1``), ``"optimal"``
-    (noisy labels, ``ell = -1/2``: ``f = 1 - r/2``) or ``"variance"`` (noisy labels,
-    ``ell > -1/2``: ``f = 1``). ``r = (1 - beta)/gamma`` is the counting exponent.
+    learned: ``zeta = (1 + nu)(2 - r)``), ``"samples"`` (the effective noise of the
+    state evolution sits above the threshold: ``zeta = 2/r - 1``), ``"optimal"``
+    (noisy labels, ``nu = -1/2``: ``zeta = 1 - r/2``) or ``"variance"`` (noisy labels,
+    ``nu > -1/2``: ``zeta = 1``). ``r = (1 - beta)/gamma`` is the counting exponent.
     Two more in the paper's finite-``d`` regime (:func:`predicted_exponent`'s
-    ``all_modes`` and ``interpolating``): ``"shrinkage"`` (``f = 2 (1 + ell)``) and
-    ``"minimax"`` (noisy labels below interpolation: ``f = 1 - r/2``).
+    ``all_modes`` and ``interpolating``): ``"shrinkage"`` (``zeta = 2 (1 + nu)``) and
+    ``"minimax"`` (noisy labels below interpolation: ``zeta = 1 - r/2``).
     """
 
-    f: float
+    zeta: float
     phase: str
     r: float
+
+    @property
+    def f(self) -> float:
+        """Deprecated name of :attr:`zeta` (a ``DeprecationWarning``; removed in the next
+        release)."""
+        _deprecation.warn("ExponentPrediction.f", "ExponentPrediction.zeta (book/notation.md)")
+        return self.zeta
 
 
 def _counting_exponent(gamma, share_exponent) -> float:
@@ -51,73 +60,73 @@ def predicted_exponent(
     gamma, schedule=0.0, *, share_exponent: float = 0.0, noisy: bool = False,
     all_modes: bool = False, interpolating: bool = False,
 ) -> ExponentPrediction:  # fmt: skip
-    r"""The derived exponent ``f`` in ``e_test - e_0 ~ alpha^{-f}`` (window ``1 << k* << n_modes``).
+    r"""The derived exponent ``zeta`` of ``e_test - e_0 ~ alpha^{-zeta}`` (``1 << k* << n_modes``).
 
     Derivation (book/08_scaling_laws). With ``t ~ lam / alpha`` the state-evolution threshold
     and ``Delta_eff ~ (noise + C e) / alpha`` its effective noise, the error of the
     spectral soft threshold is the bias ``B(t) = sum_k pi_k min(lambda_k, t)^2 ~ t^{2-r}``
     plus ``Delta_eff`` times the recovered degrees of freedom ``~ rho(t) ~ t^{-r}``.
 
-    - noise-free labels: ``f = min((1 + ell)(2 - r), 2/r - 1)``; the first branch
-      (``(1 + ell) r < 1``) is limited by the threshold, the second by the samples
+    - noise-free labels: ``zeta = min((1 + nu)(2 - r), 2/r - 1)``; the first branch
+      (``(1 + nu) r < 1``) is limited by the threshold, the second by the samples
       (the threshold has fallen below the noise ``sqrt(Delta_eff)``);
-    - noisy labels: ``f = (1 + ell)(2 - r)`` for ``ell < -1/2``, ``f = 1 - r/2`` at
-      ``ell = -1/2`` (threshold above the edge of the noise bulk), ``f = 1`` for
-      ``ell > -1/2`` (the kept noise bulk dominates: parametric rate).
+    - noisy labels: ``zeta = (1 + nu)(2 - r)`` for ``nu < -1/2``, ``zeta = 1 - r/2`` at
+      ``nu = -1/2`` (threshold above the edge of the noise bulk), ``zeta = 1`` for
+      ``nu > -1/2`` (the kept noise bulk dominates: parametric rate).
 
     Args:
       gamma: eigenvalue decay exponent ``> 0``.
-      schedule: ``ell`` (a float, ``> -1``) or a :class:`LamSchedule`.
+      schedule: ``nu`` (a float, ``> -1``) or a :class:`LamSchedule`.
       share_exponent: ``beta`` of :class:`PowerLawModes`; ``r = (1 - beta)/gamma`` must lie
         in ``(0, 2)``.
       noisy: whether the labels carry noise.
       all_modes: the threshold has fallen below the smallest eigenvalue (a finite number
         of modes, or the paper's finite-``d`` target once ``n >> d^{1 + 2 gamma}``): the
-        bias is the shrinkage ``t^2`` of every mode, ``f = 2 (1 + ell)`` (phase
+        bias is the shrinkage ``t^2`` of every mode, ``zeta = 2 (1 + nu)`` (phase
         ``"shrinkage"``, the paper's ``(lam d^2 / n)^2``); with noisy labels the variance
-        ``f = 1`` wins for ``ell >= -1/2``.
+        ``zeta = 1`` wins for ``nu >= -1/2``.
       interpolating: below the interpolation threshold (the paper's ``n << d^2``, i.e.
         ``alpha -> 0``) a vanishing penalty does not keep the noise bulk: interpolation
         puts the threshold at the noise edge ``sqrt(Delta_eff)``. With noisy labels and
-        ``ell >= -1/2`` this gives ``f = 1 - r/2`` (phase ``"minimax"``, the paper's
+        ``nu >= -1/2`` this gives ``zeta = 1 - r/2`` (phase ``"minimax"``, the paper's
         ``(n/d)^{-1 + 1/(2 gamma)}``) in place of ``"variance"``; noise-free labels are
         unchanged. Not with ``all_modes`` (that needs ``n >> d^2``).
 
     The paper's four rates (arXiv:2509.24914 v2, Appendix E) in ``n`` at fixed ``d`` with
-    ``lam ~ n^{-ell}``: ``"minimax"``/``"optimal"`` ``1 - r/2``, ``"variance"`` ``1``,
-    ``"threshold"`` ``(1 + ell)(2 - r)``, ``"shrinkage"`` ``2 (1 + ell)`` (``r = 1/gamma``);
+    ``lam ~ n^{-nu}``: ``"minimax"``/``"optimal"`` ``1 - r/2``, ``"variance"`` ``1``,
+    ``"threshold"`` ``(1 + nu)(2 - r)``, ``"shrinkage"`` ``2 (1 + nu)`` (``r = 1/gamma``);
     :func:`attnlib.scaling.paper_exponent` gives them along ``n = d^a``, ``lam = d^b``.
     """
     r = _counting_exponent(gamma, share_exponent)
     if isinstance(schedule, LamSchedule):
-        ell = float(schedule.ell)
+        nu = float(schedule.nu)
     else:
-        ell = _checks.real("schedule", schedule)
-    if not math.isfinite(ell) or ell <= -1.0:
+        nu = _checks.real("schedule", schedule)
+    if not math.isfinite(nu) or nu <= -1.0:
         raise ValueError(
-            f"ell must be > -1 (the threshold lam/alpha must vanish), got schedule = {ell!r}"
+            f"nu must be > -1 (the threshold lam/alpha must vanish), got schedule = {nu!r}"
         )
-    paper = _paper_phase(r, ell, noisy, all_modes, interpolating)
+    paper = _paper_phase(r, nu, noisy, all_modes, interpolating)
     if paper is not None:
         return paper
     if not noisy:
-        return _noise_free(r, ell)
-    if ell < -0.5:
-        return ExponentPrediction((1.0 + ell) * (2.0 - r), "threshold", r)
-    if ell == -0.5:
+        return _noise_free(r, nu)
+    if nu < -0.5:
+        return ExponentPrediction((1.0 + nu) * (2.0 - r), "threshold", r)
+    if nu == -0.5:
         return ExponentPrediction(1.0 - r / 2.0, "optimal", r)
     return ExponentPrediction(1.0, "variance", r)
 
 
-def _noise_free(r, ell) -> ExponentPrediction:
-    f_thr = (1.0 + ell) * (2.0 - r)
-    f_smp = 2.0 / r - 1.0
-    if f_thr <= f_smp:
-        return ExponentPrediction(f_thr, "threshold", r)
-    return ExponentPrediction(f_smp, "samples", r)
+def _noise_free(r, nu) -> ExponentPrediction:
+    zeta_thr = (1.0 + nu) * (2.0 - r)
+    zeta_smp = 2.0 / r - 1.0
+    if zeta_thr <= zeta_smp:
+        return ExponentPrediction(zeta_thr, "threshold", r)
+    return ExponentPrediction(zeta_smp, "samples", r)
 
 
-def _paper_phase(r, ell, noisy, all_modes, interpolating) -> ExponentPrediction:
+def _paper_phase(r, nu, noisy, all_modes, interpolating) -> ExponentPrediction:
     """The phases that only the paper's finite-``d`` regime has (see :func:`predicted_exponent`);
     ``None`` when neither flag is set."""
     for name, flag in (("all_modes", all_modes), ("interpolating", interpolating)):
@@ -131,12 +140,12 @@ def _paper_phase(r, ell, noisy, all_modes, interpolating) -> ExponentPrediction:
             "needs n >> d^(1 + 2 gamma) > d^2, above the interpolation threshold)"
         )
     if all_modes:
-        f_shr = 2.0 * (1.0 + ell)
-        if noisy and f_shr >= 1.0:
+        zeta_shr = 2.0 * (1.0 + nu)
+        if noisy and zeta_shr >= 1.0:
             return ExponentPrediction(1.0, "variance", r)
-        return ExponentPrediction(f_shr, "shrinkage", r)
+        return ExponentPrediction(zeta_shr, "shrinkage", r)
     if not noisy:
-        return _noise_free(r, ell)
-    if ell < -0.5:
-        return ExponentPrediction((1.0 + ell) * (2.0 - r), "threshold", r)
+        return _noise_free(r, nu)
+    if nu < -0.5:
+        return ExponentPrediction((1.0 + nu) * (2.0 - r), "threshold", r)
     return ExponentPrediction(1.0 - r / 2.0, "minimax", r)

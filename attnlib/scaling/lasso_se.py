@@ -61,7 +61,8 @@ class LassoSE(NamedTuple):
     ``dof`` = fraction of non-zero entries of ``x_hat``; ``recovered`` (per atom of the
     target's measure, in its order): fraction of the entries equal to that atom that
     are non-zero in ``x_hat``; ``converged``, ``residual`` (relative residual of the
-    ``tau`` equation).
+    ``tau`` equation). Not converged: every field but ``delta``, ``lam``, ``noise``,
+    ``converged`` and ``residual`` is NaN (the theory failure policy).
     """
 
     delta: float
@@ -99,16 +100,28 @@ def _theta_of_tau(s, p, delta, lam, tau):
 
 
 def _bracket(resid, lo, hi):
-    """Widen ``[lo, hi]`` (log tau) by decades until ``resid(lo) >= 0 >= resid(hi)``."""
+    """Widen ``[lo, hi]`` (log tau) by decades until ``resid(lo) >= 0 >= resid(hi)``;
+    ``None`` and why where no decade up to ``1e250`` (down to ``1e-250``) brackets it."""
     while resid(hi) > 0:
         hi += math.log(10.0)
         if hi > math.log(1e250):
-            raise RuntimeError("lasso_se: no fixed point bracketed (residual > 0 at large tau)")
+            return None, "no fixed point bracketed (residual > 0 at large tau)"
     while resid(lo) < 0:
         lo -= math.log(10.0)
         if lo < math.log(1e-250):
-            raise RuntimeError("lasso_se: no fixed point bracketed (residual < 0 at small tau)")
-    return lo, hi
+            return None, "no fixed point bracketed (residual < 0 at small tau)"
+    return (lo, hi), ""
+
+
+def _failed(s, delta, lam, noise, res, why) -> LassoSE:
+    """The theory failure policy: NaN fields, ``converged=False`` and a warning."""
+    warnings.warn(
+        f"lasso_se: {why} at delta={delta}, lam={lam} (fields are NaN)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    nan = math.nan
+    return LassoSE(delta, lam, noise, nan, nan, nan, nan, np.full(np.shape(s), nan), False, res)
 
 
 RANGE = (1e-100, 1e100)  # of delta, lam and noise: the scalar equations stay in float range
@@ -134,6 +147,10 @@ def lasso_se(
       lam: penalty ``> 0``.
       noise: measurement-noise variance ``>= 0``.
       tol: relative tolerance on ``tau``.
+
+    Returns the :class:`LassoSE` at the fixed point; where the relative residual of the
+    ``tau`` equation stays above ``1e-6`` (or no fixed point is bracketed), NaN fields
+    with ``converged=False`` and a ``RuntimeWarning`` (the theory failure policy).
     """
     s, p = atoms_and_weights(target)
     delta = _checks.in_interval("delta", delta, *RANGE, low_open=False)
@@ -149,9 +166,12 @@ def lasso_se(
         m = float(np.sum(p * _soft_stats(s, tau, th)[0]))
         return (noise + m) / delta / tau**2 - 1.0
 
-    lo, hi = _bracket(
+    ends, why = _bracket(
         resid, math.log(1e-12 * scale), math.log(10 * scale / min(1.0, math.sqrt(delta)))
     )
+    if ends is None:
+        return _failed(s, delta, lam, noise, math.nan, why)
+    lo, hi = ends
     logtau = scipy.optimize.brentq(resid, lo, hi, xtol=tol, rtol=tol, maxiter=500)
     tau = math.exp(logtau)
     th = _theta_of_tau(s, p, delta, lam, tau)
@@ -159,11 +179,7 @@ def lasso_se(
     res = abs(resid(logtau))
     ok = res < 1e-6
     if not ok:
-        warnings.warn(
-            f"lasso_se: residual {res:.2e} at delta={delta}, lam={lam}",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        return _failed(s, delta, lam, noise, float(res), f"residual {res:.2e}")
     mse, dof = float(np.sum(p * mse_k)), float(np.sum(p * dof_k))
     recovered = np.asarray(dof_k, dtype=float)
     return LassoSE(delta, lam, noise, tau, float(th), mse, dof, recovered, bool(ok), float(res))

@@ -1,5 +1,5 @@
 """Thin drivers: :func:`solve`, :func:`learning_curve` (on :func:`continuation`),
-:func:`optimal_lambda` (:func:`search_lambda`), :func:`solve_nearby`.
+:func:`search_lambda` (:func:`optimal_lambda`, deprecated), :func:`solve_nearby`.
 
 They validate arguments, build the problem's arrays, call the robust fixed-point search
 (:mod:`attnlib.se.robust`) and return results (numbers only); with ``return_warm=True``
@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from attnlib import _checks, _limits
+from attnlib import _checks, _deprecation, _limits
 from attnlib.se import engine, optimal, point, replicon, robust, several
 from attnlib.se.continuation import continuation, unfinished_result
 from attnlib.se.lam0 import _interpolation_bound, check_lam0  # noqa: F401  (tests read it)
@@ -140,7 +140,7 @@ def solve(
         :class:`SEResult` (its ``(m, q, v)`` only).
       settings: an :class:`attnlib.se.SESettings` (default ``SESettings()``: tolerance,
         iterations, damping, Anderson memory, QMC points, failure policy, ``rtol``).
-      tol, max_iter, damping, anderson, n_qmc, n_rep, seed, on_fail, rtol, max_n_qmc:
+      tol, max_iter, damping, anderson, n_qmc, n_rep, seed, on_fail (deprecated), rtol, max_n_qmc:
         shorthands for the fields of ``settings`` of the same names (``None``: the
         field of ``settings``); :class:`attnlib.se.SESettings` documents them and holds
         the defaults. With ``rtol``, ``n_qmc`` doubles (warm-started solves) until
@@ -148,7 +148,7 @@ def solve(
         gives the accuracy reached).
       time_limit: seconds (the shorthand of the field of ``settings``): past it the solve
         stops between two SE maps and returns NaN with ``converged=False`` and an
-        :class:`SEConvergenceWarning` (``on_fail="raise"``: ``RuntimeError``).
+        :class:`SEConvergenceWarning` (the deprecated ``on_fail="raise"``: ``RuntimeError``).
       return_warm: also return the warm start of the fixed point.
 
     Progress: a solve that runs longer than about 10 s logs what it does at INFO on the
@@ -391,14 +391,14 @@ def optimal_lambda(
     xatol: float = 0.02, noisy: bool = False, settings: SESettings | None = None,
     **shorthands,
 ):  # fmt: skip
-    """``lam`` minimising the SE test error at ``alpha`` (bounded search on ``log lam``;
-    :func:`search_lambda` has the other searches and what the search met).
+    """Deprecated (removed in the next release): :func:`search_lambda`, whose
+    :class:`~attnlib.se.LambdaSearch` holds ``lam`` and ``result`` (the one result type
+    of the optimal-``lam`` search).
 
-    Returns ``(lam_opt, SEResult at lam_opt)``. ``noisy=True`` minimises
-    ``test_error_noisy``. Points that do not converge count as ``+inf``. ``settings``
-    and the shorthand keywords as in :func:`solve` (``time_limit=``, interrupts and
-    progress as in :func:`search_lambda`).
+    Returns ``(s.lam, s.result)`` of ``s = search_lambda(...)`` with the same arguments,
+    and a ``DeprecationWarning``.
     """
+    _deprecation.warn("se.optimal_lambda", "se.search_lambda (its .lam and .result)")
     s = search_lambda(task, target, alpha, penalty, bounds=bounds, xatol=xatol, noisy=noisy,
                       settings=settings, **shorthands)  # fmt: skip
     return s.lam, s.result

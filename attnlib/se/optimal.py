@@ -1,7 +1,7 @@
 """The optimal penalty: the ``lam`` that minimises the state evolution's test error.
 
-One search on ``log lam`` for every caller (:func:`attnlib.se.optimal_lambda`,
-:func:`attnlib.se.search_lambda`, the book's data scripts), over a function
+One search on ``log lam`` for every caller (:func:`attnlib.se.search_lambda`, the
+book's data scripts), over a function
 ``solve_at(lam, init) -> (SEResult, WarmStart | None)`` (a result and its warm start
 beside it). Three ways to find the minimum:
 

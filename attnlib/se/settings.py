@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from attnlib import _checks
+from attnlib import _checks, _deprecation
 
 __all__ = ["SESettings", "resolve"]
 
@@ -27,8 +27,13 @@ class SESettings(NamedTuple):
       (``[0, 1)``); ``anderson``: Anderson memory (0 = damped iteration);
     - ``n_qmc``, ``n_rep``, ``seed``: QMC points of the output side (``n_qmc / n_rep`` a
       power of 2), independent scramblings, seed;
-    - ``on_fail``: ``"warn"`` (:class:`attnlib.se.SEConvergenceWarning`, NaN fields) or
-      ``"raise"`` (``RuntimeError``);
+    - ``on_fail``: deprecated, removed in the next release. The one failure policy is
+      ``"warn"``: NaN fields, ``converged=False`` and an
+      :class:`attnlib.se.SEConvergenceWarning` (to stop at a failure, check
+      ``result.converged`` or turn the warning into an error with
+      ``warnings.simplefilter("error", attnlib.se.SEConvergenceWarning)``). ``"raise"``
+      (``RuntimeError``) still works for this release, with a ``DeprecationWarning``, as
+      does passing the keyword ``on_fail=`` at all;
     - ``rtol``: accuracy of the metrics (``n_qmc`` doubles until ``integration_error <=
       rtol``, up to ``max_n_qmc``); ``None``: one solve at ``n_qmc``;
     - ``time_limit``: seconds of wall clock for the whole call (``None``: no limit); past
@@ -71,5 +76,14 @@ def resolve(settings: SESettings | None = None, **shorthands) -> SESettings:
     """``settings`` (default :class:`SESettings()`) with each shorthand keyword that is not
     ``None`` replacing its field (:func:`attnlib._checks.settings`, the one merge of the
     library's settings types), validated. ``rtol=None`` as a shorthand keeps
-    ``settings.rtol``."""
-    return _check(_checks.settings(SESettings, settings, shorthands))
+    ``settings.rtol``. The deprecated ``on_fail`` (the keyword, or ``"raise"`` in
+    ``settings``) gives a ``DeprecationWarning`` (attributed to the caller's caller)."""
+    s = _check(_checks.settings(SESettings, settings, shorthands))
+    if shorthands.get("on_fail") is not None or s.on_fail != "warn":
+        _deprecation.warn(
+            "on_fail (a second failure policy)",
+            "the one policy: NaN, converged=False and an SEConvergenceWarning; check "
+            "result.converged, or warnings.simplefilter('error', SEConvergenceWarning) to stop",
+            stacklevel=4,
+        )
+    return s

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnlib import _checks, rmt
+from attnlib import _checks, _deprecation, rmt
 from attnlib.spectrum.common import _DEFAULT_NODES, _check_target, _deformed, _profile, _zero_mass
 
 __all__ = [
@@ -58,28 +58,32 @@ def _rho_h_at(target, Delta, x):
     return np.maximum(-G.imag / math.pi, 0.0), G.real
 
 
-def overlap_density(target, Delta: float, x, lam):
-    r"""``O(x, lambda)``: ``d`` times the mean squared overlap of eigenvectors of ``R`` and ``S0``.
+def overlap_density(target, Delta: float, x, theta=None, *, lam=None):
+    r"""``O(x, theta)``: ``d`` times the mean squared overlap of eigenvectors of ``R`` and ``S0``.
 
     For an eigenvector of ``R = S0 + sqrt(Delta) W_goe`` with eigenvalue ``x`` in
-    the bulk and one of ``S0`` with eigenvalue ``lambda``:
-    ``O = Delta / ((lambda - x + Delta h_R(x))^2 + (pi Delta rho_R(x))^2)``.
-    ``x`` and ``lam`` broadcast against each other.
+    the bulk and one of ``S0`` with eigenvalue ``theta`` (the notation page's
+    ``theta_i``, target eigenvalues):
+    ``O = Delta / ((theta - x + Delta h_R(x))^2 + (pi Delta rho_R(x))^2)``.
+    ``x`` and ``theta`` broadcast against each other. ``lam=``: the deprecated name of
+    ``theta`` (``lam`` is the penalty only), accepted for one release with a
+    ``DeprecationWarning``.
     """
+    theta = _deprecation.renamed_keyword("spectrum.overlap_density", "theta", theta, "lam", lam)
     target = _check_target(target)
     Delta = _checks.positive("Delta", Delta)
     x = _points("x", x)
-    lam = _points("lam", lam)
+    theta = _points("theta", theta)
     try:
-        np.broadcast_shapes(x.shape, lam.shape)
+        np.broadcast_shapes(x.shape, theta.shape)
     except ValueError:
-        raise ValueError(f"x {x.shape} and lam {lam.shape} must broadcast") from None
+        raise ValueError(f"x {x.shape} and theta {theta.shape} must broadcast") from None
     rho, h = _rho_h_at(target, Delta, x)
     with np.errstate(all="ignore"):
-        out = Delta / ((lam - x + Delta * h) ** 2 + (math.pi * Delta * rho) ** 2)
+        out = Delta / ((theta - x + Delta * h) ** 2 + (math.pi * Delta * rho) ** 2)
     if not np.all(np.isfinite(out)):
         raise ValueError(
-            f"overlap_density overflows at Delta = {Delta:g} (lam = x outside the support, "
+            f"overlap_density overflows at Delta = {Delta:g} (theta = x outside the support, "
             "where O = 1 / (Delta h_R^2)); use a larger Delta"
         )
     return out

@@ -29,7 +29,8 @@ Each returns a :class:`TrainResult`. Metrics: :func:`train_loss`, :func:`test_er
 Package layout (one idea per module; every public name is importable from
 :mod:`attnlib.train`): :mod:`~attnlib.train.objective` (pre-activations, objective,
 curvature), :mod:`~attnlib.train.proximal` (proximal maps), :mod:`~attnlib.train.result`
-(:class:`TrainResult`), :mod:`~attnlib.train.adam` (the optax loop and its
+(:class:`TrainResult`), :mod:`~attnlib.train.settings` (:class:`TrainSettings`),
+:mod:`~attnlib.train.adam` (the optax loop and its
 :class:`OptaxConfig`), :mod:`~attnlib.train.factorized`, :mod:`~attnlib.train.direct`,
 :mod:`~attnlib.train.fista` (the three solvers), :mod:`~attnlib.train.metrics`.
 """
@@ -57,11 +58,13 @@ from attnlib.train.metrics import (
 from attnlib.train.objective import factorized_preactivations, objective
 from attnlib.train.proximal import prox_frobenius, prox_nuclear_psd
 from attnlib.train.result import TrainResult
+from attnlib.train.settings import TrainSettings
 
 __all__ = [
     "PENALTIES",
     "OptaxConfig",
     "TrainResult",
+    "TrainSettings",
     "Overlaps",
     "TestError",
     "TestErrors",

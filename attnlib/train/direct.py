@@ -11,8 +11,11 @@ from attnlib.tasks import Dataset, Task
 from attnlib.train.adam import _run_optax, make_config
 from attnlib.train.objective import _curvature, _sym
 from attnlib.train.result import TrainResult, _finish, _Run
+from attnlib.train.settings import TrainSettings, resolve
 
 __all__ = ["train_direct"]
+
+_DEFAULTS = dict(max_iter=5000, chunk=100, dtype=jnp.float64)  # learning_rate: the rule below
 
 
 def _default_rate(task, X, Y, S0, lam, method):
@@ -25,21 +28,12 @@ def _default_rate(task, X, Y, S0, lam, method):
 
 
 def train_direct(
-    task: Task,
-    data: Dataset,
-    lam: float,
-    *,
-    method: str = "adam",
-    steps: int = 5000,
-    learning_rate: float | Callable | None = None,
-    decay: float = 0.01,
-    tol: float = 1e-9,
-    chunk: int = 100,
-    dtype=jnp.float64,
-    S_init=None,
-    keep_path: bool = False,
-    time_limit: float | None = None,
-) -> TrainResult:
+    task: Task, data: Dataset, lam: float, *, method: str = "adam",
+    settings: TrainSettings | None = None, max_iter: int | None = None,
+    learning_rate: float | Callable | None = None, decay: float | None = None,
+    tol: float | None = None, chunk: int | None = None, dtype=None, S_init=None,
+    keep_path: bool | None = None, time_limit: float | None = None, steps: int | None = None,
+) -> TrainResult:  # fmt: skip
     r"""Train a symmetric ``S`` element-wise with the Frobenius penalty (no PSD constraint).
 
     Minimises ``sum_mu loss(Y_mu, h_mu(S)) + d (lam/2) ||S||_F^2``; gradients are
@@ -49,20 +43,25 @@ def train_direct(
       task, data: the task and the training set.
       lam: penalty strength ``>= 0``.
       method: ``"adam"`` or ``"gd"`` (plain gradient descent).
-      steps, decay, tol, chunk, dtype: as in :func:`train_factorized`.
-      learning_rate: Adam peak rate (default ``0.02``) or gradient-descent step
-        (default ``1 / L`` with ``L`` a power-iteration estimate of the
-        curvature of the objective at ``S_init``); or an optax schedule.
+      settings: :class:`TrainSettings`, as in :func:`train_factorized` but ``dtype``
+        ``float64`` by default and ``learning_rate``: Adam peak rate (default ``0.02``)
+        or gradient-descent step (default ``1 / L`` with ``L`` a power-iteration estimate
+        of the curvature of the objective at ``S_init``); or an optax schedule;
+        ``keep_path``: ``S`` after every chunk.
+      max_iter, learning_rate, decay, tol, chunk, dtype, keep_path, time_limit:
+        shorthands for the fields of ``settings`` (``None``: from ``settings``).
       S_init: initial symmetric ``(d, d)`` matrix (default zero).
-      keep_path: also return ``S`` after every chunk (``TrainResult.path``).
-      time_limit: stop after this many seconds (progress: logger ``attnlib.train``).
+      steps: the deprecated name of ``max_iter`` (a ``DeprecationWarning``).
     """
+    given = dict(max_iter=max_iter, learning_rate=learning_rate, decay=decay, tol=tol,
+                 chunk=chunk, dtype=dtype, keep_path=keep_path, time_limit=time_limit)  # fmt: skip
+    s = resolve("train_direct", settings, {**given, "steps": steps}, _DEFAULTS)
     lam = _checks.nonnegative("lam", lam)
     _checks.choice("method", method, ("adam", "gd"))
-    opts = dict(steps=steps, decay=decay, tol=tol, chunk=chunk, keep_path=keep_path,
-                time_limit=time_limit)  # fmt: skip
+    opts = dict(steps=s.max_iter, decay=s.decay, tol=s.tol, chunk=s.chunk,
+                keep_path=s.keep_path, time_limit=s.time_limit)  # fmt: skip
     make_config(task, "direct", "sgd", learning_rate=1.0, **opts)  # checks the options
-    dt = _checks.float_dtype("dtype", dtype)
+    dt = _checks.float_dtype("dtype", s.dtype)
     X, Y, d = _checks.dataset(task, data)
     Xc, Yc = jnp.asarray(X, dtype=dt), jnp.asarray(Y, dtype=dt)
     if S_init is None:
@@ -70,6 +69,7 @@ def train_direct(
     else:
         S0 = _sym(jnp.asarray(_checks.square_matrix("S_init", S_init, d, symmetric=True)))
         S0 = jnp.asarray(S0, dtype=dt)
+    learning_rate = s.learning_rate
     if learning_rate is None:
         learning_rate, gd_decay = _default_rate(task, X, Y, S0, lam, method)
         opts["decay"] = opts["decay"] if gd_decay is None else gd_decay

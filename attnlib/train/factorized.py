@@ -13,8 +13,11 @@ from attnlib import _checks
 from attnlib.tasks import Dataset, Task
 from attnlib.train.adam import _run_optax, make_config
 from attnlib.train.result import TrainResult, _finish, _Run
+from attnlib.train.settings import TrainSettings, resolve
 
 __all__ = ["train_factorized"]
+
+_DEFAULTS = dict(max_iter=5000, chunk=100, learning_rate=0.1, dtype=jnp.float32)
 
 
 def _initial_factor(key, W_init, shape, init_scale, dt):
@@ -44,24 +47,13 @@ def _weight_decay(lam_W, lam, p: int, d: int) -> float:
 
 
 def train_factorized(
-    key: jax.Array,
-    task: Task,
-    data: Dataset,
-    p: int,
-    lam_W: float | None = None,
-    *,
-    lam: float | None = None,
-    steps: int = 5000,
-    learning_rate: float | Callable = 0.1,
-    decay: float = 0.01,
-    tol: float = 1e-9,
-    chunk: int = 100,
-    dtype=jnp.float32,
-    W_init=None,
-    init_scale: float = 1.0,
-    keep_path: bool = False,
-    time_limit: float | None = None,
-) -> TrainResult:
+    key: jax.Array, task: Task, data: Dataset, p: int, lam_W: float | None = None, *,
+    lam: float | None = None, settings: TrainSettings | None = None,
+    max_iter: int | None = None, learning_rate: float | Callable | None = None,
+    decay: float | None = None, tol: float | None = None, chunk: int | None = None,
+    dtype=None, W_init=None, init_scale: float = 1.0, keep_path: bool | None = None,
+    time_limit: float | None = None, steps: int | None = None,
+) -> TrainResult:  # fmt: skip
     r"""Full-batch Adam on the tied factor ``W`` (``d x p``), ``S = W W^T / sqrt(p d)``.
 
     Minimises ``sum_mu loss(Y_mu, h_mu(S)) + lam_W ||W||_F^2`` (equal to the nuclear
@@ -73,29 +65,32 @@ def train_factorized(
       task, data: the task and the training set; ``p``: student width (``kappa = p/d``);
       lam_W: weight decay ``>= 0``; or ``lam``, the nuclear-equivalent strength ``>= 0``,
         ``lam = sqrt(kappa) lam_W`` (as in :func:`train_convex`); give exactly one.
-      steps: maximal number of Adam steps (rounded up to a multiple of ``chunk``).
-      learning_rate: peak Adam rate, or an optax schedule (then ``decay`` is ignored).
-      decay: the rate decays exponentially from ``learning_rate`` to
-        ``decay * learning_rate`` over ``steps`` (``1.0``: constant).
-      tol: stop when the relative change of the objective per step, averaged
-        over the last chunk, is below ``tol``.
-      chunk: steps per jit-compiled ``lax.scan`` call (history is checked between chunks).
-      dtype: ``float32`` (fast) or ``float64``.
+      settings: :class:`TrainSettings` (defaults here: ``max_iter`` 5000 Adam steps,
+        ``learning_rate`` 0.1 (peak rate, or an optax schedule: then ``decay`` is
+        ignored), decaying exponentially to ``decay * learning_rate`` over ``max_iter``
+        (``decay`` 0.01; ``1.0``: constant), stop when the relative change of the
+        objective per step over the last chunk is below ``tol`` (``1e-9``), ``chunk`` 100
+        steps per jit-compiled call, ``dtype`` ``float32`` (or ``float64``),
+        ``keep_path``: ``W`` after every chunk in ``TrainResult.path``, ``time_limit``).
+      max_iter, learning_rate, decay, tol, chunk, dtype, keep_path, time_limit:
+        shorthands for the fields of ``settings`` (``None``: from ``settings``).
       W_init: initial ``(d, p)`` factor; default i.i.d. ``N(0, init_scale^2)``.
-      keep_path: also return ``W`` after every chunk (``TrainResult.path``).
-      time_limit: stop after this many seconds (progress: logger ``attnlib.train``).
+      steps: the deprecated name of ``max_iter`` (a ``DeprecationWarning``).
 
     Returns:
       :class:`TrainResult` with ``W`` set; ``S`` is computed in float64.
     """
+    given = dict(max_iter=max_iter, learning_rate=learning_rate, decay=decay, tol=tol,
+                 chunk=chunk, dtype=dtype, keep_path=keep_path, time_limit=time_limit)  # fmt: skip
+    s = resolve("train_factorized", settings, {**given, "steps": steps}, _DEFAULTS)
     p = _checks.integer("p", p, 1)
     X, Y, d = _checks.dataset(task, data)
     lam_W = _weight_decay(lam_W, lam, p, d)
-    opts = dict(steps=steps, decay=decay, tol=tol, chunk=chunk, time_limit=time_limit)
-    opts.update(keep_path=keep_path, learning_rate=learning_rate)
+    opts = dict(steps=s.max_iter, decay=s.decay, tol=s.tol, chunk=s.chunk)
+    opts.update(keep_path=s.keep_path, learning_rate=s.learning_rate, time_limit=s.time_limit)
     cfg = make_config(task, "factorized", "adam", **opts)
     init_scale = _checks.positive("init_scale", init_scale)
-    dt = _checks.float_dtype("dtype", dtype)
+    dt = _checks.float_dtype("dtype", s.dtype)
     W0 = _initial_factor(key, W_init, (d, p), init_scale, dt)
     Xc, Yc = jnp.asarray(X, dtype=dt), jnp.asarray(Y, dtype=dt)
     W, history, residual, done, path = _run_optax(cfg, W0, Xc, Yc, lam_W)

@@ -17,6 +17,7 @@ from attnlib.train.objective import _curvature, _objective_jit, _penalty, _value
 from attnlib.train.progress import Progress
 from attnlib.train.proximal import _prox
 from attnlib.train.result import TrainResult, _finish, _Run
+from attnlib.train.settings import TrainSettings, resolve
 
 __all__ = ["train_convex"]
 
@@ -109,8 +110,9 @@ def _initial_state(static: _Static, X, Y, S_init, lam_j) -> _FistaState:
 
 
 def _iterate(static: _Static, state, problem, max_iter, tol, progress):
-    """FISTA chunks until the gradient mapping is below ``tol``, ``max_iter`` or the time
-    limit: ``(state, history, done, residual)``."""
+    """FISTA chunks until the gradient mapping is below ``tol``, ``max_iter``, the time
+    limit or a non-finite gradient mapping (a breakdown, for :func:`_finish` to report):
+    ``(state, history, done, residual)``."""
     X, Y, lam = problem
     lam_j = jnp.asarray(lam, jnp.float64)
     history, done, residual = [], 0, math.inf
@@ -119,25 +121,17 @@ def _iterate(static: _Static, state, problem, max_iter, tol, progress):
         done += static.chunk
         history.append(np.asarray(values))
         residual = _gradient_mapping(static, state.x, float(state.L), X, Y, lam)
-        if not math.isfinite(residual):
-            raise FloatingPointError(f"train_convex: non-finite residual after {done} iterations")
-        if residual < tol or progress.stop(done, residual):
+        if not math.isfinite(residual) or residual < tol or progress.stop(done, residual):
             break
     return state, history, done, residual
 
 
 def train_convex(
-    task: Task,
-    data: Dataset,
-    lam: float,
-    *,
-    penalty: str = "nuclear",
-    max_iter: int = 20000,
-    tol: float = 1e-9,
-    chunk: int = 50,
-    S_init=None,
+    task: Task, data: Dataset, lam: float, *, penalty: str = "nuclear",
+    settings: TrainSettings | None = None, max_iter: int | None = None,
+    tol: float | None = None, chunk: int | None = None, S_init=None,
     time_limit: float | None = None,
-) -> TrainResult:
+) -> TrainResult:  # fmt: skip
     r"""Accelerated proximal gradient on ``S`` (float64), the reference ERM solver.
 
     Nuclear: ``min_{S PSD} L(S) + d lam Tr S`` with the proximal map
@@ -161,23 +155,31 @@ def train_convex(
       task, data: the task and the training set (computed in float64).
       lam: penalty strength ``>= 0``.
       penalty: ``"nuclear"`` or ``"frobenius"``.
-      max_iter: maximal number of iterations (rounded up to a multiple of ``chunk``).
-      tol: tolerance on the relative gradient mapping.
-      chunk: iterations per jit-compiled call.
+      settings: :class:`TrainSettings`: ``max_iter`` iterations at most (default 20000,
+        rounded up to a multiple of ``chunk``), ``tol`` on the relative gradient
+        mapping, ``chunk`` iterations per jit-compiled call (default 50),
+        ``time_limit`` (seconds, then ``converged=False``; progress on the logger
+        ``attnlib.train``); its other fields do not apply.
+      max_iter, tol, chunk, time_limit: shorthands for those fields (``None``: from
+        ``settings``).
       S_init: starting symmetric matrix (default zero).
-      time_limit: stop after this many seconds (``converged=False``); progress is
-        logged on the logger ``attnlib.train`` (:mod:`attnlib.train.progress`).
+
+    Returns a :class:`TrainResult`; not converged, the last iterate, ``converged=False``
+    and a ``RuntimeWarning`` with the residual; a breakdown (non-finite gradient mapping
+    or ``S``) the same, ``S`` and ``train_loss`` NaN where ``S`` is not finite (as GAMP).
     """
+    given = dict(max_iter=max_iter, tol=tol, chunk=chunk, time_limit=time_limit)
+    s = resolve("train_convex", settings, given, dict(max_iter=20000, chunk=50))
     lam = _checks.nonnegative("lam", lam)
     check_penalty(penalty)
-    max_iter = _checks.integer("max_iter", max_iter, 1)
-    static = _Static(task, penalty, _checks.integer("chunk", chunk, 1))
-    tol = _checks.nonnegative("tol", tol)
+    max_iter = _checks.integer("max_iter", s.max_iter, 1)
+    static = _Static(task, penalty, _checks.integer("chunk", s.chunk, 1))
+    tol = _checks.nonnegative("tol", s.tol)
     X, Y, d = _checks.dataset(task, data)
     X, Y = jnp.asarray(X, jnp.float64), jnp.asarray(Y, jnp.float64)
     lam_j = jnp.asarray(lam, jnp.float64)
     state = _initial_state(static, X, Y, S_init, lam_j)
-    progress = Progress("train_convex", max_iter, time_limit)
+    progress = Progress("train_convex", max_iter, s.time_limit)
     state, history, done, residual = _iterate(static, state, (X, Y, lam), max_iter, tol, progress)
     run = _Run(state.x, None, np.concatenate(history), residual < tol, done, residual)
     return _finish(task, X, Y, run, "train_convex", tol)

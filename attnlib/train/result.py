@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import NamedTuple
 
@@ -22,7 +23,9 @@ class TrainResult(NamedTuple):
       history: objective value at every step (``(n_iter,)`` numpy array), in the
         units of :func:`objective` (a sum over sequences, not a mean).
       train_loss: mean per-sequence square loss of ``S`` on the training set.
-      converged: whether the stopping criterion (``residual < tol``) was met.
+      converged: whether the stopping criterion (``residual < tol``) was met. Not met,
+        ``S`` is the last iterate (a ``RuntimeWarning`` gives the residual); after a
+        breakdown (``S`` not finite) ``S``, ``W`` and ``train_loss`` are NaN.
       n_iter: number of optimisation steps taken (the iterations of
         every solver's result; book/data tables store it as ``n_steps``).
       residual: the quantity compared with ``tol``. For the first-order solvers
@@ -59,13 +62,27 @@ class _Run(NamedTuple):
 
 
 def _finish(task, X, Y, run: _Run, solver: str, tol: float) -> TrainResult:
-    """Check the run (finite ``S``), warn with the residual if it did not converge."""
+    """The result of the run, with the policy of the algorithms on data: not converged,
+    the last iterate, ``converged=False`` and a ``RuntimeWarning`` with the residual; a
+    breakdown (``S`` not finite, or a NaN residual) the same, with NaN ``S`` (and ``W``) and
+    ``train_loss`` where ``S`` is not finite."""
     S = np.asarray(run.S, dtype=np.float64)
-    if not np.all(np.isfinite(S)):
-        raise FloatingPointError(f"{solver} produced a non-finite S")
-    X64, Y64 = jnp.asarray(X, jnp.float64), jnp.asarray(Y, jnp.float64)
-    tl = float(_mean_loss(task, X64, Y64, jnp.asarray(S)))
-    if not run.converged:
+    W = None if run.W is None else np.asarray(run.W)
+    finite = bool(np.all(np.isfinite(S)))
+    if finite:
+        X64, Y64 = jnp.asarray(X, jnp.float64), jnp.asarray(Y, jnp.float64)
+        tl = float(_mean_loss(task, X64, Y64, jnp.asarray(S)))
+    else:
+        S, tl = np.full(S.shape, np.nan), math.nan
+        W = None if W is None else np.full(W.shape, np.nan)
+    if not finite or math.isnan(run.residual):
+        warnings.warn(
+            f"{solver} broke down after {run.n_iter} steps: residual {run.residual:.3g}"
+            + ("" if finite else ", S not finite (S and train_loss are NaN)"),
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    elif not run.converged:
         warnings.warn(
             f"{solver} did not converge in {run.n_iter} steps: residual {run.residual:.3g} "
             f">= tol {tol:.3g}",
@@ -74,7 +91,7 @@ def _finish(task, X, Y, run: _Run, solver: str, tol: float) -> TrainResult:
         )
     return TrainResult(
         S=S,
-        W=None if run.W is None else np.asarray(run.W),
+        W=W,
         history=np.asarray(run.history, dtype=np.float64),
         train_loss=tl,
         converged=bool(run.converged),

@@ -218,8 +218,8 @@ def solve_constrained(
     (no ``rtol``). ``attempts``: the ``(damping, max_iter)`` of the successive damped
     Anderson attempts (default ``((settings.damping, settings.max_iter), (0.9, 5
     settings.max_iter))``, that is ``((0.5, 300), (0.9, 1500))``; ``max_iter`` bounds both,
-    so that ``max_iter=1`` fails cheaply). Not converged: NaN fields and a warning
-    (``on_fail="warn"``) or ``RuntimeError``. Without ``init``, where the convex point is
+    so that ``max_iter=1`` fails cheaply). Not converged: NaN fields and a warning (the
+    deprecated ``on_fail="raise"``: ``RuntimeError``). Without ``init``, where the convex point is
     the zero phase, that result (``S = 0``, rank 0). With ``return_warm``: ``(SEResult,
     WarmStart | None)``.
     """
@@ -279,11 +279,11 @@ def solve(
       convex: the convex :class:`SEResult` at ``(alpha, lam)`` if already solved (same
         settings; pass its warm start as ``init`` to reuse its prox points).
       settings: an :class:`attnlib.se.SESettings`; the shorthand keywords (``tol=``,
-        ``anderson=``, ``n_qmc=``, ``n_rep=``, ``seed=``, ``on_fail=``, ...) as in
-        :func:`attnlib.se.solve` (no ``rtol``). ``on_fail``: ``"warn"``
-        (:class:`attnlib.se.SEConvergenceWarning`, NaN fields) or ``"raise"``
-        (``RuntimeError``). ``time_limit`` (seconds, the whole call): past it NaN fields,
-        ``converged=False`` and the ``on_fail`` policy. Progress: INFO on ``attnlib.se``.
+        ``anderson=``, ``n_qmc=``, ``n_rep=``, ``seed=``, ...) as in
+        :func:`attnlib.se.solve` (no ``rtol``). Not converged: NaN fields and an
+        :class:`attnlib.se.SEConvergenceWarning` (the deprecated ``on_fail="raise"``:
+        ``RuntimeError``). ``time_limit`` (seconds, the whole call): past it NaN fields,
+        ``converged=False`` and the same policy. Progress: INFO on ``attnlib.se``.
       return_warm: also return the warm start of the returned fixed point.
 
     Returns:

@@ -51,7 +51,7 @@ def convex_chain_point(*, task, noise, alpha, lam, d, n_test, key, seed, init=No
 def adam(task, data, p, lam, key, *, steps, W_init=None):
     """Adam on W with weight decay lam_W = lam / sqrt(kappa); returns (TrainResult, notes)."""
     lam_W = lam / math.sqrt(p / data.X.shape[2])
-    return C.quiet(train.train_factorized, key, task, data, p, lam_W, steps=steps, W_init=W_init)
+    return C.quiet(train.train_factorized, key, task, data, p, lam_W, max_iter=steps, W_init=W_init)
 
 
 def adam_point(*, task, alpha, d, lam, steps, n_test, key, seed):
@@ -116,7 +116,7 @@ def compare_point(*, task, kappa0, alpha, d, lam_nuc, lam_fro, steps, n_test, ke
     task_ = make_task(task, NOISE)
     S0, data, (k_test, k_init) = _data(task_, targets.Wishart(kappa0), alpha, d, [*key, seed], 4)
     fac, n1 = adam(task_, data, d, lam_nuc, k_init, steps=steps)
-    dirc, n2 = C.quiet(train.train_direct, task_, data, lam_fro, steps=steps)
+    dirc, n2 = C.quiet(train.train_direct, task_, data, lam_fro, max_iter=steps)
     for note in n1 + n2:
         C.log(f"    [{note}]")
     return {

@@ -73,7 +73,9 @@ def grid(cfg: dict, v_se: float) -> sweep.Grid:
 def compute(quick: bool = False, runner=None) -> dict:
     """The arrays of ``amp_finite_size.npz``: the SE point, and ``(size, seed)`` tables."""
     cfg = QUICK if quick else FULL
-    th = se.solve(TASK, TARGET, ALPHA, LAM, on_fail="raise")
+    th = se.solve(TASK, TARGET, ALPHA, LAM)
+    if not th.converged:
+        raise RuntimeError(f"no state-evolution fixed point at alpha {ALPHA}, lam {LAM}")
     seeds = range(cfg["seeds"])
     out = {"sizes": np.array(cfg["sizes"]), "seeds": np.array(seeds), "alpha": ALPHA, "lam": LAM}
     out.update(se_train=th.train_loss, se_test=th.test_error, se_v=th.v)

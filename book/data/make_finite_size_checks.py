@@ -90,7 +90,7 @@ def _solutions(task, data, d, seed) -> dict:
             out[name] = train.train_convex(task, data, lam, **{"max_iter": 20000, **kw})
         key = jax.random.PRNGKey(2000 + seed)
         out["Adam on W"] = train.train_factorized(
-            key, task, data, d, lam, steps=ADAM_STEPS, dtype=jnp.float64, tol=1e-13
+            key, task, data, d, lam, max_iter=ADAM_STEPS, dtype=jnp.float64, tol=1e-13
         )
     return out
 

@@ -75,9 +75,9 @@ def run(quick: bool = False, runner=None) -> dict:
     # the grid's seeds are 0 .. n - 1, as FULL's and QUICK's
     t = run_(sweep.Grid(point, {"d": list(grid["d"])}, seeds=len(grid["seeds"])))
     cos = sweep.pivot(t, "cosine", {"d": list(grid["d"]), "seed": list(grid["seeds"])})
-    ray = hardmax.solve(TASK, TARGET, ALPHA)
+    ray = hardmax.solve(TASK, TARGET, ALPHA, 1.0)
     return {"d": np.array(grid["d"]), "seeds": np.array(grid["seeds"]), "gamp_cosine": cos,
-            "se_cosine": se_trajectory(runner=run_), "se_ray": ray.gamma,
+            "se_cosine": se_trajectory(runner=run_), "se_ray": ray.cos_theta,
             "se_test_error": ray.test_error, "alpha": ALPHA}  # fmt: skip
 
 

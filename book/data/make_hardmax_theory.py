@@ -107,19 +107,19 @@ def ray_point(*, alpha: float, n_qmc: int, tol: float, seed: int, init=None) -> 
     """The ERM ray at ``alpha`` with the QMC points of ``seed`` (warm start ``init = (gamma,
     rho)``); a dict and the state (``init`` again where the ray was not reached)."""
     r, notes = C.quiet(
-        hardmax.solve, task(), target(), alpha, init=init, tol=tol, n_qmc=n_qmc, n_rep=8,
+        hardmax.solve, task(), target(), alpha, 1.0, init=init, tol=tol, n_qmc=n_qmc, n_rep=8,
         seed=seed,
     )  # fmt: skip
     if notes:
         C.log(f"    [ray] alpha={alpha:g}: {notes} (residual {r.residual:.1e})")
     row = {
-        "gamma": r.gamma,
+        "gamma": r.cos_theta,
         "test_error": r.test_error,
         "rank_fraction": r.rank_fraction,
         "integration_error": r.integration_error,
         "converged": float(r.converged),
     }
-    return row, ((r.gamma, r.rho) if r.converged else init)  # a failed ray (NaN) starts nothing
+    return row, ((r.cos_theta, r.rho) if r.converged else init)  # a failed ray (NaN) starts nothing
 
 
 def se_iterates(*, alpha: float, n_qmc: int, n_iter: int, seed: int) -> dict:
@@ -129,7 +129,7 @@ def se_iterates(*, alpha: float, n_qmc: int, n_iter: int, seed: int) -> dict:
     start = (float(np.sqrt(KAPPA0 / Q0)), float(V0 / np.sqrt(Q0)))
     tr = hardmax.trajectory(task(), target(), alpha, 1.0, n_iter, start=start, n_qmc=n_qmc,
                             n_rep=8, seed=seed)  # fmt: skip
-    return {f"cosine_{t}": float(g) for t, g in enumerate(tr.gamma)}
+    return {f"cosine_{t}": float(g) for t, g in enumerate(tr.cos_theta)}
 
 
 def bayes_point(*, alpha: float) -> dict:

@@ -77,7 +77,7 @@ def _minimise(start: str, data, d: int, k, max_iter: int, steps: int):
         return train.train_convex(TASK, data, LAM, S_init=S_init, tol=1e-9,
                                   max_iter=max_iter)  # fmt: skip
     scale = 0.1 if start == "adam_small" else 1.0
-    return train.train_factorized(key, TASK, data, d, lam=LAM, steps=steps,
+    return train.train_factorized(key, TASK, data, d, lam=LAM, max_iter=steps,
                                   learning_rate=0.02, dtype=jnp.float64,
                                   init_scale=scale)  # fmt: skip
 
@@ -124,7 +124,9 @@ def se_record() -> dict:
     t0 = time.time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", se.SEMultipleFixedPointsWarning)
-        r = se.solve(TASK, TARGET, ALPHA, LAM, on_fail="raise")
+        r = se.solve(TASK, TARGET, ALPHA, LAM)
+    if not r.converged:
+        raise RuntimeError(f"no state-evolution fixed point at alpha {ALPHA}, lam {LAM}")
     rec = {k: float(getattr(r, k)) for k in ("m", "q", "v", "train_loss", "trace", "objective")}
     rec["alternatives"] = [list(map(float, a)) for a in r.alternatives]
     rec["seconds"] = round(time.time() - t0, 1)

@@ -147,7 +147,7 @@ def adam_point(*, d, alpha, kappa, steps):
     k_s0, k_data, k_init = jax.random.split(C.key_for(SEED, 3), 3)
     S0 = np.asarray(target.sample(k_s0, d))
     data = tasks.make_dataset(k_data, task, S0, tasks.n_samples(alpha, d))
-    res, notes = C.quiet(train.train_factorized, k_init, task, data, p, lam=LAM, steps=steps,
+    res, notes = C.quiet(train.train_factorized, k_init, task, data, p, lam=LAM, max_iter=steps,
                          learning_rate=0.02, decay=0.01, dtype=jax.numpy.float64)  # fmt: skip
     if notes:
         C.log(f"    [adam] {notes}")

@@ -146,7 +146,7 @@ def adam_run(task, kappa0: float, lam: float, d: int = 30, kappa: float = 0.5) -
             data,
             p,
             lam / math.sqrt(p / d),
-            steps=2000,
+            max_iter=2000,
             learning_rate=0.02,
             dtype=jax.numpy.float64,
         )

@@ -163,7 +163,7 @@ def interp_point(*, kappa: float, rel: float, d: int, steps: int, seed: int) -> 
     task = linear_task()
     S0 = targets.Wishart(KAPPA0).sample(k_s, d)
     data = tasks.make_dataset(k_x, task, S0, n)
-    r, _ = C.quiet(train.train_factorized, k_i, task, data, p, 1e-5, steps=steps, tol=1e-12)
+    r, _ = C.quiet(train.train_factorized, k_i, task, data, p, 1e-5, max_iter=steps, tol=1e-12)
     return {"train_loss": float(r.train_loss), "alpha": n / d**2, "n_steps": float(r.n_iter)}
 
 
@@ -199,7 +199,7 @@ def adam_point(*, d: int, kappa: float, steps: int, n_test: int, seed: int) -> d
     task, S0, data, k_test, k_init = _data(d, seed)
     p = max(1, round(kappa * d))
     r, notes = C.quiet(
-        train.train_factorized, k_init, task, data, p, LAM / math.sqrt(p / d), steps=steps
+        train.train_factorized, k_init, task, data, p, LAM / math.sqrt(p / d), max_iter=steps
     )
     if notes:
         C.log(f"    [adam] {notes} (d={d}, kappa={kappa}, residual {r.residual:.1e})")

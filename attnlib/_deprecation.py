@@ -1,0 +1,36 @@
+"""Deprecated spellings, kept for one release (internal).
+
+A renamed function, keyword, field or policy keeps working for one release: it does
+what the new spelling does and raises a :class:`DeprecationWarning` that names the new
+spelling. The book's notebooks use the new spellings, so no warning shows in their
+outputs.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+__all__ = ["warn", "renamed_keyword"]
+
+
+def warn(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """``DeprecationWarning``: ``old`` is deprecated, use ``new`` (attributed to the caller
+    of the function that calls this one, with the default ``stacklevel``)."""
+    warnings.warn(
+        f"{old} is deprecated and will be removed in the next release; use {new}",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def renamed_keyword(function: str, new: str, value, old: str, old_value, *, stacklevel=4):
+    """The value of the keyword ``new`` of ``function``, where the caller may still pass it
+    under its old name ``old`` (a :class:`DeprecationWarning`). ``value`` and
+    ``old_value`` are what the caller passed (``None``: not passed); passing both is a
+    ``ValueError`` naming both."""
+    if old_value is None:
+        return value
+    if value is not None:
+        raise ValueError(f"{function}: pass {new} only ({old} is its deprecated name), not both")
+    warn(f"{function}({old}=...)", f"{function}({new}=...)", stacklevel=stacklevel)
+    return old_value
