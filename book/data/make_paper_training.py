@@ -67,7 +67,7 @@ FULL = dict(
     spec_alpha=(0.05, 0.16, 0.4, 1.0), spec_d=80, spec_reps=4, draws=40, n_test=20000,
 )  # fmt: skip
 QUICK = dict(
-    alpha=(0.1, 0.5), sim_alpha=(0.5,), d=20, reps=2,
+    alpha=(0.1, 0.5), sim_alpha=(0.1, 0.5), d=20, reps=2,
     spec_alpha=(0.16, 1.0), spec_d=24, spec_reps=2, draws=4, n_test=4000,
 )  # fmt: skip
 PARAMS = dict(kappa0=KAPPA0, noise=NOISE, noise_on="target", T=T, beta=BETA,
