@@ -37,3 +37,9 @@ __all__ = [
     "haar_orthogonal",
     "quantile_atoms",
 ]
+
+# The public names live at ``attnlib.targets`` (their documented and pickled address),
+# whichever file of the package defines them.
+for _name in __all__:
+    globals()[_name].__module__ = __name__
+del _name
