@@ -218,7 +218,7 @@ def _solve(task, target, point_, init, s: SESettings):
     if found.attempt is None:
         _report_failure(alpha, lam, penalty, found, s.on_fail)
         return point.failed(pb, lam, found.residual, found.n_iter), None
-    r, w = several.lowest(pb, lam, found.attempt, extra, loop)
+    r, w = several.lowest(pb, lam, found.attempt, extra, loop, on_fail=s.on_fail)
     replicon.warn_if_unstable(r, stacklevel=4)
     return r, w
 
