@@ -207,3 +207,22 @@ def test_small_lam_curve_within_error_bars():
         err = np.hypot(lc.integration_error, ref.integration_error) * want
         ok = ~lc.converged | (np.abs(got - want) <= 3 * err)
         assert np.all(ok), (f, got, want, err)
+
+
+def test_rtol_doubles_n_qmc_where_undecided(monkeypatch):
+    """With ``rtol``, an undecided point (NaN, candidates in ``alternatives``) is solved
+    again at twice the points, cold (it has no warm start), until it decides."""
+    seen = []
+    undecided = unfinished_result(0.241, 1e-4, "nuclear", 1.5)._replace(
+        alternatives=((1.6, 2.4, 43.0, 2.2e-3), (1.7, 2.6, 40.0, 2.21e-3))
+    )
+    decided = _fake(2.2e-3, 1e-6)._replace(converged=True)
+
+    def fake_solve(task, target, point_, init, s):
+        seen.append((s.n_qmc, init))
+        return (undecided, None) if len(seen) < 3 else (decided, None)
+
+    monkeypatch.setattr(drivers, "_solve", fake_solve)
+    s = se.SESettings(n_qmc=1024, rtol=0.01, max_n_qmc=2**14)
+    r, _ = drivers._solve_to_rtol(TASK, TARGET, (0.241, 1e-4, "nuclear"), "init", s)
+    assert r is decided and seen == [(1024, "init"), (2048, "init"), (4096, "init")]

@@ -228,11 +228,14 @@ def _solve_to_rtol(task, target, point_, init, s: SESettings):
     solve warm-started from the last); a ``RuntimeWarning`` where ``max_n_qmc`` stops it."""
     rtol, once = s.rtol, s._replace(rtol=None)
     r, w = _solve(task, target, point_, init, once)
-    while r.converged and not r.integration_error <= rtol and 2 * once.n_qmc <= s.max_n_qmc:
+    # also doubled where the search could not decide among fixed points (NaN, with the
+    # candidates in alternatives: attnlib.se.several.decide)
+    while (r.converged and not r.integration_error <= rtol or not r.converged and r.alternatives
+           ) and 2 * once.n_qmc <= s.max_n_qmc:  # fmt: skip
         log.info("solve: error of the metrics %.2e > rtol %.1e at n_qmc %d: doubling",
                  r.integration_error, rtol, once.n_qmc)  # fmt: skip
         once = once._replace(n_qmc=2 * once.n_qmc)
-        r, w = _solve(task, target, point_, w, once)
+        r, w = _solve(task, target, point_, w if r.converged else init, once)
     if r.converged and not r.integration_error <= rtol:
         warnings.warn(
             f"se.solve: relative error of the metrics {r.integration_error:.2e} > rtol = "
