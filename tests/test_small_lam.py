@@ -74,13 +74,20 @@ def test_lam0_branch_skipped_where_lam0_is_refused(monkeypatch):
 
 def test_decide_rule():
     """Lowest objective where every other is above it by more than DECIDE combined
-    errors; None where one is within; a point without an error bar never decides."""
+    errors; None where one is within and differs in test error or mse; a point without
+    an error bar never decides."""
     assert several.decide([_fake(1.0, 0.01), _fake(0.9, 0.01)]) == 1
     assert several.decide([_fake(0.9, 0.01), _fake(0.92, 0.01), _fake(1.5, 0.01)]) is None
     gap = 0.9 * several.DECIDE * math.hypot(0.01, 0.02)
     assert several.decide([_fake(1.0, 0.01), _fake(1.0 + gap, 0.02)]) is None
     assert several.decide([_fake(1.0, 0.01), _fake(1.0 + 1.2 * gap / 0.9, 0.02)]) == 0
     assert several.decide([_fake(1.0, math.nan), _fake(2.0, 0.01)]) is None
+    # tied in objective, equal in test error and mse within their errors: decided
+    same = dict(test_error=0.2, mse=0.9)
+    tied = [_fake(0.9, 0.01)._replace(**same), _fake(0.91, 0.01)._replace(**same)]
+    assert several.decide(tied) == 0
+    apart = dict(test_error=0.3, mse=0.9)  # test errors 0.2 and 0.3 at 1 % errors
+    assert several.decide([tied[0], tied[1]._replace(**apart)]) is None
 
 
 def _two_starts(monkeypatch, lam):

@@ -34,7 +34,12 @@ Deciding. The candidates are compared by objective, each with its error
 another by less than ``DECIDE`` times their combined error (``hypot``), the search
 cannot say which is the minimiser, and the result is not converged (NaN fields,
 ``converged=False``) with an :class:`attnlib.se.SEConvergenceWarning` naming every
-candidate and its objective (all of them in ``alternatives``).
+candidate and its objective (all of them in ``alternatives``); unless the tied
+candidates also agree in test error and mse within their errors, where the lowest is
+returned with its ``integration_error`` widened to the candidates' spread (seq2seq,
+noise 0.25, Wishart 0.5, Frobenius, alpha 0.3, lam 1e-6: three fixed points with
+objectives 8.398e-4, 8.411e-4, 8.457e-4, each +- 0.7-1.3e-4 at 8192 points, ``q``
+4.26-4.34).
 
 The linear task (a convex channel) is never searched: its fixed point is unique.
 ``n_iter`` of the result counts the search's maps only when it found another point
@@ -194,14 +199,38 @@ def objective_error(r: SEResult) -> float:
     return err if math.isfinite(err) else math.inf
 
 
+def _same_metrics(r, b) -> bool:
+    """Whether ``r`` and ``b`` agree in test error and mse within ``DECIDE`` combined
+    errors (``integration_error`` relative to each)."""
+    for f in ("test_error", "mse"):
+        x, y = float(getattr(r, f)), float(getattr(b, f))
+        err = math.hypot(r.integration_error * abs(x), b.integration_error * abs(y))
+        if not abs(x - y) <= DECIDE * err:  # False for NaN
+            return False
+    return True
+
+
+def _spread(results, k) -> float:
+    """The largest relative gap in test error and mse between ``results[k]`` and the
+    others (what a tie among them adds to its error)."""
+    b = results[k]
+    gaps = [abs(getattr(r, f) - getattr(b, f)) / max(abs(getattr(b, f)), 1e-300)
+            for r in results for f in ("test_error", "mse")]  # fmt: skip
+    return float(max(gaps))
+
+
 def decide(results) -> int | None:
     """The index of the lowest objective among ``results`` (:class:`SEResult`), or None
     where another is above it by no more than ``DECIDE`` times their combined error
-    (:func:`objective_error`, errors taken as independent): the search cannot decide."""
+    (:func:`objective_error`, errors taken as independent) and differs from it in test
+    error or mse by more than their errors: the search cannot decide. Candidates tied
+    in objective but equal in those metrics within their errors do not prevent the
+    decision (:func:`lowest` widens the error to cover them)."""
     k = min(range(len(results)), key=lambda j: results[j].objective)
     best, e_best = results[k].objective, objective_error(results[k])
     for j, r in enumerate(results):
-        if j != k and r.objective - best <= DECIDE * math.hypot(e_best, objective_error(r)):
+        tied = r.objective - best <= DECIDE * math.hypot(e_best, objective_error(r))
+        if j != k and tied and not _same_metrics(r, results[k]):
             return None
     return k
 
@@ -247,7 +276,8 @@ def lowest(
     if k is None:
         return _undecided(pb, lam, results, first.n_iter + n_more, on_fail), None
     best, b = results[k], found[k]
-    alts = tuple((r.m, r.q, r.v, r.objective) for r in results if r is not best)
+    best = best._replace(integration_error=max(best.integration_error, _spread(results, k)))
+    alts = tuple((r.m, r.q, r.v, r.objective) for j, r in enumerate(results) if j != k)
     warnings.warn(
         f"state evolution at alpha={first.alpha}, lam={lam}, penalty={pb.penalty}: "
         f"{len(results)} fixed points; returned the lowest objective {best.objective:.6g} "
