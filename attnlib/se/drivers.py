@@ -170,7 +170,10 @@ def solve(
       limit. Where the output channel is not convex the engine also looks for other
       fixed points (:mod:`attnlib.se.several`) and returns the one of lowest
       ``objective``, the others in ``alternatives``, with an
-      :class:`SEMultipleFixedPointsWarning`.
+      :class:`SEMultipleFixedPointsWarning`; where their objectives lie within their
+      QMC errors and their metrics do not, it cannot decide: NaN, ``converged=False``,
+      the candidates in ``alternatives`` and named in an :class:`SEConvergenceWarning`
+      (``rtol`` then doubles ``n_qmc``). Small ``lam`` (``<= 1e-3``) is always searched.
     """
     s = resolve(settings, tol=tol, max_iter=max_iter, damping=damping, anderson=anderson,
                 n_qmc=n_qmc, n_rep=n_rep, seed=seed, on_fail=on_fail, rtol=rtol,
