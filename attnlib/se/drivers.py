@@ -170,7 +170,10 @@ def solve(
       limit. Where the output channel is not convex the engine also looks for other
       fixed points (:mod:`attnlib.se.several`) and returns the one of lowest
       ``objective``, the others in ``alternatives``, with an
-      :class:`SEMultipleFixedPointsWarning`.
+      :class:`SEMultipleFixedPointsWarning`; where their objectives lie within their
+      QMC errors and their metrics do not, it cannot decide: NaN, ``converged=False``,
+      the candidates in ``alternatives`` and named in an :class:`SEConvergenceWarning`
+      (``rtol`` then doubles ``n_qmc``). Small ``lam`` (``<= 1e-3``) is always searched.
     """
     s = resolve(settings, tol=tol, max_iter=max_iter, damping=damping, anderson=anderson,
                 n_qmc=n_qmc, n_rep=n_rep, seed=seed, on_fail=on_fail, rtol=rtol,
@@ -218,7 +221,7 @@ def _solve(task, target, point_, init, s: SESettings):
     if found.attempt is None:
         _report_failure(alpha, lam, penalty, found, s.on_fail)
         return point.failed(pb, lam, found.residual, found.n_iter), None
-    r, w = several.lowest(pb, lam, found.attempt, extra, loop)
+    r, w = several.lowest(pb, lam, found.attempt, extra, loop, on_fail=s.on_fail)
     replicon.warn_if_unstable(r, stacklevel=4)
     return r, w
 
@@ -228,11 +231,14 @@ def _solve_to_rtol(task, target, point_, init, s: SESettings):
     solve warm-started from the last); a ``RuntimeWarning`` where ``max_n_qmc`` stops it."""
     rtol, once = s.rtol, s._replace(rtol=None)
     r, w = _solve(task, target, point_, init, once)
-    while r.converged and not r.integration_error <= rtol and 2 * once.n_qmc <= s.max_n_qmc:
+    # also doubled where the search could not decide among fixed points (NaN, with the
+    # candidates in alternatives: attnlib.se.several.decide)
+    while (r.converged and not r.integration_error <= rtol or not r.converged and r.alternatives
+           ) and 2 * once.n_qmc <= s.max_n_qmc:  # fmt: skip
         log.info("solve: error of the metrics %.2e > rtol %.1e at n_qmc %d: doubling",
                  r.integration_error, rtol, once.n_qmc)  # fmt: skip
         once = once._replace(n_qmc=2 * once.n_qmc)
-        r, w = _solve(task, target, point_, w, once)
+        r, w = _solve(task, target, point_, w if r.converged else init, once)
     if r.converged and not r.integration_error <= rtol:
         warnings.warn(
             f"se.solve: relative error of the metrics {r.integration_error:.2e} > rtol = "

@@ -103,7 +103,9 @@ class SEResult(NamedTuple):
 
     ``alternatives``: the other fixed points found at the same ``(alpha, lam)`` where
     the output channel is not convex, a tuple of ``(m, q, v, objective)`` with
-    objective above this one's (empty when none was found; see :mod:`attnlib.se.robust`).
+    objective above this one's (empty when none was found; see :mod:`attnlib.se.robust`);
+    with ``converged=False``, every candidate where the objectives lie within their
+    QMC errors and the search could not decide (:mod:`attnlib.se.several`).
 
     ``replicon`` (appended; NaN where not computed: hardmax, rank-constrained students,
     failed solves, stored rows that predate it): the replica-symmetric stability

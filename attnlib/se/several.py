@@ -22,6 +22,25 @@ the cost of the interpolating softmax points), from
   ``2 lam``), and :func:`attnlib.se.solve` at ``lam`` then disagrees with
   continuation from ``2 lam`` on the lowest objective.
 
+Small ``lam`` (``0 < lam <= SMALL_LAM``, a non-linear task) is always searched, with the
+walk and one more start: the ``lam -> 0`` branch, the fixed point at ``lam = 0`` (where
+:mod:`attnlib.se.lam0` does not refuse it; at most ``robust._PROBE`` maps from the
+default start) continued to ``lam`` (issue 38: a converged-looking point at ``lam =
+1e-4`` was suspected to lie on another branch than the minimiser's).
+
+Deciding. The candidates are compared by objective, each with its error
+``integration_error * |objective|`` (the propagated QMC error of the metrics,
+:mod:`attnlib.se.propagation`; 0 for the closed forms): where the lowest is below
+another by less than ``DECIDE`` times their combined error (``hypot``), the search
+cannot say which is the minimiser, and the result is not converged (NaN fields,
+``converged=False``) with an :class:`attnlib.se.SEConvergenceWarning` naming every
+candidate and its objective (all of them in ``alternatives``); unless the tied
+candidates also agree in test error and mse within their errors, where the lowest is
+returned with its ``integration_error`` widened to the candidates' spread (seq2seq,
+noise 0.25, Wishart 0.5, Frobenius, alpha 0.3, lam 1e-6: three fixed points with
+objectives 8.398e-4, 8.411e-4, 8.457e-4, each +- 0.7-1.3e-4 at 8192 points, ``q``
+4.26-4.34).
+
 The linear task (a convex channel) is never searched: its fixed point is unique.
 ``n_iter`` of the result counts the search's maps only when it found another point
 (so that results without alternatives are those of the plain search).
@@ -37,9 +56,15 @@ import numpy as np
 
 from attnlib.se import point, robust
 from attnlib.se.engine import LoopSettings
-from attnlib.se.results import SEMultipleFixedPointsWarning, SEResult, WarmStart
+from attnlib.se.lam0 import _lam0_refusal
+from attnlib.se.results import (
+    SEConvergenceWarning,
+    SEMultipleFixedPointsWarning,
+    SEResult,
+    WarmStart,
+)
 
-__all__ = ["needs_search", "distinct", "others", "lowest"]
+__all__ = ["needs_search", "distinct", "others", "objective_error", "decide", "lowest"]
 
 log = logging.getLogger("attnlib.se")
 
@@ -47,13 +72,35 @@ WALK = (4, 3, 2, 1)  # continuation from lam * 10^4 down to lam, one decade a st
 Q_SCALES = (1.5, 0.67)  # scaled starts (m, s q, v)
 NEIGHBOUR = 2.0  # the second round continues from NEIGHBOUR * lam
 DISTINCT = 1e-3  # fixed points differing by more than this in m/Q0 or log q are distinct
+SMALL_LAM = 1e-3  # 0 < lam <= SMALL_LAM: always searched, also from the lam -> 0 branch
+DECIDE = 2.0  # objectives closer than DECIDE combined errors: the search cannot decide
+
+
+def _small_lam(pb: point.Problem) -> bool:
+    return bool(0.0 < float(pb.data.lam) <= SMALL_LAM)
 
 
 def needs_search(pb: point.Problem, a: point.Attempt) -> bool:
-    """Whether to look for other fixed points next to the attempt ``a``."""
+    """Whether to look for other fixed points next to the attempt ``a``: a non-linear
+    task where the prox check found lower minima on the way, or at small ``lam``."""
     if point._linear(pb) or pb.task.piecewise_constant:
         return False
-    return bool(a.checks > 0)
+    return bool(a.checks > 0 or _small_lam(pb))
+
+
+def _from_lam0(pb, lam, settings):
+    """The ``lam -> 0`` branch: the fixed point at ``lam = 0`` (one attempt of at most
+    ``robust._PROBE`` maps from the default start; None where the theory refuses
+    ``lam = 0`` or it does not converge) continued to ``lam``: an Attempt or None."""
+    alpha = float(pb.data.alpha)
+    if _lam0_refusal(pb.task, pb.target, alpha, pb.penalty) is not None:
+        return None
+    probe = settings._replace(max_iter=min(int(settings.max_iter), robust._PROBE))
+    a0 = point.attempt(robust._at_lam(pb, 0.0), robust.default_x0(float(pb.data.Q0)), None, probe)
+    if not a0.converged:
+        return None
+    b = point.attempt(pb, a0.x, a0.prox, settings)
+    return b._replace(n_iter=a0.n_iter + b.n_iter)
 
 
 def _walk(pb, lam, settings):
@@ -86,10 +133,13 @@ def distinct(x, y, Q0) -> bool:
 
 
 def _first_round(pb, lam, a, settings):
-    """The walk and the scaled starts: ``(converged attempts, n_iter)``."""
+    """The walk and the scaled starts (where the prox check found lower minima), and the
+    ``lam -> 0`` branch at small ``lam``: ``(converged attempts, n_iter)``."""
     Q0 = float(pb.data.Q0)
     candidates = [_walk(pb, lam, settings)]
-    for s in Q_SCALES:
+    if _small_lam(pb):
+        candidates.append(_from_lam0(pb, lam, settings))
+    for s in Q_SCALES if a.checks > 0 else ():
         x0 = np.asarray(a.x, dtype=float) * np.array([1.0, s, 1.0])
         if robust._valid(x0, Q0):
             candidates.append(point.attempt(pb, x0, None, settings))
@@ -142,12 +192,78 @@ def _result(pb, lam, a, extra) -> SEResult:
     return point.result(pb, lam, a.x, extra, point.sides_at(lam, a.sides))
 
 
+def objective_error(r: SEResult) -> float:
+    """The QMC error of ``r.objective``: ``integration_error * |objective|`` (the
+    propagated relative error of the metrics; a NaN error counts as infinite)."""
+    err = float(r.integration_error) * abs(float(r.objective))
+    return err if math.isfinite(err) else math.inf
+
+
+def _same_metrics(r, b) -> bool:
+    """Whether ``r`` and ``b`` agree in test error and mse within ``DECIDE`` combined
+    errors (``integration_error`` relative to each)."""
+    for f in ("test_error", "mse"):
+        x, y = float(getattr(r, f)), float(getattr(b, f))
+        err = math.hypot(r.integration_error * abs(x), b.integration_error * abs(y))
+        if not abs(x - y) <= DECIDE * err:  # False for NaN
+            return False
+    return True
+
+
+def _spread(results, k) -> float:
+    """The largest relative gap in test error and mse between ``results[k]`` and the
+    others (what a tie among them adds to its error)."""
+    b = results[k]
+    gaps = [abs(getattr(r, f) - getattr(b, f)) / max(abs(getattr(b, f)), 1e-300)
+            for r in results for f in ("test_error", "mse")]  # fmt: skip
+    return float(max(gaps))
+
+
+def decide(results) -> int | None:
+    """The index of the lowest objective among ``results`` (:class:`SEResult`), or None
+    where another is above it by no more than ``DECIDE`` times their combined error
+    (:func:`objective_error`, errors taken as independent) and differs from it in test
+    error or mse by more than their errors: the search cannot decide. Candidates tied
+    in objective but equal in those metrics within their errors do not prevent the
+    decision (:func:`lowest` widens the error to cover them)."""
+    k = min(range(len(results)), key=lambda j: results[j].objective)
+    best, e_best = results[k].objective, objective_error(results[k])
+    for j, r in enumerate(results):
+        tied = r.objective - best <= DECIDE * math.hypot(e_best, objective_error(r))
+        if j != k and tied and not _same_metrics(r, results[k]):
+            return None
+    return k
+
+
+def _listed(results) -> str:
+    return ", ".join(f"({r.m:.5g}, {r.q:.5g}, {r.v:.5g}, {r.objective:.6g} +- "
+                     f"{objective_error(r):.2g})" for r in results)  # fmt: skip
+
+
+def _undecided(pb, lam, results, n_iter, on_fail) -> SEResult:
+    """The unfinished result where :func:`decide` cannot choose, every candidate in
+    ``alternatives``; an :class:`SEConvergenceWarning` naming them (``on_fail="raise"``:
+    ``RuntimeError``)."""
+    msg = (f"state evolution at alpha={results[0].alpha}, lam={lam}, penalty={pb.penalty}: "
+           f"{len(results)} fixed points whose objectives lie within {DECIDE:g} combined QMC "
+           "errors: the search cannot decide which is the minimiser (fields are NaN; raise "
+           "n_qmc). Candidates (m, q, v, objective +- error): " + _listed(results))  # fmt: skip
+    if on_fail == "raise":
+        raise RuntimeError(msg)
+    warnings.warn(msg, SEConvergenceWarning, stacklevel=4)
+    alts = tuple((r.m, r.q, r.v, r.objective) for r in results)
+    residual = max(float(r.residual) for r in results)
+    return point.failed(pb, lam, residual, n_iter)._replace(alternatives=alts)
+
+
 def lowest(
-    pb: point.Problem, lam, a: point.Attempt, extra: dict, settings
-) -> tuple[SEResult, WarmStart]:
+    pb: point.Problem, lam, a: point.Attempt, extra: dict, settings, *, on_fail: str = "warn"
+) -> tuple[SEResult, WarmStart | None]:
     """The :class:`SEResult` of lowest objective among ``a`` and :func:`others` (where
     :func:`needs_search`), the others in ``alternatives``, and its warm start; warns
-    (:class:`SEMultipleFixedPointsWarning`) when there are several."""
+    (:class:`SEMultipleFixedPointsWarning`) when there are several. Where
+    :func:`decide` cannot choose: NaN with ``converged=False`` (:func:`_undecided`) and
+    no warm start."""
     first = _result(pb, lam, a, extra)
     if not needs_search(pb, a):
         return first, point.warm_start(pb, a.x, a.prox, a.history)
@@ -156,9 +272,12 @@ def lowest(
         return first, point.warm_start(pb, a.x, a.prox, a.history)
     found = [a, *more]
     results = [first, *(_result(pb, lam, b, {**extra, "residual": b.residual}) for b in more)]
-    k = min(range(len(results)), key=lambda j: results[j].objective)
+    k = decide(results)
+    if k is None:
+        return _undecided(pb, lam, results, first.n_iter + n_more, on_fail), None
     best, b = results[k], found[k]
-    alts = tuple((r.m, r.q, r.v, r.objective) for r in results if r is not best)
+    best = best._replace(integration_error=max(best.integration_error, _spread(results, k)))
+    alts = tuple((r.m, r.q, r.v, r.objective) for j, r in enumerate(results) if j != k)
     warnings.warn(
         f"state evolution at alpha={first.alpha}, lam={lam}, penalty={pb.penalty}: "
         f"{len(results)} fixed points; returned the lowest objective {best.objective:.6g} "
