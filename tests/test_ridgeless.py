@@ -203,4 +203,4 @@ def test_ridgeless_against_min_trace_interpolator_on_data(task):
         assert abs(limit[k] - getattr(r, name)) <= 3 * err[k] + 0.02, (
             name, limit[k], err[k], getattr(r, name), means[:, k],
         )  # fmt: skip
-    warnings.warn(f"data check {task}: {time.process_time() - t0:.0f} s", UserWarning)
+    warnings.warn(f"data check {task}: {time.process_time() - t0:.0f} s", UserWarning, stacklevel=2)

@@ -113,18 +113,11 @@ from attnlib.se.output import check_overlaps
 from attnlib.se.results import LearningCurve, SEConvergenceWarning, SEResult
 from attnlib.se.settings import SESettings, resolve
 from attnlib.se.test_error import test_errors
+from attnlib.thresholds.ridgeless import interpolation_formula as _threshold
 
 __all__ = ["ridgeless", "ridgeless_curve", "ridgeless_peak"]
 
 _XTOL = 1e-13  # Brent's tolerance on tau and log Delta
-
-
-def _threshold(task, target):
-    """:func:`attnlib.thresholds.interpolation_formula` (imported here: the thresholds
-    package imports :mod:`attnlib.se`)."""
-    from attnlib.thresholds.ridgeless import interpolation_formula
-
-    return interpolation_formula(task, target)
 
 
 class _Eq(NamedTuple):
