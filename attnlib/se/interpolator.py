@@ -136,13 +136,15 @@ class _Eq(NamedTuple):
         return nuclear_integrals(self.target, D, 1.0, tau)
 
     def tau_of(self, D):
-        """The root ``tau >= 0`` of ``div(D, tau) = am``, None if ``div(D, 0) < am``."""
+        """The root ``tau >= 0`` of ``div(D, tau) = am``; 0 where ``div(D, 0) <= am``
+        (``D >= D_max``: the continuous extension, met only within the root finder's
+        tolerance of ``D_max``)."""
 
         def gap(t):
             return self.integrals(D, t).div - self.am
 
-        if gap(0.0) < 0:
-            return None
+        if gap(0.0) <= 0:
+            return 0.0
         hi = math.sqrt(self.Q0 + D)
         while gap(hi) > 0:
             hi *= 2.0
