@@ -184,23 +184,31 @@ def _data_mse(task, target, alpha, d, seeds):
 @pytest.mark.parametrize("task", [LIN, S2S], ids=["linear", "seq2seq"])
 def test_ridgeless_against_min_trace_interpolator_on_data(task):
     """A target of fixed spectrum (no fluctuation of S0's eigenvalues between seeds), at
-    half the threshold; the mse and Tr S / d of the ADMM interpolator at d = 48 and 64,
-    extrapolated linearly in 1/d; tolerance three standard errors of the extrapolation
-    (seed to seed) plus 0.02 (quadratic finite-size terms, unmeasured)."""
+    half the threshold; the mse and Tr S / d of the ADMM interpolator at d = 48 and 64
+    (6 data sets each), extrapolated linearly in 1/d; tolerance three standard errors of
+    the extrapolation (seed to seed) plus 0.02 (quadratic finite-size terms,
+    unmeasured). The finite-size offset is large (seq2seq mse at d = 48 about 13 % above
+    the limit), so the check is as sharp as its error bar, about 0.1 in mse."""
     target = targets.Explicit((0.0, 0.0, 1.0, 2.0))
     th = thresholds.interpolation_formula(task, target)
     alpha = 0.5 * th.alpha
     r = se.ridgeless(task, target, alpha)
     t0 = time.process_time()
-    ds, seeds = (48, 64), range(4)
+    ds, seeds = (48, 64), range(6)
     res = [_data_mse(task, target, alpha, d, seeds) for d in ds]
     means = np.array([x.mean(axis=0) for x in res])
     ses = np.array([x.std(axis=0, ddof=1) / math.sqrt(len(x)) for x in res])
-    w = np.array([ds[1], -ds[0]]) / (ds[1] - ds[0])  # weights of the 1/d extrapolation
+    w = np.array([-ds[0], ds[1]]) / (ds[1] - ds[0])  # y(d) = y_inf + c / d through both d
     limit = w @ means
     err = np.sqrt((w**2) @ ses**2)
     for k, name in enumerate(("mse", "trace")):
         assert abs(limit[k] - getattr(r, name)) <= 3 * err[k] + 0.02, (
             name, limit[k], err[k], getattr(r, name), means[:, k],
         )  # fmt: skip
-    warnings.warn(f"data check {task}: {time.process_time() - t0:.0f} s", UserWarning, stacklevel=2)
+    warnings.warn(
+        f"data check {task}: extrapolated (mse, trace) {limit} +- {err}, theory "
+        f"({r.mse:.4f}, {r.trace:.4f}), at d = {ds}: {means.tolist()}; "
+        f"{time.process_time() - t0:.0f} s",
+        UserWarning,
+        stacklevel=2,
+    )
