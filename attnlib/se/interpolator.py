@@ -259,7 +259,9 @@ def ridgeless(
     Below :func:`attnlib.thresholds.interpolation_formula`'s ``alpha_interp``: the
     minimum-trace PSD interpolator of the noisy labels, from the limit equations of the
     module docstring (train loss 0, finite threshold ``tau``, ``v = inf``). At and
-    above it: :func:`attnlib.se.solve` at ``lam = 0``, whose minimiser is unique there.
+    above it: :func:`attnlib.se.solve` at ``lam = 0``, whose minimiser is unique there
+    (at ``alpha_interp`` itself its ``v`` is infinite and that solve fails: the value
+    there is :func:`ridgeless_peak`).
     ``settings`` and the shorthand keywords (``n_qmc=``, ``time_limit=``, ``on_fail=``,
     ...) as in :func:`attnlib.se.solve`. On the interpolating side ``n_qmc, n_rep,
     seed`` set the QMC points of the test error (softmax) and ``time_limit`` bounds
