@@ -564,6 +564,38 @@ def _specs():
         dict(task="task", target="target", alpha="pos", lam="pos", penalty="penalty"),
         n=10,
     )
+    # the ridgeless limit: v = inf on the interpolating side is the documented limit (the
+    # prox variance diverges like 1/lam), the one field exempted from the finiteness check
+    noisy = tasks.Linear(T=1, noise=0.5)
+
+    def finite_v(fn):
+        @functools.wraps(fn)
+        def call(**kw):
+            r = fn(**kw)
+            if hasattr(r, "v"):
+                return r._replace(v=np.where(np.isinf(r.v), 0.0, r.v))
+            return r
+
+        return call
+
+    add(
+        finite_v(se.ridgeless),
+        dict(task=noisy, target=tg, alpha=1.0),
+        dict(task="task", target="target", alpha="pos", time_limit="pos", n_qmc="int"),
+        n=8,
+    )
+    add(
+        finite_v(se.ridgeless_curve),
+        dict(task=noisy, target=tg, alphas=[1.0, 2.0]),
+        dict(task="task", target="target", alphas="vector"),
+        n=6,
+    )
+    add(
+        finite_v(se.ridgeless_peak),
+        dict(task=noisy, target=tg),
+        dict(task="task", target="target", n_qmc="int", n_rep="int", seed="int"),
+        n=8,
+    )
     add(
         se.learning_curve,
         dict(task=lin, target=tg, alphas=[1.0, 2.0], lam=0.3),

@@ -38,6 +38,9 @@ evolution), :mod:`attnlib.thresholds.interpolation` (interpolation, minimal widt
 :mod:`attnlib.thresholds.ridgeless` (the interpolation threshold in closed form).
 """
 
+# first: attnlib.channels imports attnlib.se, whose interpolator module imports
+# attnlib.thresholds.ridgeless (this package is then partly initialised, which it allows)
+from attnlib import channels as _channels  # noqa: F401, I001
 from attnlib.thresholds._common import PENALTIES
 from attnlib.thresholds.geometry import (
     perfect_recovery,
