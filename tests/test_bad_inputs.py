@@ -579,19 +579,19 @@ def _specs():
         return call
 
     add(
-        finite_v(se.ridgeless),
+        finite_v(thresholds.ridgeless_limit),
         dict(task=noisy, target=tg, alpha=1.0),
         dict(task="task", target="target", alpha="pos", time_limit="pos", n_qmc="int"),
         n=8,
     )
     add(
-        finite_v(se.ridgeless_curve),
+        finite_v(thresholds.ridgeless_curve),
         dict(task=noisy, target=tg, alphas=[1.0, 2.0]),
         dict(task="task", target="target", alphas="vector"),
         n=6,
     )
     add(
-        finite_v(se.ridgeless_peak),
+        finite_v(thresholds.ridgeless_peak),
         dict(task=noisy, target=tg),
         dict(task="task", target="target", n_qmc="int", n_rep="int", seed="int"),
         n=8,

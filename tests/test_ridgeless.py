@@ -1,4 +1,4 @@
-"""The ridgeless limit ``lam -> 0+`` (:mod:`attnlib.se.interpolator`) against independent
+"""The ridgeless limit ``lam -> 0+`` (:mod:`attnlib.thresholds.interpolator`) against independent
 computations.
 
 - Below ``alpha_interp``: the ``lam > 0`` state evolution (:func:`attnlib.se.solve`) at
@@ -49,7 +49,7 @@ def _extrapolate(xs, ys):
 def test_ridgeless_is_the_small_lam_limit_linear():
     th = thresholds.interpolation_formula(LIN, WISHART)
     alpha = 0.75 * th.alpha
-    r = se.ridgeless(LIN, WISHART, alpha)
+    r = thresholds.ridgeless_limit(LIN, WISHART, alpha)
     assert r.converged and r.lam == 0.0 and r.train_loss == 0.0 and math.isinf(r.v)
     lams = [1e-3, 3e-4, 1e-4]
     sols = [se.solve(LIN, WISHART, alpha, lam) for lam in lams]
@@ -67,7 +67,7 @@ def test_ridgeless_is_the_small_lam_limit_linear():
 
 def test_peak_is_the_limit_from_above_linear():
     """The peak (closed form at alpha_interp) against the lam = 0 fixed points above it."""
-    peak = se.ridgeless_peak(LIN, WISHART)
+    peak = thresholds.ridgeless_peak(LIN, WISHART)
     assert np.isfinite(peak.test_error) and peak.tau == 0.0
     eps = [4e-3, 2e-3, 1e-3]
     w, mse, te = None, [], []
@@ -86,7 +86,7 @@ def test_peak_is_the_limit_from_above_linear():
 
 def test_ridgeless_above_threshold_is_the_lam0_solve():
     th = thresholds.interpolation_formula(LIN, WISHART)
-    r = se.ridgeless(LIN, WISHART, 1.5 * th.alpha)
+    r = thresholds.ridgeless_limit(LIN, WISHART, 1.5 * th.alpha)
     s = se.solve(LIN, WISHART, 1.5 * th.alpha, 0.0)
     assert r.converged and np.isfinite(r.v) and r.train_loss > 0
     assert abs(r.mse - s.mse) < 1e-8 and abs(r.test_error - s.test_error) < 1e-8
@@ -94,12 +94,12 @@ def test_ridgeless_above_threshold_is_the_lam0_solve():
 
 def test_ridgeless_failure_policy():
     with pytest.warns(se.SEConvergenceWarning, match="time_limit"):
-        r = se.ridgeless(LIN, WISHART, 0.2, time_limit=1e-6)
+        r = thresholds.ridgeless_limit(LIN, WISHART, 0.2, time_limit=1e-6)
     assert not r.converged and math.isnan(r.test_error) and math.isnan(r.mse)
     with pytest.raises(RuntimeError, match="time_limit"):
-        se.ridgeless(LIN, WISHART, 0.2, time_limit=1e-6, on_fail="raise")
+        thresholds.ridgeless_limit(LIN, WISHART, 0.2, time_limit=1e-6, on_fail="raise")
     with pytest.raises(ValueError, match="task"):  # noise-free labels: no closed form
-        se.ridgeless(tasks.Linear(T=1), WISHART, 0.2)
+        thresholds.ridgeless_limit(tasks.Linear(T=1), WISHART, 0.2)
 
 
 @pytest.mark.slow
@@ -108,18 +108,19 @@ def test_ridgeless_curve_small_lam_and_approach_linear():
     square-root approach to the peak from below (measured exponent in [0.4, 0.6])."""
     th = thresholds.interpolation_formula(LIN, WISHART)
     alphas = th.alpha * np.array([0.1, 0.3, 0.5, 0.7, 0.9, 0.97, 1.3])
-    curve = se.ridgeless_curve(LIN, WISHART, alphas)
+    curve = thresholds.ridgeless_curve(LIN, WISHART, alphas)
     assert np.all(curve.converged)
     lams = [1e-3, 3e-4, 1e-4]
     for k, a in enumerate(alphas[:-1]):
         sols = [se.solve(LIN, WISHART, a, lam) for lam in lams]
         quad, lin = _extrapolate(lams, [s.mse for s in sols])
         assert abs(curve.mse[k] - quad) <= 3 * abs(quad - lin) + 1e-6, (a, curve.mse[k], quad)
-    peak = se.ridgeless_peak(LIN, WISHART)
+    peak = thresholds.ridgeless_peak(LIN, WISHART)
     assert curve.test_error[:-1].max() < peak.test_error
     assert curve.test_error[-1] < peak.test_error
     eps = np.array([1e-4, 1e-5, 1e-6])
-    gaps = [peak.mse - se.ridgeless(LIN, WISHART, th.alpha * (1 - e)).mse for e in eps]
+    limit = thresholds.ridgeless_limit
+    gaps = [peak.mse - limit(LIN, WISHART, th.alpha * (1 - e)).mse for e in eps]
     p = np.polyfit(np.log(eps), np.log(gaps), 1)[0]
     assert 0.4 < p < 0.6, p
 
@@ -192,7 +193,7 @@ def test_ridgeless_against_min_trace_interpolator_on_data(task):
     target = targets.Explicit((0.0, 0.0, 1.0, 2.0))
     th = thresholds.interpolation_formula(task, target)
     alpha = 0.5 * th.alpha
-    r = se.ridgeless(task, target, alpha)
+    r = thresholds.ridgeless_limit(task, target, alpha)
     t0 = time.process_time()
     ds, seeds = (48, 64), range(6)
     res = [_data_mse(task, target, alpha, d, seeds) for d in ds]

@@ -13,9 +13,9 @@ a_hat)`` (conventions: the book's notation page and the chapter 05_state_evoluti
 - the map and its Anderson fixed point (:mod:`attnlib.se.engine`, on the generic
   :func:`attnlib.iterate.anderson`), one attempt and the metrics
   (:mod:`attnlib.se.point`), the fallbacks that make it robust
-  (:mod:`attnlib.se.robust`), the drivers (:mod:`attnlib.se.drivers`);
-- the ridgeless limit ``lam -> 0+`` on both sides of the interpolation threshold, and
-  the height of the interpolation peak (:mod:`attnlib.se.interpolator`).
+  (:mod:`attnlib.se.robust`), the drivers (:mod:`attnlib.se.drivers`).
+The ridgeless limit ``lam -> 0+`` on both sides of the interpolation threshold, and the
+height of the interpolation peak, are in :mod:`attnlib.thresholds.interpolator`.
 
 Where the constants come from. Write ``x = sqrt(d/2) vec(S)`` (orthonormal
 coordinates) so that each pair is ``h_ab = sigma_ab F . x`` with ``F`` of i.i.d.
@@ -46,7 +46,6 @@ from attnlib.se.drivers import (
     solve_nearby,
 )
 from attnlib.se.input import InputSide, input_side
-from attnlib.se.interpolator import ridgeless, ridgeless_curve, ridgeless_peak
 from attnlib.se.optimal import LambdaSearch
 from attnlib.se.output import OutputSide, output_side
 from attnlib.se.qmc import qmc_normals
@@ -82,9 +81,6 @@ __all__ = [
     "search_lambda",
     "solve_nearby",
     "continuation",
-    "ridgeless",
-    "ridgeless_curve",
-    "ridgeless_peak",
     "test_error_from_overlaps",
     "noise_floor",
     "output_side",

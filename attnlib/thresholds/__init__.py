@@ -31,16 +31,17 @@ Thresholds (all in the limit ``d -> infinity``, ``lam -> 0+``):
   convolution (Corollary 3.2 of arXiv:2509.24914, in this library's conventions), for
   the linear task and softmax seq2seq; an independent check of :func:`interpolation_se`.
 - :func:`minimal_width`: rank fraction of the convex minimiser (state evolution).
+- :func:`ridgeless_limit`, :func:`ridgeless_curve`: the ``lam -> 0+`` limit of the state
+  evolution on both sides of ``alpha_interp`` (the minimum-trace interpolator below it);
+  :func:`ridgeless_peak`: the height of the interpolation peak, finite.
 
 Submodules: :mod:`attnlib.thresholds.geometry` (statistical dimensions, perfect
 recovery), :mod:`attnlib.thresholds.recovery_se` (perfect recovery from the state
 evolution), :mod:`attnlib.thresholds.interpolation` (interpolation, minimal width),
-:mod:`attnlib.thresholds.ridgeless` (the interpolation threshold in closed form).
+:mod:`attnlib.thresholds.ridgeless` (the interpolation threshold in closed form),
+:mod:`attnlib.thresholds.interpolator` (the ridgeless limit and the peak).
 """
 
-# first: attnlib.channels imports attnlib.se, whose interpolator module imports
-# attnlib.thresholds.ridgeless (this package is then partly initialised, which it allows)
-from attnlib import channels as _channels  # noqa: F401, I001
 from attnlib.thresholds._common import PENALTIES
 from attnlib.thresholds.geometry import (
     perfect_recovery,
@@ -57,6 +58,7 @@ from attnlib.thresholds.interpolation import (
     interpolation_small_noise,
     minimal_width,
 )
+from attnlib.thresholds.interpolator import ridgeless_curve, ridgeless_limit, ridgeless_peak
 from attnlib.thresholds.recovery_se import perfect_recovery_se, recovery_mse_ratio
 from attnlib.thresholds.ridgeless import (
     RidgelessThreshold,
@@ -82,4 +84,7 @@ __all__ = [
     "interpolation_formula",
     "equivalent_noise",
     "RidgelessThreshold",
+    "ridgeless_limit",
+    "ridgeless_curve",
+    "ridgeless_peak",
 ]

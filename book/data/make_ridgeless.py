@@ -8,11 +8,11 @@ Run from ``book/``::
 
 Linear task ``T = 1``, ``Wishart(0.5)``, ``Delta = 0.25``:
 
-- the ridgeless curve :func:`attnlib.se.ridgeless_curve`, below ``alpha_interp``
+- the ridgeless curve :func:`attnlib.thresholds.ridgeless_curve`, below ``alpha_interp``
   (the minimum-trace interpolator) and above it (``lam = 0``);
 - the ``lam = 1e-2`` and ``1e-3`` curves :func:`attnlib.se.learning_curve`, and the
   largest test error of the ``lam = 1e-2 ... 1e-5`` curves on a fine grid near the peak;
-- the peak :func:`attnlib.se.ridgeless_peak` and how the curve approaches it, as
+- the peak :func:`attnlib.thresholds.ridgeless_peak` and how the curve approaches it, as
   ``mse_peak - mse`` at ``alpha = alpha_interp (1 -+ eps)`` for three ``eps`` on each
   side.
 
@@ -61,7 +61,7 @@ def compute(quick: bool) -> dict:
     a_int = thresholds.interpolation_formula(LIN, TARGET).alpha
     alphas = a_int * _fractions(quick)
     out = {"alpha_interp": a_int, "alpha": alphas}
-    curve = C.quiet(se.ridgeless_curve, LIN, TARGET, alphas)[0]
+    curve = C.quiet(thresholds.ridgeless_curve, LIN, TARGET, alphas)[0]
     for f in ("test_error", "test_error_noisy", "mse", "tau", "Delta_eff", "converged"):
         out[f"ridgeless.{f}"] = np.asarray(getattr(curve, f))
     for lam in LAMS:
@@ -72,16 +72,18 @@ def compute(quick: bool) -> dict:
         cf = C.quiet(se.learning_curve, LIN, TARGET, fine, lam)[0]
         out[f"lam{lam:g}.peak"] = float(np.nanmax(cf.test_error))
         out[f"lam{lam:g}.peak_alpha"] = float(fine[np.nanargmax(cf.test_error)])
-    peak = se.ridgeless_peak(LIN, TARGET)
+    peak = thresholds.ridgeless_peak(LIN, TARGET)
     out.update({"peak.test_error": peak.test_error, "peak.mse": peak.mse,
                 "peak.test_error_noisy": peak.test_error_noisy, "peak.q": peak.q,
                 "peak.m": peak.m, "peak.Delta": peak.Delta_eff})  # fmt: skip
     out["eps_below"], out["eps_above"] = np.array(EPS_BELOW), np.array(EPS_ABOVE)
-    out["gap_below"] = np.array([peak.mse - se.ridgeless(LIN, TARGET, a_int * (1 - e)).mse
-                                 for e in EPS_BELOW])  # fmt: skip
-    out["gap_above"] = np.array([peak.mse - se.ridgeless(LIN, TARGET, a_int * (1 + e)).mse
-                                 for e in EPS_ABOVE])  # fmt: skip
-    s2s = se.ridgeless_peak(S2S, TARGET, n_qmc=2**14 if quick else 2**18, n_rep=8)
+
+    def gap(scale):
+        return peak.mse - thresholds.ridgeless_limit(LIN, TARGET, a_int * scale).mse
+
+    out["gap_below"] = np.array([gap(1 - e) for e in EPS_BELOW])
+    out["gap_above"] = np.array([gap(1 + e) for e in EPS_ABOVE])
+    s2s = thresholds.ridgeless_peak(S2S, TARGET, n_qmc=2**14 if quick else 2**18, n_rep=8)
     out.update({"s2s.alpha_interp": s2s.alpha, "s2s.test_error": s2s.test_error,
                 "s2s.test_error_err": s2s.integration_error * s2s.test_error,
                 "s2s.test_error_noisy": s2s.test_error_noisy, "s2s.e0": s2s.e0,

@@ -1,7 +1,7 @@
 r"""The ridgeless limit ``lam -> 0+`` of the nuclear + PSD ERM on both sides of
 ``alpha_interp``, and the height of the interpolation peak.
 
-Three functions: :func:`ridgeless` (one ``alpha``), :func:`ridgeless_curve` (a curve)
+Three functions: :func:`ridgeless_limit` (one ``alpha``), :func:`ridgeless_curve` (a curve)
 and :func:`ridgeless_peak` (the limit at ``alpha_interp`` itself). They live in
 :mod:`attnlib.se` because they return state-evolution results (:class:`SEResult`,
 :class:`LearningCurve`) at ``lam -> 0+``, the limit the solver :func:`attnlib.se.solve`
@@ -115,7 +115,7 @@ from attnlib.se.settings import SESettings, resolve
 from attnlib.se.test_error import test_errors
 from attnlib.thresholds.ridgeless import interpolation_formula as _threshold
 
-__all__ = ["ridgeless", "ridgeless_curve", "ridgeless_peak"]
+__all__ = ["ridgeless_limit", "ridgeless_curve", "ridgeless_peak"]
 
 _XTOL = 1e-13  # Brent's tolerance on tau and log Delta
 
@@ -232,7 +232,7 @@ def _check(task, target, alpha):
 
 
 def _point(task, target, alpha, th, s: SESettings, init=None):
-    """:func:`ridgeless` with the threshold ``th`` and settings ``s`` known:
+    """:func:`ridgeless_limit` with the threshold ``th`` and settings ``s`` known:
     ``(SEResult, WarmStart | None)``."""
     qmc = (int(s.n_qmc), int(s.n_rep), int(s.seed))
     if alpha >= th.alpha:
@@ -251,7 +251,7 @@ def _point(task, target, alpha, th, s: SESettings, init=None):
     return _limit_result(task, target, alpha, point, qmc), None
 
 
-def ridgeless(
+def ridgeless_limit(
     task, target, alpha: float, *, settings: SESettings | None = None, **shorthands
 ) -> SEResult:
     r"""The ``lam -> 0+`` limit of the nuclear + PSD state evolution at ``alpha``.
@@ -280,14 +280,14 @@ def ridgeless(
 
 def ridgeless_peak(task, target, *, n_qmc: int = 2**16, n_rep: int = 8, seed: int = 0) -> SEResult:
     r"""The ridgeless curve at ``alpha_interp`` itself: the height of the interpolation
-    peak (module docstring), the common limit of :func:`ridgeless` as ``alpha ->
+    peak (module docstring), the common limit of :func:`ridgeless_limit` as ``alpha ->
     alpha_interp`` from both sides.
 
     From the closed form of :func:`attnlib.thresholds.interpolation_formula`: ``tau =
     0``, ``Delta_eff = dbar``, ``m = Q0 + Delta_e / 2``, ``q = J(dbar)``; the test
     errors from these overlaps (QMC with ``n_qmc`` points in ``n_rep`` scramblings for
     softmax, whose relative standard error is ``integration_error``; closed form for
-    the linear task). Fields as in :func:`ridgeless` below the threshold.
+    the linear task). Fields as in :func:`ridgeless_limit` below the threshold.
     """
     th, _ = _check(task, target, 1.0)
     n_qmc, n_rep, seed = _checks.qmc_sizes(n_qmc, n_rep, seed)
@@ -309,7 +309,7 @@ def _stack(results) -> LearningCurve:
 def ridgeless_curve(
     task, target, alphas, *, settings: SESettings | None = None, **shorthands
 ) -> LearningCurve:
-    r""":func:`ridgeless` along ``alphas``: a :class:`LearningCurve` on both sides of
+    r""":func:`ridgeless_limit` along ``alphas``: a :class:`LearningCurve` on both sides of
     ``alpha_interp`` (in the given order).
 
     Below the threshold each point is solved on its own. The points above it are
