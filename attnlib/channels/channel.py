@@ -37,11 +37,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _jax_config
+from attnlib import _checks, _jax_config
 from attnlib import tasks as _tasks
 from attnlib.channels import posterior as _posterior
 from attnlib.channels.prox import Prox, _all_starts, _finish_jit, _prox_jit
-from attnlib.se import qmc as _qmc
+from attnlib.qmc import normals
 
 __all__ = ["Channel", "TestErrors", "projected_precision"]
 
@@ -169,10 +169,10 @@ class Channel:
     # ---------------------------------------------------------------- test error
     def test_errors(self, Q0, m, q, qmc) -> TestErrors:
         """Noise-free and noisy test errors at the overlaps; ``qmc = (n_qmc, n_rep, seed)``
-        (the points use ``seed + 7919``)."""
-        n_qmc, n_rep, seed = qmc
+        (the points of stream ``"test_error"`` of :func:`attnlib.qmc.normals`)."""
+        n_qmc, n_rep, seed = _checks.qmc_sizes(*qmc)
         dim = 2 * self.task.n_pairs + self.noise_dim
-        z = jnp.asarray(_qmc.qmc_normals(dim, n_qmc, n_rep, seed + 7919))
+        z = jnp.asarray(normals(dim, n_qmc, n_rep=n_rep, seed=seed, stream="test_error"))
         e0, e1 = _test_error_jit(self, z, jnp.float64(Q0), jnp.float64(m), jnp.float64(q))
         e0, e1 = np.asarray(e0), np.asarray(e1)
         return TestErrors(float(e0.mean()), float(e1.mean()), (_stderr(e0), _stderr(e1)))

@@ -14,7 +14,7 @@ jumps between minima. For piecewise-constant losses (``task.piecewise_constant``
 :class:`attnlib.tasks.Hardmax`) ``g`` jumps on surfaces of positive probability flux
 and ``a_hat`` takes its Stein form too
 (:func:`attnlib.channels.hardmax.stein_a_hat`). Expectations use the fixed QMC points
-``z`` ``(R, N, 2K + noise dims)`` of :func:`attnlib.se.qmc_normals`; the ``R``
+``z`` ``(R, N, 2K + noise dims)`` of :func:`attnlib.qmc.qmc_normals`; the ``R``
 scramblings give standard errors.
 The linear task is Gaussian and uses closed forms (its channel's
 :meth:`~attnlib.channels.Channel.output_means`).
@@ -32,7 +32,7 @@ import numpy as np
 
 from attnlib import _checks, channels
 from attnlib import tasks as _tasks
-from attnlib.se.qmc import qmc_normals
+from attnlib.qmc import qmc_normals
 
 __all__ = [
     "OutputSide",
