@@ -18,6 +18,11 @@ streams whose offsets differ by ``k`` share their points between seeds ``k`` apa
 (``"inner"`` at seed 0 is ``"outer"`` at seed 1): streams are independent at one
 seed, not across seeds.
 
+The sample count is a runtime size: an integral over ``n`` points per scrambling runs
+through one compiled program on pieces of :data:`CHUNK` points (:func:`chunks`; the
+library's default, 8192 points in 4 scramblings, is one piece) and averages the pieces'
+means, so that doubling ``n`` (``se.solve(..., rtol=)``) compiles nothing new.
+
 Points are cached (one bounded cache for the whole library; the arrays are read-only).
 This module imports nothing of attnlib but the argument checks, so every package
 (channels, the state evolution, the Bayes-optimal limit) can use it.
@@ -32,7 +37,10 @@ import scipy.stats
 
 from attnlib import _checks
 
-__all__ = ["STREAMS", "normals", "qmc_normals", "sobol_normals"]
+__all__ = ["CHUNK", "STREAMS", "chunks", "normals", "qmc_normals", "sobol_normals"]
+
+CHUNK = 2048
+"""Points per scrambling that one compiled program integrates at a time (:func:`chunks`)."""
 
 STREAMS = {
     "output": 0,  # the state evolution's output side (ERM, hardmax)
@@ -108,3 +116,14 @@ def qmc_normals(dim: int, n: int, n_rep: int = 4, seed: int = 0) -> np.ndarray:
     if n % n_rep:
         raise ValueError(f"n / n_rep must be a power of 2 >= 2, got n={n}, n_rep={n_rep}")
     return normals(dim, n, n_rep=n_rep, seed=seed, stream="output", balanced=True)
+
+
+def chunks(n: int) -> list[slice]:
+    """The pieces of ``n`` points (per scrambling) that one compiled program integrates:
+    ``[slice(0, n)]`` for ``n <= CHUNK`` (or ``n`` not a multiple of :data:`CHUNK`), else
+    ``n / CHUNK`` pieces of :data:`CHUNK` points. Equal pieces: the mean over ``n``
+    points is the mean of the pieces' means."""
+    n = _checks.integer("n", n, 1)
+    if n <= CHUNK or n % CHUNK:
+        return [slice(0, n)]
+    return [slice(s, s + CHUNK) for s in range(0, n, CHUNK)]

@@ -651,6 +651,7 @@ def _specs():
     )
     add(se.qmc_normals, dict(dim=2, n=16), dict(dim="int", n="int", n_rep="int", seed="int"))
     add(qmc.sobol_normals, dict(dim=2, n=16, seed=0), dict(dim="int", n="int"))
+    add(qmc.chunks, dict(n=4096), dict(n="int"))
     add(
         qmc.normals,
         dict(dim=2, n=16, n_rep=2, seed=1, stream="test_error", balanced=True),
