@@ -35,6 +35,7 @@ module or package named here):
 - :mod:`attnlib.amp`          GAMP on a finite data set
 - :mod:`attnlib.se`           state evolution and learning curves
 - :mod:`attnlib.iterate`      the one fixed-point solver (damped Anderson) and a scalar root finder
+- :mod:`attnlib.qmc`          quasi-Monte Carlo normal points: one cache, one seeding rule
 - :mod:`attnlib.thresholds`   perfect recovery, interpolation, minimal width
 - :mod:`attnlib.spectrum`     predicted spectra of the learned weights
 - :mod:`attnlib.scaling`      recovered modes, scaling laws, the LASSO comparison

@@ -38,6 +38,7 @@ from attnlib import (
     hardmax,
     iterate,
     plotting,
+    qmc,
     rmt,
     scaling,
     se,
@@ -56,6 +57,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 MODULES = (
+    "qmc",
     "tasks",
     "targets",
     "spectral_map",
@@ -683,7 +685,13 @@ def _specs():
         n=8,
     )
     add(se.qmc_normals, dict(dim=2, n=16), dict(dim="int", n="int", n_rep="int", seed="int"))
-    add(se.qmc.sobol_normals, dict(dim=2, n=16, seed=0), dict(dim="int", n="int"))
+    add(qmc.sobol_normals, dict(dim=2, n=16, seed=0), dict(dim="int", n="int"))
+    add(qmc.chunks, dict(n=4096), dict(n="int"))
+    add(
+        qmc.normals,
+        dict(dim=2, n=16, n_rep=2, seed=1, stream="test_error", balanced=True),
+        dict(dim="int", n="int", n_rep="int", seed="int", stream="penalty", balanced="bool"),
+    )
     add(
         se.trajectory,
         dict(task=lin, target=tg, alpha=1.0, lam=0.3, n_iter=2, n_qmc=256),

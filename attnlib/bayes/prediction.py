@@ -29,7 +29,7 @@ import numpy as np
 
 from attnlib import _checks, channels, se
 from attnlib import tasks as _tasks
-from attnlib.channels.posterior import _normals
+from attnlib.qmc import normals
 
 __all__ = ["TestErrors", "test_errors"]
 
@@ -74,7 +74,7 @@ def test_errors(
     if closed is not None:
         return TestErrors(closed, plugin, 0.0)
     K = task.n_pairs
-    z_out = jnp.asarray(_normals(2 * K, n_outer, seed + 11))
-    z_in = jnp.asarray(_normals(K, n_inner, seed + 12))
+    z_out = jnp.asarray(normals(2 * K, n_outer, seed=seed, stream="bayes_test_outer")[0])
+    z_in = jnp.asarray(normals(K, n_inner, seed=seed, stream="bayes_test_inner")[0])
     e = np.asarray(_bayes_error(task, z_out, z_in, jnp.float64(mmse), jnp.float64(Q0)))
     return TestErrors(float(e.mean()), plugin, float(e.std() / np.sqrt(e.size)))

@@ -50,7 +50,7 @@ from attnlib.channels.losses import (
 from attnlib.channels.prox import Prox, finish, label_start, output_step, prox
 
 # isort: split
-# last: the channels use the numerics above (and the posterior modules, attnlib.se.qmc)
+# last: the channels use the numerics above (and the posterior modules, attnlib.qmc)
 from attnlib.channels.channel import Channel, TestErrors
 from attnlib.channels.dispatch import for_task, require_task
 

@@ -37,11 +37,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _jax_config
+from attnlib import _checks, _jax_config
 from attnlib import tasks as _tasks
 from attnlib.channels import posterior as _posterior
 from attnlib.channels.prox import Prox, _all_starts, _finish_jit, _prox_jit
-from attnlib.se import qmc as _qmc
+from attnlib.qmc import chunks, normals
 
 __all__ = ["Channel", "TestErrors", "projected_precision"]
 
@@ -169,12 +169,13 @@ class Channel:
     # ---------------------------------------------------------------- test error
     def test_errors(self, Q0, m, q, qmc) -> TestErrors:
         """Noise-free and noisy test errors at the overlaps; ``qmc = (n_qmc, n_rep, seed)``
-        (the points use ``seed + 7919``)."""
-        n_qmc, n_rep, seed = qmc
+        (the points of stream ``"test_error"`` of :func:`attnlib.qmc.normals`)."""
+        n_qmc, n_rep, seed = _checks.qmc_sizes(*qmc)
         dim = 2 * self.task.n_pairs + self.noise_dim
-        z = jnp.asarray(_qmc.qmc_normals(dim, n_qmc, n_rep, seed + 7919))
-        e0, e1 = _test_error_jit(self, z, jnp.float64(Q0), jnp.float64(m), jnp.float64(q))
-        e0, e1 = np.asarray(e0), np.asarray(e1)
+        z = normals(dim, n_qmc, n_rep=n_rep, seed=seed, stream="test_error")
+        args = (jnp.float64(Q0), jnp.float64(m), jnp.float64(q))
+        parts = [_test_error_jit(self, z[:, sl], *args) for sl in chunks(z.shape[1])]
+        e0, e1 = (np.mean([np.asarray(p[i]) for p in parts], axis=0) for i in (0, 1))
         return TestErrors(float(e0.mean()), float(e1.mean()), (_stderr(e0), _stderr(e1)))
 
     def noise_floor(self, Q0, qmc) -> tuple:

@@ -54,7 +54,7 @@ import numpy as np
 from attnlib import _checks
 from attnlib import channels as _channels
 from attnlib import tasks as _tasks
-from attnlib.se.qmc import sobol_normals
+from attnlib.qmc import normals
 
 __all__ = [
     "Information",
@@ -81,13 +81,6 @@ def is_gaussian(task) -> bool:
     """True for the closed-form channels: linear (any noise) and seq2seq with no
     noise or noise on the logits (:attr:`attnlib.channels.Channel.gaussian`)."""
     return _channels.for_task(_check_task(task)).gaussian
-
-
-@functools.lru_cache(maxsize=16)
-def _normals(dim: int, n: int, seed: int) -> np.ndarray:
-    z = sobol_normals(dim, n, seed)  # cached, read-only
-    z.setflags(write=False)
-    return z
 
 
 @functools.partial(jax.jit, static_argnames=("task", "chunk"))
@@ -123,8 +116,8 @@ def _qmc_information(task, mmse, Q0, n_outer, n_inner, seed) -> Information:
         raise ValueError(f"mmse must be > 0 for the integrated channel, got {mmse}")
     n_out_dim = int(np.prod(task.out_shape))
     K = task.n_pairs
-    z_out = jnp.asarray(_normals(2 * K + n_out_dim, n_outer, seed))
-    z_in = jnp.asarray(_normals(K, n_inner, seed + 1))
+    z_out = jnp.asarray(normals(2 * K + n_out_dim, n_outer, seed=seed, stream="outer")[0])
+    z_in = jnp.asarray(normals(K, n_inner, seed=seed, stream="inner")[0])
     a, b = _nested(task, z_out, z_in, jnp.float64(mmse), jnp.float64(Q0), 64)
     a, b = np.asarray(a), np.asarray(b)
     dof = 0.5 * (a.mean() + b.mean())

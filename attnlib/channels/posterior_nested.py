@@ -16,7 +16,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from attnlib import tasks as _tasks
-from attnlib.se.qmc import qmc_normals
+from attnlib.qmc import normals
 
 __all__ = ["logit_noise", "scales", "outer_sample", "qmc_sets"]
 
@@ -56,6 +56,6 @@ def qmc_sets(task, n_outer: int, n_inner: int, seed: int):
     """Outer ``(n_outer, 2K or 3K)`` and inner ``(n_inner, K)`` scrambled Sobol normals."""
     K = task.n_pairs
     dim = 3 * K if task.noise > 0 else 2 * K
-    z_out = jnp.asarray(qmc_normals(dim, n_outer, 1, seed)[0])
-    z_in = jnp.asarray(qmc_normals(K, n_inner, 1, seed + 1)[0])
+    z_out = jnp.asarray(normals(dim, n_outer, seed=seed, stream="outer", balanced=True)[0])
+    z_in = jnp.asarray(normals(K, n_inner, seed=seed, stream="inner", balanced=True)[0])
     return z_out, z_in

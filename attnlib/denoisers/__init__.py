@@ -11,7 +11,6 @@ is mapped in ``attnlib/ARCHITECTURE.md``.
 
 from __future__ import annotations
 
-# spectral first: it is numpy only, and attnlib.rmt (which nuclear imports) calls it
 from attnlib.denoisers.spectral import Integrals, integrate  # isort: skip
 from attnlib.denoisers.nuclear import nuclear_integrals, nuclear_spectrum  # isort: skip
 from attnlib.denoisers.constrained import binding_cut, constrained_integrals

@@ -18,42 +18,11 @@ student (:mod:`attnlib.denoisers.nuclear`), the RIE ``x - 2 Delta h_R`` of the
 Bayes-optimal denoiser (:mod:`attnlib.denoisers.rie`), or any callable
 (:func:`attnlib.rmt.spectral_integrals`).
 
-This module is numpy only (no import of :mod:`attnlib.rmt`, which calls it): the
-quadrature comes in as an argument.
+The integrator itself lives in :mod:`attnlib.rmt.integrals` (numpy only, beside the
+quadrature it sums over), so that :mod:`attnlib.rmt` imports nothing of
+:mod:`attnlib.denoisers`; this module is where the denoisers take it from.
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, NamedTuple
-
-import numpy as np
-
-if TYPE_CHECKING:
-    from attnlib.rmt.quadrature import DeformedSpectrum
+from attnlib.rmt.integrals import Integrals, integrate
 
 __all__ = ["Integrals", "integrate"]
-
-
-class Integrals(NamedTuple):
-    """The integrals of a spectral map ``F(R)`` against ``rho_R`` (module docstring)."""
-
-    q: float  # int rho_R f^2
-    m: float  # int rho_R f (x - 2 Delta h_R)
-    div: float  # int rho_R f h_R
-    trace: float  # int rho_R f
-    rank: float  # mass of rho_R where f != 0
-
-
-def integrate(spec: DeformedSpectrum, fx) -> Integrals:
-    """:class:`Integrals` on the quadrature ``spec`` from ``fx``, the values of ``f`` at
-    its nodes ``spec.x`` (an array of their shape; not checked: callers validate)."""
-    x, w, h = np.asarray(spec.x), np.asarray(spec.w), np.asarray(spec.hilbert)
-    fx = np.asarray(fx, dtype=float)
-    wf = w * fx
-    return Integrals(
-        float(np.sum(wf * fx)),
-        float(np.sum(wf * (x - 2.0 * spec.Delta * h))),
-        float(np.sum(wf * h)),
-        float(np.sum(wf)),
-        float(np.sum(w[fx != 0])),
-    )

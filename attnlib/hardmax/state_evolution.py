@@ -46,7 +46,8 @@ import numpy as np
 
 from attnlib import _checks, _compiled_programs, _deprecation, _limits, channels, iterate
 from attnlib import tasks as _tasks
-from attnlib.se import SEConvergenceWarning, input_side, qmc_normals, test_error_from_overlaps
+from attnlib.qmc import qmc_normals
+from attnlib.se import SEConvergenceWarning, input_side, test_error_from_overlaps
 from attnlib.se.output import noise_dim, pairs
 
 __all__ = [

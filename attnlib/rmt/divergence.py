@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from attnlib import _checks
-from attnlib.denoisers.spectral import integrate
+from attnlib.rmt.integrals import integrate
 from attnlib.rmt.law import _chunks
 from attnlib.rmt.quadrature import DeformedSpectrum
 from attnlib.spectral_map import array_namespace as _xp

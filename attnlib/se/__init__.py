@@ -36,6 +36,7 @@ fixed point, propagated through the map's Jacobian (:mod:`attnlib.se.propagation
 logged on the ``attnlib.se`` logger (``logging.getLogger("attnlib.se").setLevel(logging.DEBUG)``).
 """
 
+from attnlib.qmc import qmc_normals
 from attnlib.se.accuracy import solve_accurate
 from attnlib.se.drivers import (
     continuation,
@@ -48,7 +49,6 @@ from attnlib.se.drivers import (
 from attnlib.se.input import InputSide, input_side
 from attnlib.se.optimal import LambdaSearch
 from attnlib.se.output import OutputSide, output_side
-from attnlib.se.qmc import qmc_normals
 from attnlib.se.results import (
     PENALTIES,
     LearningCurve,

@@ -9,6 +9,11 @@ so the same iteration is driven from the host, one compiled output side and one 
 Anderson update per map (:func:`attnlib.iterate.update`): no host callback in a compiled
 program, so that JAX's persistent compilation cache keeps them all, and the target stays
 a Python object on the host (no registry naming targets inside compiled code).
+In the host-driven loop the number of QMC points is a runtime size: the output side runs
+on pieces of :data:`attnlib.qmc.CHUNK` points per scrambling, and the prox points (one
+per QMC point) stay on the host, out of the compiled Anderson state, so that doubling
+``n_qmc`` (``se.solve(..., rtol=)``) compiles nothing new. The Frobenius device loop
+holds all points in one program (one compilation per ``n_qmc``).
 
 The unknowns are ``y = (m / Q0, log(q / Q0), log v)`` (comparable scales; ``q, v`` stay
 positive); the map is ``y -> output side -> input side -> y`` with the prox points of
@@ -28,9 +33,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _compiled_programs, _limits, iterate
+from attnlib import _compiled_programs, _limits, iterate, qmc
 from attnlib.se.input import frobenius_arrays, host_input
-from attnlib.se.output import output_arrays
+from attnlib.se.output import _join, _rows, output_arrays
 
 __all__ = [
     "Data",
@@ -188,8 +193,30 @@ def _device_loop(task, memory, data: Data, settings: LoopSettings, start, *, mod
 
 
 @functools.partial(jax.jit, static_argnames=("task", "mode"))
-def _host_output(task, data: Data, st, mode):
-    return _output_half(task, data, st.x, st.aux, mode)
+def _host_output(task, data: Data, y, prox, mode):
+    return _output_half(task, data, y, (prox,), mode)
+
+
+def _pieces_output(task, data: Data, y, prox, mode) -> _Half:
+    """The output half at ``y`` on the pieces of :func:`attnlib.qmc.chunks` (one compiled
+    program for every number of points): the pieces' means averaged, then the checks of
+    :func:`_output_half` on them (on the host); one piece: the compiled half itself."""
+    pieces = qmc.chunks(data.z.shape[1])
+    if len(pieces) == 1:
+        return _host_output(task, data, y, prox, mode)
+    zn, R, p = np.asarray(data.z), data.z.shape[0], np.asarray(prox)
+    halves = [
+        _host_output(task, data._replace(z=zn[:, sl]), y, _rows(p, R, sl), mode) for sl in pieces
+    ]
+    means = np.mean([np.asarray(h.means) for h in halves], axis=0)
+    mean = means.mean(axis=0)
+    conj = np.array([mean[2], mean[1], mean[0]])
+    out_ok = bool((conj[0] > 0) & (conj[2] > 0) & (conj[1] >= 0) & np.all(np.isfinite(conj)))
+    safe = conj if out_ok else np.array([1.0, 0.0, 1.0])
+    h0 = halves[0]
+    return _Half(
+        h0.x, h0.in_domain, np.bool_(out_ok), safe, _join([h.prox for h in halves], R), means
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("memory",))
@@ -210,18 +237,25 @@ def _host_loop(
     """The same iteration driven from the host, two jitted calls per map around the
     nuclear input side (numpy, :mod:`attnlib.rmt`): no host callback inside the
     compiled programs, so that JAX's persistent compilation cache can keep them."""
-    st = _host_start(memory, data, settings, start)
+    y0, prox, history = start
+    # the prox points stay out of the compiled state (their number is a runtime size):
+    # the programs below see a placeholder and the QMC points' pieces only
+    none = jnp.zeros((0, task.n_pairs))
+    scalars = data._replace(z=np.zeros((data.z.shape[0], 0, 0)))
+    st = _host_start(memory, scalars, settings, (y0, none, history))
     n = 0
     while True:
         _limits.tick(log, "state evolution at alpha %.4g, lam %.3g: %d maps of this attempt",
                      float(data.alpha), float(data.lam), n)  # fmt: skip
         _limits.check()  # the caller's time limit, between two maps
         n += 1
-        half = _host_output(task, data, st, mode)
+        half = _pieces_output(task, data, st.x, prox, mode)
+        prox = half.prox
         inp = host_input(denoiser.target, np.asarray(half.conj), data.lam, denoiser.kappa)
-        st = _host_advance(memory, data, settings, st, half, inp)
+        st = _host_advance(memory, scalars, settings, st, half._replace(prox=none), inp)
         if int(st.status) >= 0:
-            return _finish(iterate.result(st))
+            fp, saw_zero = _finish(iterate.result(st))
+            return fp._replace(aux=(prox, *fp.aux[1:])), saw_zero
 
 
 def solve_fixed_point(

@@ -14,7 +14,7 @@ jumps between minima. For piecewise-constant losses (``task.piecewise_constant``
 :class:`attnlib.tasks.Hardmax`) ``g`` jumps on surfaces of positive probability flux
 and ``a_hat`` takes its Stein form too
 (:func:`attnlib.channels.hardmax.stein_a_hat`). Expectations use the fixed QMC points
-``z`` ``(R, N, 2K + noise dims)`` of :func:`attnlib.se.qmc_normals`; the ``R``
+``z`` ``(R, N, 2K + noise dims)`` of :func:`attnlib.qmc.qmc_normals`; the ``R``
 scramblings give standard errors.
 The linear task is Gaussian and uses closed forms (its channel's
 :meth:`~attnlib.channels.Channel.output_means`).
@@ -31,13 +31,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _checks, channels
+from attnlib import qmc as _qmc
 from attnlib import tasks as _tasks
-from attnlib.se.qmc import qmc_normals
+from attnlib.qmc import qmc_normals
 
 __all__ = [
     "OutputSide",
     "OutputArrays",
     "output_arrays",
+    "output_chunks",
     "output_side",
     "noise_dim",
     "Pairs",
@@ -176,7 +178,7 @@ def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
 
 
 @functools.partial(jax.jit, static_argnames=("task",))
-def cold_prox(task, z, Q0, x):
+def _cold_prox(task, z, Q0, x):
     """Prox points ``(R N, K)`` at ``x`` from the cold starts (``omega`` and the noisy
     logits) on the QMC points ``z`` ``(R, N, dim)``, and their objectives ``(R N,)``:
     the prox of :func:`output_arrays` ``mode="cold"`` without the averages."""
@@ -188,7 +190,7 @@ def cold_prox(task, z, Q0, x):
 
 
 @functools.partial(jax.jit, static_argnames=("task",))
-def lower_minima(task, z, Q0, x, prox, cold):
+def _lower_minima(task, z, Q0, x, prox, cold):
     """``(prox', n_better)``: per problem the better of the warm prox points ``prox`` and
     the cold ones ``cold = (h, objective)`` of :func:`cold_prox` at the same ``x``
     (the prox of :func:`output_arrays` ``mode="full"``, computed in two programs)."""
@@ -197,6 +199,67 @@ def lower_minima(task, z, Q0, x, prox, cold):
     f_warm = channels.prox_objective(task, Y, prox, omega, V)
     better = cold[1] < f_warm - 1e-10 * (1.0 + jnp.abs(f_warm))
     return jnp.where(better[:, None], cold[0], prox), jnp.sum(better)
+
+
+def _rows(a, n_rep: int, sl: slice) -> np.ndarray:
+    """The rows of a per-point array ``(n_rep N, ...)`` (scrambling-major, as the prox
+    points) in the piece ``sl`` of every scrambling: ``(n_rep len(sl), ...)``."""
+    a = np.asarray(a)
+    return a.reshape(n_rep, -1, *a.shape[1:])[:, sl].reshape(-1, *a.shape[1:])
+
+
+def _join(parts, n_rep: int) -> np.ndarray:
+    """The inverse of :func:`_rows` over all pieces: per-piece rows back to ``(n_rep N, ...)``."""
+    parts = [np.asarray(p) for p in parts]
+    out = np.concatenate([p.reshape(n_rep, -1, *p.shape[1:]) for p in parts], axis=1)
+    return out.reshape(-1, *out.shape[2:])
+
+
+def output_chunks(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
+    """:func:`output_arrays` on the pieces of :func:`attnlib.qmc.chunks` (one compiled
+    program for every number of points ``N >= CHUNK``): the pieces' means averaged, the
+    prox points and objectives joined. One piece (``N <= CHUNK``, the default): the
+    compiled call itself."""
+    pieces = _qmc.chunks(z.shape[1])
+    if len(pieces) == 1:
+        return output_arrays(task, z, alpha, Q0, x, prox, mode=mode)
+    zn, R = np.asarray(z), z.shape[0]
+    outs = [
+        output_arrays(task, zn[:, sl], alpha, Q0, x, _rows(prox, R, sl), mode=mode) for sl in pieces
+    ]
+    means = np.mean([np.asarray(o.means) for o in outs], axis=0)
+    h, obj = _join([o.prox for o in outs], R), _join([o.objective for o in outs], R)
+    return OutputArrays(means, h, obj, sum(int(o.n_better) for o in outs))
+
+
+def cold_prox(task, z, Q0, x):
+    """Prox points ``(R N, K)`` at ``x`` from the cold starts (``omega`` and the noisy
+    logits) on the QMC points ``z`` ``(R, N, dim)``, and their objectives ``(R N,)``:
+    the prox of :func:`output_arrays` ``mode="cold"`` without the averages (compiled on
+    the pieces of :func:`attnlib.qmc.chunks`)."""
+    pieces = _qmc.chunks(z.shape[1])
+    if len(pieces) == 1:
+        return _cold_prox(task, z, Q0, x)
+    zn, R = np.asarray(z), z.shape[0]
+    outs = [_cold_prox(task, zn[:, sl], Q0, x) for sl in pieces]
+    return _join([o[0] for o in outs], R), _join([o[1] for o in outs], R)
+
+
+def lower_minima(task, z, Q0, x, prox, cold):
+    """``(prox', n_better)``: per problem the better of the warm prox points ``prox`` and
+    the cold ones ``cold = (h, objective)`` of :func:`cold_prox` at the same ``x``
+    (the prox of :func:`output_arrays` ``mode="full"``, computed in two programs, each
+    on the pieces of :func:`attnlib.qmc.chunks`)."""
+    pieces = _qmc.chunks(z.shape[1])
+    if len(pieces) == 1:
+        return _lower_minima(task, z, Q0, x, prox, cold)
+    zn, R = np.asarray(z), z.shape[0]
+    outs = [
+        _lower_minima(task, zn[:, sl], Q0, x, _rows(prox, R, sl),
+                      (_rows(cold[0], R, sl), _rows(cold[1], R, sl)))
+        for sl in pieces
+    ]  # fmt: skip
+    return _join([o[0] for o in outs], R), sum(int(o[1]) for o in outs)
 
 
 def _stderr(x: np.ndarray) -> float:
@@ -215,7 +278,7 @@ def qmc_points(task, n_qmc, n_rep, seed):
     if channels.for_task(task).closed_form_output:  # no QMC average
         return jnp.zeros((n_rep, 1, 1))
     dim = 2 * task.n_pairs + noise_dim(task)
-    return jnp.asarray(qmc_normals(dim, n_qmc, n_rep, seed))
+    return jax.device_put(qmc_normals(dim, n_qmc, n_rep, seed))  # no program per shape
 
 
 # rounding allowed in the Cauchy-Schwarz check, in units of the overlaps' magnitude Q0 + q:
@@ -251,7 +314,7 @@ def output_side(
     v = _checks.positive("v", v)
     _checks.integer("n_qmc", n_qmc, 2)
     z = qmc_points(task, n_qmc, n_rep, seed)
-    prox = jnp.zeros((z.shape[0] * z.shape[1], task.n_pairs))
+    prox = np.zeros((z.shape[0] * z.shape[1], task.n_pairs))
     x = jnp.asarray([m, q, v], dtype=jnp.float64)
-    out = output_arrays(task, z, jnp.float64(alpha), jnp.float64(Q0), x, prox, mode="cold")
+    out = output_chunks(task, z, jnp.float64(alpha), jnp.float64(Q0), x, prox, mode="cold")
     return summarize(out.means)

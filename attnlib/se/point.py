@@ -20,7 +20,7 @@ from attnlib.se import engine, propagation, replicon
 from attnlib.se.continuation import unfinished_result
 from attnlib.se.input import InputSide, input_side, input_trace
 from attnlib.se.output import cold_prox as _cold_prox
-from attnlib.se.output import lower_minima, output_arrays, summarize
+from attnlib.se.output import lower_minima, output_chunks, summarize
 from attnlib.se.results import SEResult, WarmStart
 from attnlib.se.test_error import test_errors
 
@@ -90,7 +90,7 @@ def _linear(pb) -> bool:
 def cold_prox(pb: Problem, x):
     """Prox points at ``x`` from the cold starts (omega and the noisy logits)."""
     z = pb.data.z
-    prox = jnp.zeros((z.shape[0] * z.shape[1], pb.task.n_pairs))
+    prox = np.zeros((z.shape[0] * z.shape[1], pb.task.n_pairs))
     if _linear(pb):
         return prox
     x = jnp.asarray(x, dtype=jnp.float64)
@@ -174,9 +174,9 @@ def origin(pb: Problem, lam):
     Q0 = float(pb.data.Q0)
     x = np.array([0.0, _ORIGIN_EPS * Q0, _ORIGIN_EPS])
     z = pb.data.z
-    prox = jnp.zeros((z.shape[0] * z.shape[1], pb.task.n_pairs))
+    prox = np.zeros((z.shape[0] * z.shape[1], pb.task.n_pairs))
     xj = jnp.asarray(x)
-    o = summarize(output_arrays(pb.task, z, pb.data.alpha, Q0, xj, prox, mode="cold").means)
+    o = summarize(output_chunks(pb.task, z, pb.data.alpha, Q0, xj, prox, mode="cold").means)
     if not (o.a_hat > 0 and o.m_hat > 0 and math.isfinite(o.q_hat) and o.q_hat >= 0):
         return o, None, False
     i = input_side(pb.target, o.m_hat, o.q_hat, o.a_hat, lam, pb.penalty, Q0=Q0)
@@ -188,8 +188,8 @@ def image(pb: Problem, lam, x):
     where the map is undefined (a start inside the domain, wherever ``x`` was)."""
     Q0 = float(pb.data.Q0)
     xj = jnp.asarray(x, dtype=jnp.float64)
-    prox = jnp.zeros((pb.data.z.shape[0] * pb.data.z.shape[1], pb.task.n_pairs))
-    o = summarize(output_arrays(pb.task, pb.data.z, pb.data.alpha, Q0, xj, prox, mode="cold").means)
+    prox = np.zeros((pb.data.z.shape[0] * pb.data.z.shape[1], pb.task.n_pairs))
+    o = summarize(output_chunks(pb.task, pb.data.z, pb.data.alpha, Q0, xj, prox, mode="cold").means)
     if not (o.a_hat > 0 and o.m_hat > 0 and math.isfinite(o.q_hat) and o.q_hat > 0):
         return None
     try:

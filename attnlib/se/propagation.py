@@ -88,7 +88,7 @@ def _output_jacobian(pb, x, prox, steps):
     """``d (a_hat, q_hat, m_hat, train_loss) / d (m, q, v)`` ``(4, 3)`` by forward
     differences on the first :data:`PROBE_POINTS` points (warm prox from ``prox``)."""
     n = min(PROBE_POINTS, pb.data.z.shape[1])
-    z, p = pb.data.z[:1, :n], jnp.asarray(prox)[:n]
+    z, p = np.asarray(pb.data.z)[:1, :n], np.asarray(prox)[:n]  # numpy: no program per n
 
     def out(xi):
         xj = jnp.asarray(xi, dtype=jnp.float64)

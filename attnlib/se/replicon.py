@@ -95,11 +95,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import channels
+from attnlib import channels, qmc
 from attnlib import tasks as _tasks
 from attnlib.channels.losses import grad_hess_batch, loss_task, pair_weights
 from attnlib.denoisers.nuclear import nuclear_spectrum
-from attnlib.se.output import pairs
+from attnlib.se.output import _rows, pairs
 from attnlib.se.results import SEReplicaSymmetryWarning
 from attnlib.spectral_map import SpectralMap
 
@@ -164,8 +164,14 @@ def output_factor(task, z, alpha, Q0, x, prox) -> tuple[float, float]:
         return _linear_factor(task, float(alpha), float(x[2])), 0.0
     if task.piecewise_constant:
         return math.nan, math.nan
-    xj = jnp.asarray(x, dtype=jnp.float64)
-    means = np.asarray(_jacobian_means(task, z, jnp.float64(alpha), jnp.float64(Q0), xj, prox))
+    xj, a, q0 = jnp.asarray(x, dtype=jnp.float64), jnp.float64(alpha), jnp.float64(Q0)
+    pieces = qmc.chunks(z.shape[1])  # one compiled program for every number of points
+    if len(pieces) == 1:
+        means = np.asarray(_jacobian_means(task, z, a, q0, xj, prox))
+    else:
+        zn, R, p = np.asarray(z), z.shape[0], np.asarray(prox)
+        parts = [_jacobian_means(task, zn[:, sl], a, q0, xj, _rows(p, R, sl)) for sl in pieces]
+        means = np.mean([np.asarray(m) for m in parts], axis=0)
     err = float(np.std(means, ddof=1) / math.sqrt(len(means))) if len(means) > 1 else 0.0
     return float(np.mean(means)), err
 
