@@ -46,6 +46,16 @@ Conventions (the book's "Notation and conventions" page, ``book/notation.md``):
   (:attr:`Task.target_scale`), the model with ``beta0`` is the ``beta0 = beta`` model of
   the target ``c S0`` with logit noise ``c^2 Delta`` (output noise unchanged): the
   student's best matrix is ``c S0``, not ``S0``.
+
+  Where each computation stands: data, the ERM state evolution, GAMP on data and the
+  three test errors handle ``beta0`` and ``noise_out`` (labels from the teacher, prox
+  and predictions with the student); the ridgeless threshold
+  (:func:`attnlib.thresholds.interpolation_formula`) is unchanged by ``beta0`` (softmax
+  labels stay in the range of ``g``, and the formula is homogeneous of degree 0 under
+  ``(S0, Delta) -> (c S0, c^2 Delta)``) and 0 with ``noise_out > 0`` (labels off the
+  range); the Bayes-optimal computations (:mod:`attnlib.bayes`, the posterior of
+  :mod:`attnlib.channels`) refuse both (:meth:`Task.check_bayes_model`); :class:`Hardmax`
+  (``beta -> infinity``) has no ``beta0``.
 """
 
 from __future__ import annotations
