@@ -31,31 +31,8 @@ Conventions (the book's "Notation and conventions" page, ``book/notation.md``):
   :class:`Linear` the outputs are the symmetric ``h`` itself and ``"outputs"`` adds the
   same symmetric noise as ``"logits"``.
 
-- Noise on the logits and on the outputs at once: ``noise_out`` (default 0) is the
-  variance of Gaussian noise added to every output entry *after* the logit noise,
-  ``Y = g0(h + xi_logits) + sqrt(noise_out) xi_out`` with ``xi_out`` i.i.d. ``N(0, 1)``,
-  independent of ``xi_logits``. It goes with ``noise_on`` ``"logits"`` or ``"target"``
-  (with ``"outputs"`` the two variances would add: put their sum in ``noise``). The
-  softmax tasks and :class:`Custom` take it; :class:`Linear` (outputs are the logits:
-  put the variance in ``noise``) and :class:`Hardmax` refuse it.
-- Teacher and student may differ in inverse temperature (:class:`Seq2Seq`,
-  :class:`Seq2Lab`): ``beta0`` (default ``None``: ``beta0 = beta``) generates the labels,
-  ``g0(h) = softmax_rows(beta0 h)`` (:meth:`Task.target_output`), ``beta`` predicts,
-  ``g(h) = softmax_rows(beta h)`` (:meth:`Task.output`, the loss). Since
-  ``softmax(beta0 h(S0)) = softmax(beta h(c S0))`` with ``c = beta0 / beta``
-  (:attr:`Task.target_scale`), the model with ``beta0`` is the ``beta0 = beta`` model of
-  the target ``c S0`` with logit noise ``c^2 Delta`` (output noise unchanged): the
-  student's best matrix is ``c S0``, not ``S0``.
-
-  Where each computation stands: data, the ERM state evolution, GAMP on data and the
-  three test errors handle ``beta0`` and ``noise_out`` (labels from the teacher, prox
-  and predictions with the student); the ridgeless threshold
-  (:func:`attnlib.thresholds.interpolation_formula`) is unchanged by ``beta0`` (softmax
-  labels stay in the range of ``g``, and the formula is homogeneous of degree 0 under
-  ``(S0, Delta) -> (c S0, c^2 Delta)``) and 0 with ``noise_out > 0`` (labels off the
-  range); the Bayes-optimal computations (:mod:`attnlib.bayes`, the posterior of
-  :mod:`attnlib.channels`) refuse both (:meth:`Task.check_bayes_model`); :class:`Hardmax`
-  (``beta -> infinity``) has no ``beta0``.
+- ``noise_out`` (output noise on top of the logit noise) and ``beta0`` (the softmax
+  teacher's inverse temperature): :mod:`attnlib._teacher`, the book's notation page.
 """
 
 from __future__ import annotations
@@ -70,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _checks
+from attnlib._teacher import Teacher, TeacherBeta, add_output_noise, check_noise_out
 
 NOISE_PLACEMENTS = ("logits", "outputs", "target")
 
@@ -223,7 +201,7 @@ def n_samples(alpha: float, d: int) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class Task:
+class Task(Teacher):
     """Base class of the AIM tasks. Subclasses define :meth:`output`.
 
     Attributes:
@@ -232,73 +210,23 @@ class Task:
       noise_on: ``"logits"`` (variance ``Delta`` on every pair of the logits, the
         default), ``"target"`` (``Delta`` on the diagonal pairs, ``Delta / 2`` off
         them: the paper's model) or ``"outputs"`` (see the module docstring).
-      noise_out: (subclasses that take it) variance of Gaussian noise added to every
-        output entry on top of the logit noise (``noise_on`` ``"logits"`` or
-        ``"target"``); 0 by default.
+      noise_out: output-noise variance on top of the logit noise (:mod:`attnlib._teacher`).
     """
 
     T: int = 2
     noise: float = 0.0
     noise_on: str = "logits"
 
-    noise_out = 0.0  # a field of the subclasses that take it (after their own fields)
     name = "task"
     piecewise_constant = False  # True: the loss jumps (Hardmax); the SE uses Stein forms
-    _takes_noise_out = True  # False: noise_out > 0 raises (Linear, Hardmax)
 
     def __post_init__(self):
         _checks.integer("T", self.T, self._min_T)
         _checks.nonnegative("noise", self.noise)
         _checks.choice("noise_on", self.noise_on, NOISE_PLACEMENTS)
-        _checks.nonnegative("noise_out", self.noise_out)
-        if self.noise_out > 0 and not self._takes_noise_out:
-            raise ValueError(
-                f"noise_out must be 0 for {type(self).__name__}, got {self.noise_out!r} "
-                f"({self._why_no_noise_out})"
-            )
-        if self.noise_out > 0 and self.noise_on == "outputs":
-            raise ValueError(
-                f"noise_out must be 0 with noise_on='outputs' (got {self.noise_out!r}): it "
-                "adds output noise beside noise on the logits ('logits' or 'target'); with "
-                "noise on the outputs alone, put the whole variance in noise"
-            )
+        check_noise_out(self)
 
     _min_T = 1
-    _why_no_noise_out = ""
-
-    @property
-    def target_scale(self) -> float:
-        """``c = beta0 / beta``: the teacher's labels are the student's outputs at ``c h0``
-        (1 for tasks without a separate teacher inverse temperature)."""
-        return 1.0
-
-    def target_output(self, h: jax.Array) -> jax.Array:
-        """The teacher's output function ``g0`` (generates the labels); ``g`` itself
-        unless the task has a teacher inverse temperature ``beta0 != beta``."""
-        return self.output(h)
-
-    def check_bayes_model(self, what: str) -> None:
-        """``ValueError`` naming ``beta0`` or ``noise_out`` where ``what`` (a Bayes-optimal
-        computation) assumes the statistician's model is the teacher's with one noise:
-        ``beta0 != beta`` (the Bayes posterior would be the teacher's alone, at
-        ``beta0``: build the task with ``beta = beta0``) or ``noise_out > 0`` (the
-        posterior of two noises at once is not implemented)."""
-        if self.target_scale != 1.0:
-            raise ValueError(
-                f"beta0 must be None or equal to beta for {what} (the Bayes-optimal "
-                f"statistician knows the teacher: use beta = beta0 = {self.beta0!r}), got "
-                f"beta0 = {self.beta0!r}, beta = {self.beta!r}"
-            )
-        if self.noise_out > 0.0:
-            raise ValueError(
-                f"noise_out must be 0 for {what} (the posterior of noise on the logits and "
-                f"the outputs at once is not implemented), got noise_out = {self.noise_out!r}"
-            )
-
-    def target_loss(self, Y: jax.Array, h0: jax.Array) -> jax.Array:
-        """Per-sequence ``||Y - g0(h0)||^2``: the teacher's own error against labels ``Y``."""
-        r = Y - self.target_output(h0)
-        return jnp.sum(r.reshape(r.shape[: r.ndim - len(self.out_shape)] + (-1,)) ** 2, axis=-1)
 
     @property
     def n_pairs(self) -> int:
@@ -335,21 +263,11 @@ class Task:
         return jnp.sum(r.reshape(r.shape[: r.ndim - len(self.out_shape)] + (-1,)) ** 2, axis=-1)
 
     def labels(self, key: jax.Array, h0: jax.Array) -> jax.Array:
-        """Noisy labels from the target pre-activations ``h0`` of shape ``(..., T, T)``:
-        the teacher's output :meth:`target_output` of the (noisy) logits, plus the output
-        noise (``noise_on="outputs"``, or ``noise_out``). With both noises, ``key`` is
-        split in two (logits, outputs)."""
-        if self.noise_out == 0.0:
-            return self._labels(key, h0)
-        if self.noise > 0.0:
-            key, k_out = jax.random.split(key)
-            Y = self._labels(key, h0)
-        else:
-            k_out, Y = key, self.target_output(h0)
-        return Y + jnp.sqrt(self.noise_out) * jax.random.normal(k_out, Y.shape, Y.dtype)
+        """Noisy labels from the target pre-activations ``h0`` of shape ``(..., T, T)``: the
+        teacher's output :meth:`target_output` of the noisy logits, plus output noise."""
+        return add_output_noise(self, key, h0, self._labels)
 
-    def _labels(self, key, h0):
-        """Labels with the noise of ``noise``/``noise_on`` only."""
+    def _labels(self, key, h0):  # the labels of noise/noise_on alone
         if self.noise == 0.0:
             return self.target_output(h0)
         sd = jnp.sqrt(self.noise)
@@ -367,40 +285,14 @@ class Task:
         return clean + sd * jax.random.normal(key, clean.shape, clean.dtype)
 
 
-class _TeacherBeta:
-    """The teacher inverse temperature ``beta0`` of the softmax tasks (a mixin)."""
-
-    def _check_betas(self):
-        _checks.positive("beta", self.beta)
-        if self.beta0 is not None:
-            _checks.positive("beta0", self.beta0)
-
-    @property
-    def teacher_beta(self) -> float:
-        """``beta0``, or ``beta`` where ``beta0`` is None."""
-        return self.beta if self.beta0 is None else self.beta0
-
-    @property
-    def target_scale(self) -> float:
-        """``c = beta0 / beta`` (exactly 1.0 where ``beta0`` is None or equal to ``beta``)."""
-        if self.beta0 is None or self.beta0 == self.beta:
-            return 1.0
-        return float(self.beta0) / float(self.beta)
-
-    def _attention0(self, h):
-        beta0 = self.beta if self.beta0 is None else self.beta0
-        return jax.nn.softmax(beta0 * h, axis=-1)
-
-
 @dataclasses.dataclass(frozen=True)
-class Seq2Seq(_TeacherBeta, Task):
+class Seq2Seq(TeacherBeta, Task):
     """Sequence-to-sequence: ``Y = softmax_rows(beta h)``, a ``T x T`` attention matrix.
 
     Softmax loses only a global shift of ``h`` (rows shifted alike keep ``h``
     symmetric only if every row moves by the same constant), so ``m_eff = K - 1``.
-    ``beta0`` (default ``None``: ``beta``) is the teacher's inverse temperature: the
-    labels are ``softmax_rows(beta0 h0)`` (noisy), the student predicts with ``beta``;
-    ``noise_out`` adds output noise beside the logit noise (module docstring).
+    ``beta0`` (default ``None``: ``beta``): the teacher's inverse temperature (labels);
+    ``noise_out``: output noise beside the logit noise (:mod:`attnlib._teacher`).
     """
 
     T: int = 2
@@ -421,13 +313,8 @@ class Seq2Seq(_TeacherBeta, Task):
     def m_eff(self) -> int:
         return self.n_pairs - 1
 
-    def output(self, h):
-        return jax.nn.softmax(self.beta * h, axis=-1)
-
-    def target_output(self, h):
-        if self.beta0 is None:
-            return self.output(h)
-        return self._attention0(h)
+    def _output_at(self, beta, h):
+        return jax.nn.softmax(beta * h, axis=-1)
 
 
 def mean_self_attention(A: jax.Array) -> jax.Array:
@@ -437,13 +324,12 @@ def mean_self_attention(A: jax.Array) -> jax.Array:
 
 
 @dataclasses.dataclass(frozen=True)
-class Seq2Lab(_TeacherBeta, Task):
+class Seq2Lab(TeacherBeta, Task):
     """Sequence-to-label: a scalar read off the attention matrix ``softmax_rows(beta h)``.
 
     ``readout`` maps ``(..., T, T)`` attention matrices to ``(...)`` labels; the
-    default is the mean self-attention weight :func:`mean_self_attention`. ``beta0``
-    (default ``None``: ``beta``) is the teacher's inverse temperature, ``noise_out`` output
-    noise beside the logit noise (as :class:`Seq2Seq`).
+    default is the mean self-attention weight :func:`mean_self_attention`. ``beta0``,
+    ``noise_out``: as :class:`Seq2Seq`.
     """
 
     T: int = 2
@@ -463,13 +349,8 @@ class Seq2Lab(_TeacherBeta, Task):
         if not callable(self.readout):
             raise ValueError(f"readout must be a callable, got {self.readout!r}")
 
-    def output(self, h):
-        return self.readout(jax.nn.softmax(self.beta * h, axis=-1))
-
-    def target_output(self, h):
-        if self.beta0 is None:
-            return self.output(h)
-        return self.readout(self._attention0(h))
+    def _output_at(self, beta, h):
+        return self.readout(jax.nn.softmax(beta * h, axis=-1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -500,8 +381,7 @@ class Hardmax(Task):
     name = "hardmax"
     _min_T = 2
     piecewise_constant = True
-    _takes_noise_out = False
-    _why_no_noise_out = "noise on the logits and the outputs at once is not implemented here"
+    _no_noise_out = "noise on the logits and the outputs at once is not implemented here"
 
     @property
     def m_eff(self) -> int:
@@ -524,8 +404,7 @@ class Linear(Task):
     noise_out: float = 0.0
 
     name = "linear"
-    _takes_noise_out = False
-    _why_no_noise_out = "its outputs are the logits: put the whole variance in noise"
+    _no_noise_out = "its outputs are the logits: put the whole variance in noise"
 
     @property
     def m_eff(self) -> int:
