@@ -347,6 +347,7 @@ def test_state_evolution_against_the_convex_solver(name):
         rejected |= abs(fit.a - getattr(other, metric)) > tol
         report.append(f"{metric}: sim -> {fit.a:.4f} +- {fit.a_err:.4f}, SE {theory:.4f}, "
                       f"wrong model {getattr(other, metric):.4f}, tol {tol:.4f}")  # fmt: skip
+    print(f"\n{name}:\n" + "\n".join(report))  # the numbers, shown with pytest -s
     assert ok, f"{name}:\n" + "\n".join(report)
     assert rejected, f"{name}: the band does not reject the wrong model:\n" + "\n".join(report)
 
