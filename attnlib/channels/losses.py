@@ -146,9 +146,11 @@ def objective_batch(task, Y, omega, V, P):
 
 
 def loss_task(task):
-    """The task with its label noise (and its teacher inverse temperature ``beta0``)
-    removed: the loss (all the prox needs) is the same, and tasks differing only in how
-    their labels were made share their compiled solvers."""
+    """The task with its label noise removed: the loss (all the prox needs) is the same,
+    and tasks differing only in noise share their compiled solvers.
+
+    The teacher's inverse temperature ``beta0`` and ``noise_out`` are removed too: they
+    only make the labels."""
     _checks.task(task)
     extra = {"beta0": None} if getattr(task, "beta0", None) is not None else {}
     if task.noise_out != 0.0:

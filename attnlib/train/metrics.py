@@ -101,8 +101,10 @@ def test_error_stats(
 def test_error(
     key: jax.Array, task: Task, S0, S, *, n_test: int = 20000, noisy: bool = False
 ) -> float:
-    """``e_test = E ||g0(h(S0)) - g(h(S))||^2`` on ``n_test`` fresh sequences (``g0`` the
-    teacher's output: ``g`` unless ``beta0 != beta``).
+    """``e_test = E ||g(h(S0)) - g(h(S))||^2`` on ``n_test`` fresh sequences.
+
+    The labels ``g(h(S0))`` are the teacher's: ``g0(h(S0))``, ``g0`` =
+    :meth:`attnlib.tasks.Task.target_output`, where ``beta0 != beta``.
 
     With ``noisy=True`` the targets are the task's noisy labels instead,
     ``E ||Y - g(h(S))||^2`` (the label noise adds its own contribution).
