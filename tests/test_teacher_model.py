@@ -266,7 +266,8 @@ def test_formula_brackets_the_se_threshold_with_beta0():
     """With ``beta0 = 1.25 beta`` (labels from the teacher at ``beta0``, prox at ``beta``)
     the ``lam = 0`` state evolution has a fixed point 1 % above the unchanged closed-form
     threshold and none 1 % below it (the probes of ``interpolation_se``). At ``beta0 = 2
-    beta`` the cold-started probe finds no fixed point 1 % above it (measured; by the exact
+    beta`` the cold-started probe finds no fixed point 1 % above it, one 5 % above it
+    (measured; by the exact
     reduction that is the ``lam = 0`` solve for the target ``2 S0`` at noise ``4 Delta``, a
     limit of that solver's start, not of the threshold, which is scale-free: a PSD ``S``
     fits ``c u + shifts`` iff ``S / c`` fits ``u + shifts / c``)."""
