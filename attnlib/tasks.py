@@ -30,6 +30,9 @@ Conventions (the book's "Notation and conventions" page, ``book/notation.md``):
   ``T = 1`` (one diagonal pair) ``"logits"`` and ``"target"`` are the same model. For
   :class:`Linear` the outputs are the symmetric ``h`` itself and ``"outputs"`` adds the
   same symmetric noise as ``"logits"``.
+
+- ``noise_out`` (output noise on top of the logit noise) and ``beta0`` (the softmax
+  teacher's inverse temperature): :mod:`attnlib._teacher`, the book's notation page.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _checks
+from attnlib._teacher import Teacher, TeacherBeta, add_output_noise, check_noise_out
 
 NOISE_PLACEMENTS = ("logits", "outputs", "target")
 
@@ -197,7 +201,7 @@ def n_samples(alpha: float, d: int) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class Task:
+class Task(Teacher):
     """Base class of the AIM tasks. Subclasses define :meth:`output`.
 
     Attributes:
@@ -206,6 +210,7 @@ class Task:
       noise_on: ``"logits"`` (variance ``Delta`` on every pair of the logits, the
         default), ``"target"`` (``Delta`` on the diagonal pairs, ``Delta / 2`` off
         them: the paper's model) or ``"outputs"`` (see the module docstring).
+      noise_out: output-noise variance on top of the logit noise (:mod:`attnlib._teacher`).
     """
 
     T: int = 2
@@ -219,6 +224,7 @@ class Task:
         _checks.integer("T", self.T, self._min_T)
         _checks.nonnegative("noise", self.noise)
         _checks.choice("noise_on", self.noise_on, NOISE_PLACEMENTS)
+        check_noise_out(self)
 
     _min_T = 1
 
@@ -257,50 +263,58 @@ class Task:
         return jnp.sum(r.reshape(r.shape[: r.ndim - len(self.out_shape)] + (-1,)) ** 2, axis=-1)
 
     def labels(self, key: jax.Array, h0: jax.Array) -> jax.Array:
-        """Noisy labels from the target pre-activations ``h0`` of shape ``(..., T, T)``."""
+        """Noisy labels from the target pre-activations ``h0`` of shape ``(..., T, T)``: the
+        teacher's output :meth:`target_output` of the noisy logits, plus output noise."""
+        return add_output_noise(self, key, h0, self._labels)
+
+    def _labels(self, key, h0):  # the labels of noise/noise_on alone
         if self.noise == 0.0:
-            return self.output(h0)
+            return self.target_output(h0)
         sd = jnp.sqrt(self.noise)
         if self.noise_on == "target":
             shape = h0.shape[:-2] + (self.n_pairs,)
             sd_pairs = jnp.sqrt(jnp.asarray(pair_noise_variances(self), h0.dtype))
             xi = to_matrix(sd_pairs * jax.random.normal(key, shape, h0.dtype), self.T)
-            return self.output(h0 + xi)
+            return self.target_output(h0 + xi)
         if self.noise_on == "logits" or isinstance(self, Linear):
             xi = to_matrix(
                 jax.random.normal(key, h0.shape[:-2] + (self.n_pairs,), h0.dtype), self.T
             )
-            return self.output(h0 + sd * xi)
-        clean = self.output(h0)
+            return self.target_output(h0 + sd * xi)
+        clean = self.target_output(h0)
         return clean + sd * jax.random.normal(key, clean.shape, clean.dtype)
 
 
 @dataclasses.dataclass(frozen=True)
-class Seq2Seq(Task):
+class Seq2Seq(TeacherBeta, Task):
     """Sequence-to-sequence: ``Y = softmax_rows(beta h)``, a ``T x T`` attention matrix.
 
     Softmax loses only a global shift of ``h`` (rows shifted alike keep ``h``
     symmetric only if every row moves by the same constant), so ``m_eff = K - 1``.
+    ``beta0`` (default ``None``: ``beta``): the teacher's inverse temperature (labels);
+    ``noise_out``: output noise beside the logit noise (:mod:`attnlib._teacher`).
     """
 
     T: int = 2
     beta: float = 1.0
     noise: float = 0.0
     noise_on: str = "logits"
+    beta0: float | None = None
+    noise_out: float = 0.0
 
     name = "seq2seq"
     _min_T = 2
 
     def __post_init__(self):
         super().__post_init__()
-        _checks.positive("beta", self.beta)
+        self._check_betas()
 
     @property
     def m_eff(self) -> int:
         return self.n_pairs - 1
 
-    def output(self, h):
-        return jax.nn.softmax(self.beta * h, axis=-1)
+    def _output_at(self, beta, h):
+        return jax.nn.softmax(beta * h, axis=-1)
 
 
 def mean_self_attention(A: jax.Array) -> jax.Array:
@@ -310,11 +324,12 @@ def mean_self_attention(A: jax.Array) -> jax.Array:
 
 
 @dataclasses.dataclass(frozen=True)
-class Seq2Lab(Task):
+class Seq2Lab(TeacherBeta, Task):
     """Sequence-to-label: a scalar read off the attention matrix ``softmax_rows(beta h)``.
 
     ``readout`` maps ``(..., T, T)`` attention matrices to ``(...)`` labels; the
-    default is the mean self-attention weight :func:`mean_self_attention`.
+    default is the mean self-attention weight :func:`mean_self_attention`. ``beta0``,
+    ``noise_out``: as :class:`Seq2Seq`.
     """
 
     T: int = 2
@@ -322,18 +337,20 @@ class Seq2Lab(Task):
     noise: float = 0.0
     noise_on: str = "logits"
     readout: Callable[[jax.Array], jax.Array] = mean_self_attention
+    beta0: float | None = None
+    noise_out: float = 0.0
 
     name = "seq2lab"
     _min_T = 2
 
     def __post_init__(self):
         super().__post_init__()
-        _checks.positive("beta", self.beta)
+        self._check_betas()
         if not callable(self.readout):
             raise ValueError(f"readout must be a callable, got {self.readout!r}")
 
-    def output(self, h):
-        return self.readout(jax.nn.softmax(self.beta * h, axis=-1))
+    def _output_at(self, beta, h):
+        return self.readout(jax.nn.softmax(beta * h, axis=-1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -359,10 +376,12 @@ class Hardmax(Task):
     T: int = 2
     noise: float = 0.0
     noise_on: str = "logits"
+    noise_out: float = 0.0
 
     name = "hardmax"
     _min_T = 2
     piecewise_constant = True
+    _no_noise_out = "noise on the logits and the outputs at once is not implemented here"
 
     @property
     def m_eff(self) -> int:
@@ -382,8 +401,10 @@ class Linear(Task):
     T: int = 1
     noise: float = 0.0
     noise_on: str = "logits"
+    noise_out: float = 0.0
 
     name = "linear"
+    _no_noise_out = "its outputs are the logits: put the whole variance in noise"
 
     @property
     def m_eff(self) -> int:
@@ -405,6 +426,7 @@ class Custom(Task):
     g: Callable[[jax.Array], jax.Array] | None = None
     noise: float = 0.0
     noise_on: str = "logits"
+    noise_out: float = 0.0
 
     name = "custom"
 

@@ -238,14 +238,30 @@ def _specs():
         dict(key="key", task="task", S0="matrix", n="int", dtype="dtype"),
     )
     for cls in (tasks.Seq2Seq, tasks.Seq2Lab):
-        add(cls, dict(T=2), dict(T="int", noise="nonneg", beta="pos", noise_on="penalty"))
-    add(tasks.Linear, dict(T=1), dict(T="int", noise="nonneg", noise_on="penalty"))
+        add(
+            cls,
+            dict(T=2),
+            dict(
+                T="int", noise="nonneg", beta="pos", noise_on="penalty", beta0="pos",
+                noise_out="nonneg",
+            ),
+        )  # fmt: skip
+    # noise_out > 0 is refused by Linear and Hardmax: every value but 0 must name it
+    add(
+        tasks.Linear,
+        dict(T=1),
+        dict(T="int", noise="nonneg", noise_on="penalty", noise_out="pos"),
+    )
     add(
         tasks.Hardmax,
         dict(T=2),
-        dict(T="int", noise="nonneg", noise_on="penalty"),
+        dict(T="int", noise="nonneg", noise_on="penalty", noise_out="pos"),
     )
-    add(tasks.Custom, dict(T=2, g=lambda h: h), dict(T="int", g="callable", noise="nonneg"))
+    add(
+        tasks.Custom,
+        dict(T=2, g=lambda h: h),
+        dict(T="int", g="callable", noise="nonneg", noise_out="nonneg"),
+    )
     # targets
     add(targets.haar_orthogonal, dict(key=key, d=D), dict(key="key", d="int"))
     add(

@@ -43,6 +43,7 @@ def _check_inputs(task, data, target):
         "with noise_on='logits'"
     )
     _channels.require_task(task, accepted=accepted)
+    task.check_bayes_model("gamp_rie")
     if not _channels.for_task(task).exact_posterior_output:
         raise ValueError(f"task must be {accepted}, got {task!r}")
     if not hasattr(target, "measure") or not hasattr(target, "Q0"):

@@ -64,6 +64,7 @@ def test_errors(
     """Test errors at posterior variance ``mmse`` (``0 <= mmse <= Q0``) for target norm ``Q0``
     (the argument order of :func:`attnlib.bayes.information`)."""
     channels.require_task(task)
+    task.check_bayes_model("the Bayes-optimal test errors")
     Q0 = _checks.positive("Q0", Q0)
     mmse = _checks.in_interval("mmse", mmse, 0.0, Q0, low_open=False)
     if mmse == 0.0:  # perfect recovery: both predictors are exact

@@ -108,6 +108,7 @@ class BayesSettings(NamedTuple):
 
 def _check(task, target):
     _channels.require_task(task)
+    task.check_bayes_model("the Bayes-optimal state evolution")
     if not hasattr(target, "measure") or not hasattr(target, "Q0"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
 

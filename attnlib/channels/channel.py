@@ -107,28 +107,37 @@ class Channel:
 
     @property
     def noise_dim(self) -> int:
-        """Number of noise normals per sequence in the QMC points."""
-        if self.task.noise == 0.0:
-            return 0
-        if self.noise_on_pairs:
-            return self.task.n_pairs
-        return int(np.prod(self.task.out_shape))
+        """Number of noise normals per sequence in the QMC points: the logit noise's
+        (one per pair) first, then the output noise's (one per output entry)."""
+        task = self.task
+        n_logits = task.n_pairs if task.noise > 0.0 and self.noise_on_pairs else 0
+        on_out = task.noise_out > 0.0 or (task.noise > 0.0 and not self.noise_on_pairs)
+        return n_logits + (int(np.prod(task.out_shape)) if on_out else 0)
 
     def labels(self, h0, xi):
         """Labels from target pairs ``h0`` (N, K) and standard normals ``xi``
         (N, :attr:`noise_dim`); returns ``(Y, start)`` with ``start`` the noisy logits
-        (fit ``Y`` exactly when the noise is on the logits)."""
+        times ``task.target_scale`` (they fit ``Y`` exactly when the noise is on the
+        logits alone). The labels are the teacher's (:meth:`attnlib.tasks.Task.labels`)."""
+        task = self.task
+        if task.noise_out > 0.0:
+            return _labels_both(self, h0, xi)
+        Y, logits = self._labels(h0, xi)
+        c = task.target_scale
+        return Y, (logits if c == 1.0 else c * logits)
+
+    def _labels(self, h0, xi):
         task = self.task
         T = task.T
         if task.noise == 0.0:
-            return task.output(_tasks.to_matrix(h0, T)), h0
+            return task.target_output(_tasks.to_matrix(h0, T)), h0
         sd = math.sqrt(task.noise)
         if self.noise_on_pairs:
             if task.noise_on == "target":
                 sd = jnp.sqrt(jnp.asarray(self.pair_noise, dtype=h0.dtype))
             logits = h0 + sd * xi
-            return task.output(_tasks.to_matrix(logits, T)), logits
-        clean = task.output(_tasks.to_matrix(h0, T))
+            return task.target_output(_tasks.to_matrix(logits, T)), logits
+        clean = task.target_output(_tasks.to_matrix(h0, T))
         return clean + sd * xi.reshape(clean.shape), h0
 
     @property
@@ -139,7 +148,8 @@ class Channel:
     @property
     def labels_leave_range(self) -> bool:
         """Whether additive output noise puts labels outside the range of ``g``."""
-        return self.task.noise != 0.0 and self.task.noise_on == "outputs"
+        task = self.task
+        return task.noise_out > 0.0 or (task.noise != 0.0 and task.noise_on == "outputs")
 
     # ---------------------------------------------------------------- ERM output step
     def label_start(self, Y, omega, V):
@@ -179,16 +189,25 @@ class Channel:
         return TestErrors(float(e0.mean()), float(e1.mean()), (_stderr(e0), _stderr(e1)))
 
     def noise_floor(self, Q0, qmc) -> tuple:
-        """``(e0, stderr)``: the floor of the noisy test error, ``E||Y - g(h0)||^2`` (the
-        error of the target itself, ``S_hat = S0``, against its noisy labels): 0 without
-        noise, ``Delta`` times the number of output entries for noise on the outputs,
-        else :meth:`test_errors` at ``m = q = Q0`` (closed forms where they exist)."""
+        """``(e0, stderr)``: the floor of the noisy test error, ``E||Y - g0(h0)||^2`` (the
+        error of the teacher's own clean output against its noisy labels; with
+        ``beta0 != beta`` the student attains it at ``S = (beta0/beta) S0``): 0 without
+        noise, ``Delta`` times the number of output entries for noise on the outputs (and
+        ``noise_out`` times it added to the logit noise's floor), else :meth:`test_errors`
+        at ``m = c Q0``, ``q = c^2 Q0``, ``c = task.target_scale`` (closed forms where
+        they exist)."""
         task = self.task
+        if task.noise_out > 0.0:
+            n_out = float(np.prod(task.out_shape))
+            logit_part = type(self)(dataclasses.replace(task, noise_out=0.0))
+            e, err = logit_part.noise_floor(Q0, qmc)
+            return e + float(task.noise_out) * n_out, err
         if task.noise == 0.0:
             return 0.0, 0.0
         if not self.noise_on_pairs:
             return float(task.noise) * float(np.prod(task.out_shape)), 0.0
-        te = self.test_errors(Q0, Q0, Q0, qmc)
+        c = task.target_scale
+        te = self.test_errors(Q0, c * Q0, c * c * Q0, qmc)
         return te.test_error_noisy, te.stderr[1]
 
     def mse_test_error(self, mse: float):
@@ -259,9 +278,20 @@ def _test_error_jit(channel, z, Q0, m, q):
     h0 = s * jnp.sqrt(Q0) * u1
     h = s * ((m / jnp.sqrt(Q0)) * u1 + jnp.sqrt(jnp.maximum(q - m * m / Q0, 0.0)) * u2)
     pred = task.output(_tasks.to_matrix(h, task.T))
-    clean = task.output(_tasks.to_matrix(h0, task.T))
+    clean = task.target_output(_tasks.to_matrix(h0, task.T))
     noisy, _ = channel.labels(h0, u3)
     ax = tuple(range(1, pred.ndim))
     e0 = jnp.sum((clean - pred) ** 2, axis=ax) if ax else (clean - pred) ** 2
     e1 = jnp.sum((noisy - pred) ** 2, axis=ax) if ax else (noisy - pred) ** 2
     return jnp.mean(e0.reshape(R, N), axis=1), jnp.mean(e1.reshape(R, N), axis=1)
+
+
+def _labels_both(channel, h0, xi):
+    """:meth:`Channel.labels` with output noise ``noise_out`` on top of the logit noise:
+    the first ``K`` normals (if ``noise > 0``) for the logits, the rest for the outputs."""
+    task = channel.task
+    k = task.n_pairs if task.noise > 0.0 else 0
+    Y, logits = channel._labels(h0, xi[:, :k])
+    Y = Y + math.sqrt(task.noise_out) * xi[:, k:].reshape(Y.shape)
+    c = task.target_scale
+    return Y, (logits if c == 1.0 else c * logits)

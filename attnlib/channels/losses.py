@@ -147,11 +147,17 @@ def objective_batch(task, Y, omega, V, P):
 
 def loss_task(task):
     """The task with its label noise removed: the loss (all the prox needs) is the same,
-    and tasks differing only in noise share their compiled solvers."""
+    and tasks differing only in noise share their compiled solvers.
+
+    The teacher's inverse temperature ``beta0`` and ``noise_out`` are removed too: they
+    only make the labels."""
     _checks.task(task)
-    if task.noise == 0.0 and task.noise_on == "logits":
+    extra = {"beta0": None} if getattr(task, "beta0", None) is not None else {}
+    if task.noise_out != 0.0:
+        extra["noise_out"] = 0.0
+    if task.noise == 0.0 and task.noise_on == "logits" and not extra:
         return task
-    return dataclasses.replace(task, noise=0.0, noise_on="logits")
+    return dataclasses.replace(task, noise=0.0, noise_on="logits", **extra)
 
 
 def linear_step(task, Y, omega, V) -> OutputStep:

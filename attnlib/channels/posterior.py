@@ -74,13 +74,14 @@ class Information(NamedTuple):
 
 
 def _check_task(task) -> _tasks.Task:
-    return _channels.require_task(task)
+    _channels.require_task(task).check_bayes_model("the Bayes posterior")
+    return task
 
 
 def is_gaussian(task) -> bool:
     """True for the closed-form channels: linear (any noise) and seq2seq with no
     noise or noise on the logits (:attr:`attnlib.channels.Channel.gaussian`)."""
-    return _channels.for_task(_check_task(task)).gaussian
+    return _channels.for_task(_channels.require_task(task)).gaussian
 
 
 @functools.partial(jax.jit, static_argnames=("task", "chunk"))

@@ -29,7 +29,8 @@ class Seq2SeqChannel(Channel):
     @property
     def gaussian(self) -> bool:
         task = self.task
-        return type(task) is _tasks.Seq2Seq and (task.noise == 0.0 or self.noise_on_pairs)
+        logit_noise_only = task.noise_out == 0.0 and (task.noise == 0.0 or self.noise_on_pairs)
+        return type(task) is _tasks.Seq2Seq and logit_noise_only
 
     def label_start(self, Y, omega, V):
         """The label-consistent point: for ``Y = softmax_rows(beta h)`` with symmetric

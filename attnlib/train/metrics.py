@@ -56,7 +56,7 @@ def train_loss(task: Task, data: Dataset, S) -> float:
 @functools.partial(jax.jit, static_argnames=("task", "noisy"))
 def _test_batch(task, noisy, key, X, S0, S):
     h0 = _preacts(X, S0)
-    target = task.labels(key, h0) if noisy else task.output(h0)
+    target = task.labels(key, h0) if noisy else task.target_output(h0)
     return task.loss(target, _preacts(X, S))
 
 
@@ -103,6 +103,9 @@ def test_error(
 ) -> float:
     """``e_test = E ||g(h(S0)) - g(h(S))||^2`` on ``n_test`` fresh sequences.
 
+    The labels ``g(h(S0))`` are the teacher's: ``g0(h(S0))``, ``g0`` =
+    :meth:`attnlib.tasks.Task.target_output`, where ``beta0 != beta``.
+
     With ``noisy=True`` the targets are the task's noisy labels instead,
     ``E ||Y - g(h(S))||^2`` (the label noise adds its own contribution).
     The same ``key`` gives the same test sequences, so two estimators compared
@@ -128,7 +131,8 @@ def _test_batch3(task, key, X, S0, S):
     h0 = _preacts(X, S0)
     Y = task.labels(key, h0)
     h = _preacts(X, S)
-    return jnp.stack([task.loss(task.output(h0), h), task.loss(Y, h), task.loss(Y, h0)])
+    clean = task.target_output(h0)
+    return jnp.stack([task.loss(clean, h), task.loss(Y, h), task.target_loss(Y, h0)])
 
 
 def test_errors(
@@ -136,11 +140,13 @@ def test_errors(
 ) -> TestErrors:
     """The three test errors of ``S`` (target ``S0``) on ``n_test`` fresh sequences:
 
-    - ``test_error = E ||g(h(S0)) - g(h(S))||^2`` (noise-free labels);
+    - ``test_error = E ||g0(h(S0)) - g(h(S))||^2`` (noise-free labels; ``g0`` the
+      teacher's output, :meth:`attnlib.tasks.Task.target_output`: ``g`` itself unless
+      ``beta0 != beta``);
     - ``test_error_noisy = E ||Y - g(h(S))||^2`` against fresh noisy labels ``Y`` (the
-      task's placement of the noise; the paper's ``e_test``);
-    - ``e0 = E ||Y - g(h(S0))||^2``, the floor of ``test_error_noisy``: the error of the
-      target itself against the same noisy labels.
+      task's placement of the noise, ``noise_out`` included; the paper's ``e_test``);
+    - ``e0 = E ||Y - g0(h(S0))||^2``, the floor of ``test_error_noisy``: the error of the
+      teacher's clean output against the same noisy labels.
 
     All three on the same sequences and noise, so their differences carry less Monte
     Carlo error than the errors themselves; the same ``key`` gives the same test set (as
