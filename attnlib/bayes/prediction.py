@@ -8,7 +8,8 @@ the posterior mean of ``S0``) and variance ``V_ab = sigma_ab^2 mmse``; jointly
 
 - Bayes-optimal test error: ``E||g(h0) - E[g(h) | omega]||^2``, the inner average over
   ``h ~ N(omega, V)`` (the best predictor of the noise-free label; nested quasi-Monte
-  Carlo, outer and inner Sobol points, error = outer standard error);
+  Carlo, outer and inner Sobol points, error = outer standard error from 8 blocks of
+  the outer points, ``attnlib.channels.posterior._block_error``);
 - plug-in test error: ``E||g(h0) - g(omega)||^2``, the test error of the matrix
   ``S_post`` itself (:func:`attnlib.se.test_error_from_overlaps` with ``m = q``).
 
@@ -29,7 +30,7 @@ import numpy as np
 
 from attnlib import _checks, channels, se
 from attnlib import tasks as _tasks
-from attnlib.channels.posterior import _normals
+from attnlib.channels.posterior import _block_error, _normals
 
 __all__ = ["TestErrors", "test_errors"]
 
@@ -77,4 +78,4 @@ def test_errors(
     z_out = jnp.asarray(_normals(2 * K, n_outer, seed + 11))
     z_in = jnp.asarray(_normals(K, n_inner, seed + 12))
     e = np.asarray(_bayes_error(task, z_out, z_in, jnp.float64(mmse), jnp.float64(Q0)))
-    return TestErrors(float(e.mean()), plugin, float(e.std() / np.sqrt(e.size)))
+    return TestErrors(float(e.mean()), plugin, _block_error(e))
