@@ -889,7 +889,8 @@ def _later_specs(add, c):
         # below perfect recovery: at alpha = 1 the result's q_hat = 1/Delta_eff is
         # +inf by definition (Delta_eff = 0), a value, not a failure
         dict(task=lin, target=tg, alpha=0.2),
-        dict(task="task", target="target", alpha="pos", settings="task"),
+        dict(task="task", target="target", alpha="pos", settings="task", rtol="pos",
+             max_n_qmc="int"),  # fmt: skip
         n=6,
     )
 
