@@ -29,6 +29,20 @@ halving ``Delta`` from the first iterate and refines it with Brent's method on
 scanning down to ``1e-9 Q0`` (Gaussian channels) and reports whether a second, better
 fixed point exists (``other_fixed_point``): the Bayes-optimal one would then be chosen
 by the free entropy, which is not computed.
+
+Accuracy: ``integration_error`` bounds the relative errors of ``mse`` (``m``, ``q``,
+``Delta_eff`` move with it) and of ``test_error``: ``eps``, the relative QMC error of
+``J`` at the root (the outer standard error plus half the gap of the channel's two
+estimators, :func:`attnlib.bayes.information`) plus the root's residual, moves
+``log Delta_eff`` by ``eps / G'`` with ``G' = d(2 alpha Delta J)/d log Delta`` (a
+central difference, step 0.05, on the same points; below 1 where ``J`` falls with
+``Delta``: the fixed point amplifies ``eps``), and the mse by that times
+``d log mse / d log Delta``; the test error's is its own outer standard error plus
+the mse's times ``d log test_error / d log mse`` (a difference on the same points).
+The outer standard errors come from the spread of 8 consecutive blocks of the outer
+Sobol points (a Monte Carlo formula over the blocks, which overstates the whole set's
+error where QMC beats ``n^-1/2``); ``test_error_plugin``'s own QMC error (8192 points,
+:func:`attnlib.se.test_error_from_overlaps`) and ``e0``'s are not in it.
 """
 
 from __future__ import annotations
@@ -167,20 +181,9 @@ def solve(
         cut the error by less than ``2^(1/4)``, the inner integral's bias dominating),
         each time a new solve, until ``integration_error <= rtol``, or up to
         ``max_n_qmc`` (then a ``RuntimeWarning`` states the error reached). Closed forms
-        (``integration_error = 0``) return after the first solve.
+        (``integration_error = 0``) return after the first solve. What
+        ``integration_error`` bounds: the module docstring, "Accuracy".
 
-    ``integration_error`` bounds the relative errors of ``mse`` (``m``, ``q``,
-    ``Delta_eff`` move with it) and of ``test_error``: ``eps``, the relative QMC error of
-    ``J`` at the root (the outer standard error plus half the gap of the channel's two
-    estimators, :func:`attnlib.bayes.information`) plus the root's residual, moves
-    ``log Delta_eff`` by ``eps / G'`` with ``G' = d(2 alpha Delta J)/d log Delta`` (a
-    central difference, step 0.05, on the same points; below 1 where ``J`` falls with
-    ``Delta``: the fixed point amplifies ``eps``), and the mse by that times
-    ``d log mse / d log Delta``; the test error's is its own outer standard error plus
-    the mse's times ``d log test_error / d log mse`` (a difference on the same points).
-    It is a standard-error scale (plain Monte Carlo formulas, which overstate a
-    scrambled Sobol set's error); ``test_error_plugin``'s own QMC error (8192 points,
-    :func:`attnlib.se.test_error_from_overlaps`) and ``e0``'s are not in it.
 
     Returns:
       :class:`BayesResult`: the largest fixed point (``converged=True``; ``Delta_eff = 0``
