@@ -53,8 +53,9 @@ def test_rtol_that_cannot_be_met_warns():
         r = bayes.solve(NOISY, W05, 0.5, rtol=1e-4, max_n_qmc=512, **SMALL)
     assert r.converged and r.integration_error > 1e-4
     s = bayes.BayesSettings(n_outer=512, n_inner=256, n_test=512, max_n_qmc=512, rtol=1e-4)
-    with pytest.warns(RuntimeWarning, match="max_n_qmc = 512"):
+    with pytest.warns(RuntimeWarning, match="max_n_qmc = 512") as rec:
         bayes.solve(NOISY, W05, 0.5, settings=s)
+    assert rec[0].filename == __file__  # the warning points at the caller
     assert one.mse != r.mse  # n_outer doubled once (256 -> 512) before the cap
 
 
