@@ -37,7 +37,7 @@ import scipy.stats
 
 from attnlib import _checks
 
-__all__ = ["CHUNK", "STREAMS", "chunks", "normals", "qmc_normals", "sobol_normals"]
+__all__ = ["CHUNK", "STREAMS", "block_error", "chunks", "normals", "qmc_normals", "sobol_normals"]
 
 CHUNK = 2048
 """Points per scrambling that one compiled program integrates at a time (:func:`chunks`)."""
@@ -127,3 +127,20 @@ def chunks(n: int) -> list[slice]:
     if n <= CHUNK or n % CHUNK:
         return [slice(0, n)]
     return [slice(s, s + CHUNK) for s in range(0, n, CHUNK)]
+
+
+def block_error(x, n_blocks: int = 8) -> float:
+    """Standard error of ``mean(x)`` over the points of one scrambled Sobol sequence: the
+    standard deviation (``ddof = 1``) of the means of ``n_blocks`` consecutive blocks over
+    ``sqrt(n_blocks)`` (each block a scrambled net; the error of a Monte Carlo mean of the
+    blocks, which overstates the whole set's where QMC beats ``n^-1/2``). ``x``: the
+    integrand at the points, in their order ``(n,)``. Below ``2 n_blocks`` points: the
+    plain Monte Carlo ``std(x) / sqrt(n)``."""
+    x = np.asarray(_checks.finite_array("x", x, ndim=1, max_abs=_checks.MAX_ABS), dtype=float)
+    n_blocks = _checks.integer("n_blocks", n_blocks, 2)
+    if x.size < 2:
+        raise ValueError(f"x needs at least 2 points, got {x.size}")
+    if x.size < 2 * n_blocks:
+        return float(np.std(x) / np.sqrt(x.size))
+    means = x[: x.size - x.size % n_blocks].reshape(n_blocks, -1).mean(axis=1)
+    return float(np.std(means, ddof=1) / np.sqrt(n_blocks))

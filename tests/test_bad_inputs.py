@@ -703,6 +703,7 @@ def _specs():
     add(se.qmc_normals, dict(dim=2, n=16), dict(dim="int", n="int", n_rep="int", seed="int"))
     add(qmc.sobol_normals, dict(dim=2, n=16, seed=0), dict(dim="int", n="int"))
     add(qmc.chunks, dict(n=4096), dict(n="int"))
+    add(qmc.block_error, dict(x=np.linspace(0.0, 1.0, 64)), dict(x="vector", n_blocks="int"))
     add(
         qmc.normals,
         dict(dim=2, n=16, n_rep=2, seed=1, stream="test_error", balanced=True),
@@ -945,7 +946,9 @@ def _later_specs(add, c):
         # below perfect recovery: at alpha = 1 the result's q_hat = 1/Delta_eff is
         # +inf by definition (Delta_eff = 0), a value, not a failure
         dict(task=lin, target=tg, alpha=0.2),
-        dict(task="task", target="target", alpha="pos", settings="task"),
+        dict(
+            task="task", target="target", alpha="pos", settings="task", rtol="pos", max_n_qmc="int"
+        ),  # fmt: skip
         n=6,
     )
 

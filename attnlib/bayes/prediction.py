@@ -8,7 +8,8 @@ the posterior mean of ``S0``) and variance ``V_ab = sigma_ab^2 mmse``; jointly
 
 - Bayes-optimal test error: ``E||g(h0) - E[g(h) | omega]||^2``, the inner average over
   ``h ~ N(omega, V)`` (the best predictor of the noise-free label; nested quasi-Monte
-  Carlo, outer and inner Sobol points, error = outer standard error);
+  Carlo, outer and inner Sobol points, error = outer standard error from 8 blocks of
+  the outer points, ``attnlib.qmc.block_error``);
 - plug-in test error: ``E||g(h0) - g(omega)||^2``, the test error of the matrix
   ``S_post`` itself (:func:`attnlib.se.test_error_from_overlaps` with ``m = q``).
 
@@ -29,7 +30,7 @@ import numpy as np
 
 from attnlib import _checks, channels, se
 from attnlib import tasks as _tasks
-from attnlib.qmc import normals
+from attnlib.qmc import block_error, normals
 
 __all__ = ["TestErrors", "test_errors"]
 
@@ -78,4 +79,4 @@ def test_errors(
     z_out = jnp.asarray(normals(2 * K, n_outer, seed=seed, stream="bayes_test_outer")[0])
     z_in = jnp.asarray(normals(K, n_inner, seed=seed, stream="bayes_test_inner")[0])
     e = np.asarray(_bayes_error(task, z_out, z_in, jnp.float64(mmse), jnp.float64(Q0)))
-    return TestErrors(float(e.mean()), plugin, float(e.std() / np.sqrt(e.size)))
+    return TestErrors(float(e.mean()), plugin, block_error(e))

@@ -31,7 +31,8 @@ over ``(omega, h, xi)``, inner self-normalised importance sampling of the poster
 ``E[h | Y, omega]`` from ``N(omega, V)`` with ``n_inner`` fixed Sobol points. Two
 estimators of ``E[g^2]`` (``E[g^2]`` and, by the Nishimori identity,
 ``E[g (h - omega)] / V``) have opposite finite-``n_inner`` biases; their mean is
-returned and the reported ``error`` is half their gap plus the outer standard error.
+returned and the reported ``error`` is half their gap plus the outer standard error
+(from the spread of 8 consecutive blocks of the outer Sobol points, ``attnlib.qmc.block_error``).
 Hardmax without noise or with noise on the logits: ``Y`` tells which polyhedral region
 the (noisy) logits fell in, ``Z_out`` is a Gaussian probability of that region; at
 ``T = 2`` a bivariate Gaussian orthant, in closed form, with a two-dimensional outer
@@ -54,7 +55,7 @@ import numpy as np
 from attnlib import _checks
 from attnlib import channels as _channels
 from attnlib import tasks as _tasks
-from attnlib.qmc import normals
+from attnlib.qmc import block_error, normals
 
 __all__ = [
     "Information",
@@ -122,7 +123,7 @@ def _qmc_information(task, mmse, Q0, n_outer, n_inner, seed) -> Information:
     a, b = _nested(task, z_out, z_in, jnp.float64(mmse), jnp.float64(Q0), 64)
     a, b = np.asarray(a), np.asarray(b)
     dof = 0.5 * (a.mean() + b.mean())
-    err = 0.5 * abs(a.mean() - b.mean()) + np.std(b) / np.sqrt(b.size)
+    err = 0.5 * abs(a.mean() - b.mean()) + block_error(0.5 * (a + b))
     return Information(float(dof / mmse), float(dof), float(err / mmse))
 
 
