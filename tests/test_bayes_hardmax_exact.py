@@ -7,11 +7,12 @@ not converge)."""
 import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.stats
 
-from attnlib import bayes, targets, tasks
+from attnlib import bayes, qmc, targets, tasks
 from attnlib.bayes import prediction
 from attnlib.channels import posterior_hardmax_exact as hx
 
@@ -145,8 +146,8 @@ def test_bayes_test_error_closed_form_against_the_nested_average():
     task = tasks.Hardmax(T=2)
     for mmse in (0.05, 0.5):
         closed = hx.test_error(mmse, TG.Q0)
-        z_out = prediction._normals(6, 4096, 11)
-        z_in = prediction._normals(3, 4096, 12)
+        z_out = jnp.asarray(qmc.normals(6, 4096, seed=0, stream="bayes_test_outer")[0])
+        z_in = jnp.asarray(qmc.normals(3, 4096, seed=0, stream="bayes_test_inner")[0])
         e = np.asarray(prediction._bayes_error(task, z_out, z_in, mmse, TG.Q0))
         assert abs(e.mean() - closed) < 4 * e.std() / np.sqrt(e.size) + 1e-3 * closed
 

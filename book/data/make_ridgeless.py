@@ -33,7 +33,7 @@ import numpy as np
 from data import _common as C
 
 import attnlib
-from attnlib import se, targets, tasks, thresholds
+from attnlib import se, sweep, targets, tasks, thresholds
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -56,8 +56,7 @@ def _fractions(quick: bool) -> np.ndarray:
     return np.concatenate([below, above])
 
 
-def compute(quick: bool) -> dict:
-    """The arrays of ``ridgeless.npz`` (nothing written)."""
+def _curves(quick: bool) -> dict:
     a_int = thresholds.interpolation_formula(LIN, TARGET).alpha
     alphas = a_int * _fractions(quick)
     out = {"alpha_interp": a_int, "alpha": alphas}
@@ -67,15 +66,23 @@ def compute(quick: bool) -> dict:
     for lam in LAMS:
         c = C.quiet(se.learning_curve, LIN, TARGET, alphas, lam)[0]
         out[f"lam{lam:g}.test_error"] = np.asarray(c.test_error)
-    for lam in PEAK_LAMS:
-        fine = a_int * np.linspace(0.9, 1.1, 11 if quick else 81)
-        cf = C.quiet(se.learning_curve, LIN, TARGET, fine, lam)[0]
-        out[f"lam{lam:g}.peak"] = float(np.nanmax(cf.test_error))
-        out[f"lam{lam:g}.peak_alpha"] = float(fine[np.nanargmax(cf.test_error)])
+    return out
+
+
+def _finite_lam_peak(lam: float, quick: bool) -> dict:
+    a_int = thresholds.interpolation_formula(LIN, TARGET).alpha
+    fine = a_int * np.linspace(0.9, 1.1, 11 if quick else 81)
+    cf = C.quiet(se.learning_curve, LIN, TARGET, fine, lam)[0]
+    return {f"lam{lam:g}.peak": float(np.nanmax(cf.test_error)),
+            f"lam{lam:g}.peak_alpha": float(fine[np.nanargmax(cf.test_error)])}  # fmt: skip
+
+
+def _peak(quick: bool) -> dict:
+    a_int = thresholds.interpolation_formula(LIN, TARGET).alpha
     peak = thresholds.ridgeless_peak(LIN, TARGET)
-    out.update({"peak.test_error": peak.test_error, "peak.mse": peak.mse,
-                "peak.test_error_noisy": peak.test_error_noisy, "peak.q": peak.q,
-                "peak.m": peak.m, "peak.Delta": peak.Delta_eff})  # fmt: skip
+    out = {"peak.test_error": peak.test_error, "peak.mse": peak.mse,
+           "peak.test_error_noisy": peak.test_error_noisy, "peak.q": peak.q,
+           "peak.m": peak.m, "peak.Delta": peak.Delta_eff}  # fmt: skip
     out["eps_below"], out["eps_above"] = np.array(EPS_BELOW), np.array(EPS_ABOVE)
 
     def gap(scale):
@@ -83,22 +90,47 @@ def compute(quick: bool) -> dict:
 
     out["gap_below"] = np.array([gap(1 - e) for e in EPS_BELOW])
     out["gap_above"] = np.array([gap(1 + e) for e in EPS_ABOVE])
+    return out
+
+
+def _softmax_peak(quick: bool) -> dict:
     s2s = thresholds.ridgeless_peak(S2S, TARGET, n_qmc=2**14 if quick else 2**18, n_rep=8)
-    out.update({"s2s.alpha_interp": s2s.alpha, "s2s.test_error": s2s.test_error,
-                "s2s.test_error_err": s2s.integration_error * s2s.test_error,
-                "s2s.test_error_noisy": s2s.test_error_noisy, "s2s.e0": s2s.e0,
-                "s2s.mse": s2s.mse})  # fmt: skip
-    return {k: np.asarray(v) for k, v in out.items()}
+    return {"s2s.alpha_interp": s2s.alpha, "s2s.test_error": s2s.test_error,
+            "s2s.test_error_err": s2s.integration_error * s2s.test_error,
+            "s2s.test_error_noisy": s2s.test_error_noisy, "s2s.e0": s2s.e0,
+            "s2s.mse": s2s.mse}  # fmt: skip
 
 
-def write(quick, out, runner) -> None:
-    C.save_npz(out / FILE, compute(quick))
+PIECES = ["curves", "peak", "softmax_peak", *(f"lam_peak:{lam:g}" for lam in PEAK_LAMS)]
+
+
+def piece(*, name: str, quick: bool) -> dict:
+    """One independent piece of ``ridgeless.npz`` (a point of the sweep), by ``name``:
+    the curves, the linear peak and its approach, the softmax peak, or the largest test
+    error of one finite-``lam`` curve near the peak (``"lam_peak:<lam>"``)."""
+    if name.startswith("lam_peak:"):
+        out = _finite_lam_peak(float(name.split(":")[1]), quick)
+    else:
+        out = {"curves": _curves, "peak": _peak, "softmax_peak": _softmax_peak}[name](quick)
+    return {"arrays": {k: np.asarray(v) for k, v in out.items()}}
+
+
+def compute(name, quick, runner) -> dict:
+    """The arrays of ``ridgeless.npz`` (nothing written): one sweep over the pieces."""
+    rows = C.records(runner(sweep.Grid(piece, {"name": PIECES, "quick": [quick]})))
+    out = {}
+    for row in rows:
+        out.update(row["arrays"])
+    return out
 
 
 def main(argv=None) -> None:
-    args = C.parser(__doc__, {"ridgeless": write}).parse_args(argv)
-    C.run_parts(args, {"ridgeless": write}, lambda *a: None)
+    parts = C.npz_parts({"ridgeless": FILE}, compute)
+    args = C.parser(__doc__, parts).parse_args(argv)
+    C.run_parts(args, parts, lambda *a: None)
 
 
 if __name__ == "__main__":
-    main()
+    from data import make_ridgeless  # the importable module: workers load it by name
+
+    make_ridgeless.main()
