@@ -14,6 +14,7 @@ a_hat)`` (conventions: the book's notation page and the chapter 05_state_evoluti
   :func:`attnlib.iterate.anderson`), one attempt and the metrics
   (:mod:`attnlib.se.point`), the fallbacks that make it robust
   (:mod:`attnlib.se.robust`), the drivers (:mod:`attnlib.se.drivers`).
+
 The ridgeless limit ``lam -> 0+`` on both sides of the interpolation threshold, and the
 height of the interpolation peak, are in :mod:`attnlib.thresholds.interpolator`.
 
