@@ -61,7 +61,7 @@ import math
 import warnings
 from typing import NamedTuple
 
-from attnlib import _checks, _compiled_programs, _limits, iterate
+from attnlib import _checks, _compiled_programs, _doubling, _limits, iterate
 from attnlib import channels as _channels
 from attnlib.bayes import prediction
 from attnlib.channels import posterior
@@ -311,40 +311,28 @@ def _errors(task, Q0, root, gap, te, cfg) -> tuple[float, float]:
 
 
 def _solve_to_rtol(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
-    """:func:`_solve` with the QMC sizes doubled until ``integration_error <= rtol``; a
-    ``RuntimeWarning`` where ``max_n_qmc`` stops it."""
-    r = _solve(task, target, alpha, cfg)
-    inner = False  # n_inner doubles once doubling the others stops paying
-    while r.converged and not r.integration_error <= cfg.rtol:
-        nxt = _doubled(cfg, inner)
-        if nxt == cfg:
-            break
-        log.info("bayes.solve: integration error %.2e > rtol %.1e at n_outer %d, n_inner %d, "
-                 "n_test %d: doubling", r.integration_error, cfg.rtol, cfg.n_outer,
-                 cfg.n_inner, cfg.n_test)  # fmt: skip
-        cfg, last = nxt, r.integration_error
-        r = _solve(task, target, alpha, cfg)
-        inner = not r.integration_error * 2**0.25 <= last
-    if r.converged and not r.integration_error <= cfg.rtol:
-        warnings.warn(
-            f"bayes.solve at alpha={alpha}: integration error {r.integration_error:.2e} > "
-            f"rtol = {cfg.rtol:g} at n_outer = {cfg.n_outer}, n_inner = {cfg.n_inner}, "
-            f"n_test = {cfg.n_test} (max_n_qmc = {cfg.max_n_qmc}); raise max_n_qmc for more",
-            RuntimeWarning,
-            stacklevel=3,
+    """:func:`_solve` with ``n_outer``, ``n_test`` doubled (and ``n_inner`` where the last
+    doubling cut the error by less than ``2^(1/4)``), each at most ``max_n_qmc``, until
+    ``integration_error <= rtol`` (``_doubling.until_accurate``)."""
+
+    def grow(c, r, prev):
+        inner = prev is not None and not r.integration_error * 2**0.25 <= prev.integration_error
+        top = c.max_n_qmc
+        nxt = c._replace(
+            n_outer=min(2 * c.n_outer, top),
+            n_test=min(2 * c.n_test, top),
+            n_inner=min(2 * c.n_inner, top) if inner else c.n_inner,
         )
-    return r
+        return None if nxt == c else nxt
 
-
-def _doubled(cfg: BayesSettings, inner: bool) -> BayesSettings:
-    """``n_outer``, ``n_test`` (and ``n_inner`` if ``inner``) doubled, each at most
-    ``max_n_qmc``."""
-    top = cfg.max_n_qmc
-    return cfg._replace(
-        n_outer=min(2 * cfg.n_outer, top),
-        n_test=min(2 * cfg.n_test, top),
-        n_inner=min(2 * cfg.n_inner, top) if inner else cfg.n_inner,
-    )
+    return _doubling.until_accurate(
+        lambda c, last: (_solve(task, target, alpha, c), None),
+        cfg,
+        rtol=cfg.rtol,
+        grow=grow,
+        name=f"bayes.solve at alpha={alpha}",
+        sizes=("n_outer", "n_inner", "n_test"),
+    )[0]
 
 
 def _settings(settings, given: dict) -> BayesSettings:

@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from attnlib import _checks, _deprecation, _limits
+from attnlib import _checks, _deprecation, _doubling, _limits
 from attnlib.se import engine, optimal, point, replicon, robust, several
 from attnlib.se.continuation import continuation, unfinished_result
 from attnlib.se.lam0 import _interpolation_bound, check_lam0  # noqa: F401  (tests read it)
@@ -228,26 +228,28 @@ def _solve(task, target, point_, init, s: SESettings):
 
 def _solve_to_rtol(task, target, point_, init, s: SESettings):
     """:func:`solve` with ``n_qmc`` doubled until ``integration_error <= rtol`` (each
-    solve warm-started from the last); a ``RuntimeWarning`` where ``max_n_qmc`` stops it."""
-    rtol, once = s.rtol, s._replace(rtol=None)
-    r, w = _solve(task, target, point_, init, once)
-    # also doubled where the search could not decide among fixed points (NaN, with the
-    # candidates in alternatives: attnlib.se.several.decide)
-    while (r.converged and not r.integration_error <= rtol or not r.converged and r.alternatives
-           ) and 2 * once.n_qmc <= s.max_n_qmc:  # fmt: skip
-        log.info("solve: error of the metrics %.2e > rtol %.1e at n_qmc %d: doubling",
-                 r.integration_error, rtol, once.n_qmc)  # fmt: skip
-        once = once._replace(n_qmc=2 * once.n_qmc)
-        r, w = _solve(task, target, point_, w if r.converged else init, once)
-    if r.converged and not r.integration_error <= rtol:
-        warnings.warn(
-            f"se.solve: relative error of the metrics {r.integration_error:.2e} > rtol = "
-            f"{rtol:g} at n_qmc = {once.n_qmc} (max_n_qmc = {s.max_n_qmc}); raise max_n_qmc "
-            "for more (the error falls like n_qmc^-1/2 to n_qmc^-3/4)",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-    return r, w
+    solve warm-started from the last; also doubled where the search could not decide
+    among fixed points: NaN, the candidates in ``alternatives``, :func:`several.decide`)."""
+
+    def once(s1, last):
+        start = init if last is None or not last[0].converged else last[1]
+        return _solve(task, target, point_, start, s1)
+
+    def grow(s1, r, prev):
+        return s1._replace(n_qmc=2 * s1.n_qmc) if 2 * s1.n_qmc <= s.max_n_qmc else None
+
+    return _doubling.until_accurate(
+        once,
+        s._replace(rtol=None),
+        rtol=s.rtol,
+        grow=grow,
+        name="se.solve",
+        sizes=("n_qmc",),
+        more=lambda r: not r.converged and r.alternatives,
+        what="relative error of the metrics",
+        hint=" (the error falls like n_qmc^-1/2 to n_qmc^-3/4)",
+        stacklevel=4,
+    )
 
 
 def _stack(results, penalty) -> LearningCurve:
