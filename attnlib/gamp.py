@@ -27,18 +27,16 @@ with one scalar variance ``v`` iterates, with ``alpha = n / d^2``:
    coordinates, ``sum_i f'(x_i) + sum_{i<j} (f(x_i) - f(x_j)) / (x_i - x_j)``.
 
 Then, where asked (hardmax), ``S_hat`` and ``v`` are divided by ``sqrt(Tr(S_hat^2) / (d
-Q0))``, and ``S_hat``, ``v``, ``g`` are damped: ``new = beta old + (1 - beta) update``
-(damping does not move a fixed point). The residual of an iteration is the relative
-change ``||S_new - S_old||_F / max(||S_new||_F, 1e-12)`` before damping.
-
-:func:`run` is the loop; :func:`attnlib.amp.gamp` (ERM), :func:`attnlib.hardmax.gamp`
-(renormalised hardmax) and :func:`attnlib.bayes.gamp_rie` (Bayes-optimal) are its
-configurations, ``(task, data, lam | target, ...)``, settings a keyword-only
-:class:`GAMPSettings`. One iteration is one compiled call where both sides are JAX, else
-(the Bayes posterior, the RIE) it runs on the host. Failure policy: not converged in
-``max_iter`` iterations, the last iterate with ``converged=False``; a breakdown (a
-non-finite residual or ``a_hat``, or ``a_hat <= 0``) stops with NaN ``S``, ``v``,
-``a_hat``; both warn (``RuntimeWarning``) and set :attr:`GAMPResult.status`.
+Q0))``. The residual of an iteration is ``||S_new - S_old||_F / max(||S_new||_F,
+1e-12)``. :func:`run` iterates this map of ``x = (S_hat, v, g)`` with the one fixed-point
+driver, :func:`attnlib.iterate.run` at memory 0: ``x_new = x + (1 - damping) (F(x) -
+x)`` (damping does not move a fixed point). :func:`attnlib.amp.gamp` (ERM),
+:func:`attnlib.hardmax.gamp` and :func:`attnlib.bayes.gamp_rie` are its configurations,
+settings a keyword-only :class:`GAMPSettings`. One iteration is one compiled call where
+both sides are JAX, else (the posterior, the RIE) it runs on the host. Failure policy:
+not converged in ``max_iter`` iterations, the last iterate with ``converged=False``; a
+breakdown (a non-finite residual or ``a_hat``, or ``a_hat <= 0``) stops with NaN ``S``,
+``v``, ``a_hat``; both warn (``RuntimeWarning``) and set :attr:`GAMPResult.status`.
 """
 
 from __future__ import annotations
@@ -54,7 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, channels
+from attnlib import _checks, channels, iterate
 from attnlib import _gamp_checks as _args
 from attnlib.rmt import spectral_divergence
 from attnlib.spectral_map import SpectralMap, check_penalty
@@ -318,13 +316,6 @@ class SpectralProx:
         return S, div / (B.shape[0] ** 2 * a_hat)
 
 
-class _State(NamedTuple):
-    S: Any
-    v: Any
-    g: Any
-    hstar: Any  # last proximal points (warm start of the output step)
-
-
 class _Aux(NamedTuple):
     res: Any
     a_hat: Any
@@ -336,74 +327,70 @@ class _Operands(NamedTuple):
     X: Any
     Y: Any
     lam: Any
-    damping: Any
     Q0: Any  # renormalise Tr S^2 / d to Q0 (None: no renormalisation)
     r: Any  # per-sequence variance weights (n, K), or None
 
 
-def _iteration(output, denoiser, ops, st):
-    """One GAMP iteration: ``(state, aux, ok)``; on the host (numpy) where a side is not
-    JAX. On the host a breakdown of ``a_hat`` stops before the denoiser (NaN residual)."""
+def _iteration(output, denoiser, ops, x, hstar):
+    """One GAMP iteration before damping on ``x = (S, v, g)`` (:func:`_vector`): ``(F(x),
+    hstar', aux, ok)``; on the host (numpy) where a side is not JAX. On the host a
+    breakdown of ``a_hat`` stops before the denoiser (NaN residual)."""
     xp = jnp if output.jittable and denoiser.jittable else np
     X, r = ops.X, ops.r
     n, T, d = X.shape
+    S, v, g = x[: d * d].reshape(d, d), x[d * d], x[d * d + 1 :].reshape(n, -1)
     sig2 = xp.asarray(pair_variances(T), X.dtype)
-    h = to_pairs(preactivations(X, st.S))
+    h = to_pairs(preactivations(X, S))
     h = h if xp is jnp else np.asarray(h)
-    V = sig2 * st.v if r is None else sig2 * st.v * r
-    omega = h - V * st.g
-    out, ok = output(ops.Y, omega, V, st.hstar if output.warm else h)
+    V = sig2 * v if r is None else sig2 * v * r
+    omega = h - V * g
+    out, ok = output(ops.Y, omega, V, hstar if output.warm else h)
     a_hat = (n / d**2) * xp.sum(sig2 * xp.mean(-out.dg if r is None else -out.dg * r, axis=0))
     if xp is np and not (math.isfinite(a_hat) and a_hat > 0):
-        return st, _Aux(math.nan, a_hat, math.nan, math.nan), ok
+        return x, hstar, _Aux(math.nan, a_hat, math.nan, math.nan), ok
     dgs = _data_gradient_sum(X, out.g if xp is jnp else jnp.asarray(out.g))
-    B = st.S + (dgs if xp is jnp else np.asarray(dgs)) / (d * a_hat)
+    B = S + (dgs if xp is jnp else np.asarray(dgs)) / (d * a_hat)
     S_new, v_new = denoiser(B, a_hat, ops.lam)
     scale = xp.nan
     if ops.Q0 is not None:  # renormalised: Tr S^2 / d = Q0
         scale = xp.sqrt(xp.sum(S_new**2) / (d * ops.Q0))
         S_new, v_new = S_new / scale, v_new / scale
-    res = xp.linalg.norm(S_new - st.S) / xp.maximum(xp.linalg.norm(S_new), 1e-12)
-    b = ops.damping
-    S, v, g = b * st.S + (1 - b) * S_new, b * st.v + (1 - b) * v_new, b * st.g + (1 - b) * out.g
+    res = xp.linalg.norm(S_new - S) / xp.maximum(xp.linalg.norm(S_new), 1e-12)
     loss = xp.nan if out.loss is None else xp.mean(out.loss)
-    return _State(S, v, g, out.h), _Aux(res, a_hat, loss, scale), ok
+    fx = xp.concatenate([S_new.ravel(), xp.reshape(v_new, (1,)), xp.ravel(out.g)])
+    return fx, out.h, _Aux(res, a_hat, loss, scale), ok
 
 
 _iteration_jit = jax.jit(_iteration, static_argnames=("output", "denoiser"))
 
 
-def _step(chain, denoiser, ops, st):
-    """One iteration with the output step's fallbacks: ``(state, aux, used the last)``."""
+def _step(chain, denoiser, ops, x, hstar):
+    """One iteration with the output step's fallbacks: ``(F(x), hstar', aux, used the
+    last)``."""
     for i, output in enumerate(chain):
         jit = output.jittable and denoiser.jittable
-        new, aux, ok = (_iteration_jit if jit else _iteration)(output, denoiser, ops, st)
+        fx, new, aux, ok = (_iteration_jit if jit else _iteration)(output, denoiser, ops, x, hstar)
         last = i == len(chain) - 1
         if last or bool(ok):
-            return new, aux, last and i > 0
+            return np.asarray(fx), new, aux, last and i > 0
     raise AssertionError("unreachable")
 
 
-def _operands(output, denoiser, data, lam, damping, extra):
-    """Operands and initial arrays: ``(ops, xp)``; ``extra = (Q0, weights)``."""
+def _operands(output, denoiser, data, lam, Q0, r):
+    """Operands of the iteration, and the array module it runs in: ``(ops, xp)``."""
     jit = output.jittable and denoiser.jittable
     X = jnp.asarray(np.asarray(data.X, dtype=np.float64))
     Y = np.asarray(data.Y, dtype=np.float64)
-    Q0, r = extra
     if jit:
-        Y, lam, damping = jnp.asarray(Y), jnp.asarray(lam), jnp.asarray(damping)
+        Y, lam = jnp.asarray(Y), jnp.asarray(lam)
         Q0 = None if Q0 is None else jnp.float64(Q0)
     r = None if r is None else (jnp.asarray(r) if jit else np.asarray(r))
-    return _Operands(X, Y, lam, damping, Q0, r), (jnp if jit else np)
+    return _Operands(X, Y, lam, Q0, r), (jnp if jit else np)
 
 
-def _initial(start: Start, ops, xp, task_pairs) -> _State:
-    n, _, d = ops.X.shape
-    S = xp.asarray(start.S)  # its shape checked by run
-    g = xp.zeros((n, task_pairs)) if start.g is None else xp.asarray(start.g)
-    v = xp.asarray(start.v) if xp is jnp else start.v
-    hstar = to_pairs(preactivations(ops.X, S)) if xp is jnp else None
-    return _State(S, v, g, hstar)
+def _vector(S, v, g) -> np.ndarray:
+    """``(S, v, g)`` as the one vector that :func:`attnlib.iterate.run` iterates."""
+    return np.concatenate([np.ravel(S), [float(v)], np.ravel(g)])
 
 
 class _Record(NamedTuple):
@@ -413,40 +400,45 @@ class _Record(NamedTuple):
     loss: list
     scale: list
     trace: list
+    last: list  # [x after damping] of the last iteration
+    n_fallback: list  # [count]
 
 
-def _broke_down(aux) -> bool:
-    res, a_hat = float(aux.res), float(aux.a_hat)
-    return not (math.isfinite(res) and math.isfinite(a_hat) and a_hat > 0)
+def _map(chain, denoiser, ops, settings):
+    """The GAMP map ``F(x, (hstar, _)) -> (F(x), (hstar', residual), ok)`` of
+    :func:`attnlib.iterate.run` (``ok``: no breakdown), and its record of each iteration
+    (``v`` and ``observe(S)`` after damping: ``x + (1 - damping) (F(x) - x)``, the
+    iterate :func:`attnlib.iterate.update` makes)."""
+    d = ops.X.shape[2]
+    rec = _Record([], [], [], [], [], [], [None], [0])
 
-
-def _loop(chain, denoiser, ops, st, settings):
-    """Iterate: ``(state, record, status, n_fallback)``."""
-    rec = _Record([], [], [], [], [], [])
-    n_fallback = 0
-    for _ in range(settings.max_iter):
-        st, aux, fallback = _step(chain, denoiser, ops, st)
-        n_fallback += int(fallback)
+    def F(x, memory):
+        fx, hstar, aux, fallback = _step(chain, denoiser, ops, x, memory[0])
+        rec.last[0] = x + (1.0 - settings.damping) * (fx - x)
+        rec.n_fallback[0] += int(fallback)
         for field in ("res", "a_hat", "loss", "scale"):
             getattr(rec, field).append(float(getattr(aux, field)))
-        rec.v.append(float(st.v))
-        if _broke_down(aux):
-            return st, rec, "breakdown", n_fallback
-        if settings.observe is not None:
-            rec.trace.append(np.asarray(settings.observe(np.asarray(st.S)), dtype=float))
-        if rec.res[-1] < settings.tol:
-            return st, rec, "converged", n_fallback
-    return st, rec, "max_iter", n_fallback
+        rec.v.append(float(rec.last[0][d * d]))
+        res, a_hat = rec.res[-1], rec.a_hat[-1]
+        ok = math.isfinite(res) and math.isfinite(a_hat) and a_hat > 0
+        if ok and settings.observe is not None:
+            S = rec.last[0][: d * d].reshape(d, d)
+            rec.trace.append(np.asarray(settings.observe(S), dtype=float))
+        return fx, (hstar, res), ok
+
+    return F, rec
 
 
 def _warn(name, status, rec, tol):
     n, res, a_hat = len(rec.res), rec.res[-1], rec.a_hat[-1]
+    msg = f"did not converge in {n} iterations: residual {res:.3g} >= tol {tol:.3g}"
     if status == "breakdown":
-        msg = (f"{name} broke down after {n} iterations (a_hat = {a_hat:.3g}, residual "
-               f"{res:.3g}); increase damping")  # fmt: skip
-    else:
-        msg = f"{name} did not converge in {n} iterations: residual {res:.3g} >= tol {tol:.3g}"
-    warnings.warn(msg, RuntimeWarning, stacklevel=4)
+        msg = f"broke down after {n} iterations (a_hat = {a_hat:.3g}, residual {res:.3g})"
+        msg += "; increase damping"
+    warnings.warn(f"{name} {msg}", RuntimeWarning, stacklevel=3)
+
+
+_STATUS = {iterate.CONVERGED: "converged", iterate.MAX_ITER: "max_iter"}
 
 
 def run(
@@ -474,26 +466,31 @@ def run(
     """
     lam, Q0, weights = _args.run_arguments(output, denoiser, data, start, (lam, Q0, weights))
     settings = resolve_settings(settings)
-    ops, xp = _operands(output, denoiser, data, lam, settings.damping, (Q0, weights))
-    st = _initial(start, ops, xp, output.task.n_pairs)
-    chain = (output, *output.fallbacks())
-    st, rec, status, n_fallback = _loop(chain, denoiser, ops, st, settings)
+    ops, xp = _operands(output, denoiser, data, lam, Q0, weights)
+    n, _, d = ops.X.shape
+    g0 = np.zeros((n, output.task.n_pairs)) if start.g is None else start.g
+    hstar = to_pairs(preactivations(ops.X, jnp.asarray(start.S))) if xp is jnp else None
+    F, rec = _map((output, *output.fallbacks()), denoiser, ops, settings)
+    # memory 0 (damped steps only), no cap on a step, and a breakdown stops (STALLED)
+    cfg = iterate.AndersonConfig(settings.tol, settings.max_iter, settings.damping, 0, math.inf, 1)
+    x0 = _vector(start.S, start.v, g0)
+    fp = iterate.run(F, x0, (hstar, None), cfg, residual=lambda x, fx, memory: memory[1])
+    status = _STATUS.get(int(fp.status), "breakdown")
     if status != "converged":
         _warn(settings.name, status, rec, settings.tol)
     broke = status == "breakdown"
-    d = ops.X.shape[2]
     loss = None if isinstance(output, PosteriorOutput) else np.asarray(rec.loss)
-    traj = GAMPTrajectory(np.asarray(rec.v), np.asarray(rec.a_hat), loss,
-                          None if Q0 is None else np.asarray(rec.scale))  # fmt: skip
+    scale = None if Q0 is None else np.asarray(rec.scale)
+    traj = GAMPTrajectory(np.asarray(rec.v), np.asarray(rec.a_hat), loss, scale)
     return GAMPResult(
-        S=np.full((d, d), np.nan) if broke else np.asarray(st.S, dtype=np.float64),
-        v=math.nan if broke else float(st.v),
+        S=np.full((d, d), np.nan) if broke else rec.last[0][: d * d].reshape(d, d),
+        v=math.nan if broke else rec.v[-1],
         a_hat=math.nan if broke else rec.a_hat[-1],
         history=np.asarray(rec.res),
         converged=status == "converged",
         n_iter=len(rec.res),
         residual=rec.res[-1],
-        n_fallback=n_fallback,
+        n_fallback=rec.n_fallback[0],
         trace=np.asarray(rec.trace),
         trajectory=traj,
         status=status,

@@ -156,10 +156,10 @@ def _record(st, x, r, cfg):
     return hx, hr, jnp.where(st.seeded, st.k, jnp.minimum(st.k + 1, cfg.memory + 1))
 
 
-def _on_good(st, x, fx, aux, cfg):
+def _on_good(st, x, fx, aux, cfg, res):
     beta = 1.0 - cfg.damping
     r = fx - x
-    res = jnp.max(jnp.abs(r))
+    res = jnp.max(jnp.abs(r)) if res is None else res
     better = res < st.best_res
     hx, hr, k = _record(st, x, r, cfg)
     st = st._replace(hx=hx, hr=hr, k=k, aux=aux, seeded=jnp.asarray(False))
@@ -253,9 +253,11 @@ def init(x0, aux0=None, config: AndersonConfig | None = None, history=None) -> S
     )  # fmt: skip
 
 
-def update(state: State, fx, aux, ok, config: AndersonConfig | None = None) -> State:
+def update(state: State, fx, aux, ok, config: AndersonConfig | None = None, residual=None):
     """The state after one evaluation ``F(state.x) = (fx, aux, ok)``; ``state.status >= 0``
-    once finished. Traceable (the fields of ``config`` may be traced but for ``memory``)."""
+    once finished. Traceable (the fields of ``config`` may be traced but for ``memory``).
+    ``residual``: the stopping test's residual of this evaluation in place of ``max |fx -
+    x|`` (``None``: that one)."""
     if not isinstance(state, State):
         raise ValueError(f"state must be an attnlib.iterate.State (from init), got {state!r}")
     cfg = _config(config)
@@ -266,7 +268,10 @@ def update(state: State, fx, aux, ok, config: AndersonConfig | None = None) -> S
     ok = ok & jnp.all(jnp.isfinite(fx))
     st = state._replace(it=state.it + 1)
     st = jax.lax.cond(
-        ok, lambda s: _on_good(s, s.x, fx, aux, cfg), lambda s: _on_bad(s, s.x, aux, cfg), st
+        ok,
+        lambda s: _on_good(s, s.x, fx, aux, cfg, residual),
+        lambda s: _on_bad(s, s.x, aux, cfg),
+        st,
     )
     out_of_budget = (st.status < 0) & (st.it >= cfg.max_iter)
     return st._replace(status=jnp.where(out_of_budget, MAX_ITER, st.status))
@@ -310,18 +315,18 @@ def anderson(
 
 
 @functools.partial(jax.jit, static_argnames=("memory",))
-def _host_update(memory, state, fx, ok, config):
-    return update(state, fx, None, ok, config._replace(memory=memory))
+def _host_update(memory, state, fx, ok, config, residual):
+    return update(state, fx, None, ok, config._replace(memory=memory), residual)
 
 
-def run(
-    F, x0, aux0=None, config: AndersonConfig | None = None, history=None, *, observe=None
-) -> FixedPoint:
+def run(F, x0, aux0=None, config=None, history=None, *, observe=None, residual=None) -> FixedPoint:
     """The iteration of :func:`anderson` driven from the host: ``F(x, aux)`` takes and
     returns numpy arrays (and any ``aux``: it stays on the host), one compiled
     :func:`update` per evaluation. An exception raised by ``F`` propagates. ``observe(x,
     fx, state)`` is called after every evaluation; the result's ``aux`` is the map's
-    memory after the last one."""
+    memory after the last one. ``residual(x, fx, aux) -> float``: the residual of the
+    stopping test (``None``: ``max |F(x) - x|``), e.g. a relative change of a part of
+    ``x``."""
     cfg = _config(config)
     _check_hooks(F, observe)
     _check_x0(x0)
@@ -332,7 +337,8 @@ def run(
         x = np.asarray(st.x)
         fx, aux, ok = F(x, aux)
         fx = np.asarray(fx, dtype=np.float64)
-        st = _host_update(cfg.memory, st, fx, np.bool_(ok), dynamic)
+        res = None if residual is None else np.float64(residual(x, fx, aux))
+        st = _host_update(cfg.memory, st, fx, np.bool_(ok), dynamic, res)
         if observe is not None:
             observe(x, fx, st)
     return result(st)._replace(aux=aux)

@@ -94,6 +94,23 @@ def test_memory_zero_is_the_damped_iteration():
     np.testing.assert_allclose(np.array(seen), np.array(hand), rtol=1e-13, atol=0)
 
 
+def test_the_callers_residual_decides_when_to_stop():
+    """``residual=``: the stopping test reads the caller's residual (here the relative
+    change ``|F(x) - x| / |F(x)|`` of ``F(x) = x / 2`` from 1, which is 1 at every
+    step: never below tol, MAX_ITER; ``max |F(x) - x|`` is ``2^-(k+1)`` at the ``k``-th
+    point ``2^-k``, below 1e-3 first at ``k = 9``: 10 evaluations)."""
+    cfg = iterate.AndersonConfig(tol=1e-3, memory=0, damping=0.0, max_iter=50)
+
+    def half(x, aux):
+        return x / 2, aux, True
+
+    plain = iterate.run(half, np.ones(1), None, cfg)
+    assert int(plain.status) == iterate.CONVERGED and int(plain.n_iter) == 10
+    rel = iterate.run(half, np.ones(1), None, cfg, residual=lambda x, fx, a: abs(fx - x)[0] / fx[0])
+    assert int(rel.status) == iterate.MAX_ITER and int(rel.n_iter) == 50
+    assert float(rel.residual) == 1.0
+
+
 def test_a_step_longer_than_max_step_is_shortened():
     cfg = iterate.AndersonConfig(memory=0, damping=0.0, max_step=0.25, max_iter=2)
     seen = []
