@@ -924,6 +924,12 @@ def _later_specs(add, c):
     add(bayes.mmse_den, dict(target=tg, Delta=0.5), dict(target="target", Delta="pos"), n=8)
     add(bayes.perfect_recovery, dict(task=task, target=tg), dict(task="task", target="target"))
     add(
+        bayes.perfect_recovery_from_mmse,
+        dict(task=lin, target=tg),
+        dict(task="task", target="target", Delta="pos"),
+        n=6,
+    )
+    add(
         bayes.perfect_recovery_se,
         dict(task=lin, target=tg),
         dict(task="task", target="target", Delta="pos"),

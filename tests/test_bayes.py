@@ -203,7 +203,7 @@ def test_perfect_recovery_threshold(kappa0, task):
     decimals (relative)."""
     target = targets.Wishart(kappa0)
     a_bo = bayes.perfect_recovery(task, target)
-    assert abs(bayes.perfect_recovery_se(task, target) / a_bo - 1) < 1e-3
+    assert abs(bayes.perfect_recovery_from_mmse(task, target) / a_bo - 1) < 1e-3
 
 
 @pytest.mark.parametrize("kappa0", [0.2, 0.5, 2.0])

@@ -196,3 +196,26 @@ def test_train_settings_one_type_and_max_iter_for_every_solver():
                 run(steps=20, max_iter=20)
     with pytest.raises(ValueError, match="settings"):
         runs["convex"](settings={"max_iter": 20})
+
+
+def test_one_name_for_the_bayes_optimal_threshold():
+    """``bayes.perfect_recovery`` is the Bayes-optimal threshold ``(kappa0 - kappa0^2/2) /
+    m_eff`` (``inf`` for hardmax) and ``bayes.perfect_recovery_from_mmse`` its value from
+    the state evolution; ``thresholds.perfect_recovery_se`` is the convex ERM's, another
+    number. The old names ``thresholds.perfect_recovery_bayes`` and
+    ``bayes.perfect_recovery_se`` give the same values for one release, with a warning.
+    The values are checked against the count at ``kappa0 = 0.5``, ``m_eff = 2``."""
+    from attnlib import bayes, thresholds
+
+    task = tasks.Seq2Seq(T=2)
+    bo, caught = _quiet(bayes.perfect_recovery, task, TARGET)
+    assert _deprecations(caught) == [] and bo == (0.5 - 0.125) / 2
+    with pytest.warns(DeprecationWarning, match="bayes.perfect_recovery"):
+        assert thresholds.perfect_recovery_bayes(task, TARGET) == bo
+    with pytest.warns(DeprecationWarning, match="bayes.perfect_recovery"):
+        assert thresholds.perfect_recovery_bayes(tasks.Hardmax(T=2), TARGET) == math.inf
+    se_bo, caught = _quiet(bayes.perfect_recovery_from_mmse, task, TARGET)
+    assert _deprecations(caught) == [] and abs(se_bo / bo - 1) < 1e-3
+    with pytest.warns(DeprecationWarning, match="perfect_recovery_from_mmse"):
+        assert bayes.perfect_recovery_se(task, TARGET) == se_bo
+    assert thresholds.perfect_recovery_se(task, TARGET) > 1.1 * bo  # the ERM's: later

@@ -39,11 +39,10 @@ def test_thresholds_full_rank(task):
     rank-d manifold has dimension d^2 / 2; the free-probability routes agree."""
     half = 0.5 / task.m_eff
     assert thresholds.perfect_recovery(task, W2) == pytest.approx(half)
-    assert thresholds.perfect_recovery_bayes(task, W2) == pytest.approx(half)
     assert thresholds.interpolation_small_noise(task, W2) == pytest.approx(half)
     assert bayes.perfect_recovery(task, W2) == pytest.approx(half)
     assert abs(thresholds.perfect_recovery_se(task, W2) - half) < 1e-6
-    assert abs(bayes.perfect_recovery_se(task, W2) - half) < 1e-6
+    assert abs(bayes.perfect_recovery_from_mmse(task, W2) - half) < 1e-6
 
 
 def test_convex_solver_recovers_iff_n_exceeds_symmetric_dimension():

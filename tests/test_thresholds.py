@@ -18,7 +18,7 @@ from scipy import integrate
 from scipy.optimize import minimize_scalar
 
 import attnlib  # noqa: F401
-from attnlib import se, tasks, thresholds, train
+from attnlib import bayes, se, tasks, thresholds, train
 from attnlib.targets import Explicit, PowerLaw, Wishart
 
 # ----------------------------------------------------------------------------
@@ -136,8 +136,8 @@ def test_perfect_recovery_values():
     assert pr == pytest.approx(thresholds.statistical_dimension(0.5) / 2, rel=1e-14)
     lin = thresholds.perfect_recovery(tasks.Linear(T=2), Wishart(0.2))
     assert lin == pytest.approx(thresholds.statistical_dimension(0.2) / 3, rel=1e-14)
-    bayes = thresholds.perfect_recovery_bayes(tasks.Seq2Seq(T=2), Wishart(0.5))
-    assert bayes == pytest.approx((0.5 - 0.125) / 2) and bayes < pr
+    bo = bayes.perfect_recovery(tasks.Seq2Seq(T=2), Wishart(0.5))
+    assert bo == pytest.approx((0.5 - 0.125) / 2) and bo < pr
 
 
 @pytest.mark.parametrize("k", [0.2, 0.5, 1.0, 2.0])

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import attnlib  # noqa: F401
-from attnlib import rmt, se, targets, tasks, thresholds, train, width
+from attnlib import bayes, rmt, se, targets, tasks, thresholds, train, width
 
 W05 = targets.Wishart(0.5)
 
@@ -226,4 +226,4 @@ def test_rank_manifold_dimension_is_the_large_d_count():
     task = tasks.Seq2Seq(T=2)
     dim = width.capacity.rank_manifold_dimension(0.5)
     assert width.counting_bound(task, 0.5) == dim / task.m_eff
-    assert thresholds.perfect_recovery_bayes(task, targets.Wishart(0.5)) == dim / task.m_eff
+    assert bayes.perfect_recovery(task, targets.Wishart(0.5)) == dim / task.m_eff

@@ -1,7 +1,8 @@
 r"""The Bayes-optimal limit of the attention-indexed model (one idea per module).
 
 - :mod:`attnlib.bayes.prediction`       Bayes-optimal and plug-in test errors
-- :mod:`attnlib.bayes.state_evolution`  :func:`solve`, :func:`perfect_recovery`
+- :mod:`attnlib.bayes.state_evolution`  :func:`solve`, :func:`perfect_recovery`,
+  :func:`perfect_recovery_from_mmse`
 - :mod:`attnlib.bayes.gamp_rie`         GAMP-RIE on a finite data set
 
 Its two parts live with their kind (``attnlib/ARCHITECTURE.md``) and are re-exported
@@ -21,6 +22,7 @@ from attnlib.bayes.state_evolution import (
     BayesResult,
     BayesSettings,
     perfect_recovery,
+    perfect_recovery_from_mmse,
     perfect_recovery_se,
     solve,
 )
@@ -35,6 +37,7 @@ __all__ = [
     "is_gaussian",
     "mmse_den",
     "perfect_recovery",
+    "perfect_recovery_from_mmse",
     "perfect_recovery_se",
     "rie_denoise",
     "rie_function",

@@ -61,17 +61,24 @@ import math
 import warnings
 from typing import NamedTuple
 
-from attnlib import _checks, _compiled_programs, _doubling, _limits, iterate
+from attnlib import _checks, _compiled_programs, _deprecation, _doubling, _limits, iterate
 from attnlib import channels as _channels
 from attnlib.bayes import prediction
 from attnlib.channels import posterior
 from attnlib.denoisers import rie
 from attnlib.se.results import SEConvergenceWarning
-from attnlib.width.capacity import rank_manifold_dimension
+from attnlib.width.counting import counting_bound
 
 log = logging.getLogger("attnlib.bayes")
 
-__all__ = ["BayesResult", "BayesSettings", "solve", "perfect_recovery", "perfect_recovery_se"]
+__all__ = [
+    "BayesResult",
+    "BayesSettings",
+    "solve",
+    "perfect_recovery",
+    "perfect_recovery_from_mmse",
+    "perfect_recovery_se",
+]
 
 _DELTA_MIN = 1e-9
 
@@ -155,8 +162,7 @@ def _gap_fn(task, target, alpha, cfg):
     cache = {}
 
     def G(logD):
-        _limits.tick(log, "bayes.solve at alpha %.4g: %d evaluations of the map so far",
-                     alpha, len(cache))  # fmt: skip
+        _limits.tick(log, "bayes.solve at alpha %.4g: %d evaluations so far", alpha, len(cache))
         _limits.check()  # the caller's time limit, between two evaluations
         D = math.exp(logD)
         mm = rie.mmse_den(target, D)
@@ -209,10 +215,7 @@ def solve(
     """
     _check(task, target)
     alpha = _checks.alpha(alpha)
-    given = dict(xtol=xtol, n_outer=n_outer, n_inner=n_inner, n_test=n_test, seed=seed,
-                 check_unique=check_unique, time_limit=time_limit, rtol=rtol,
-                 max_n_qmc=max_n_qmc)  # fmt: skip
-    cfg = _settings(settings, given)
+    cfg = _settings(settings, {k: v for k, v in locals().items() if k in BayesSettings._fields})
     try:
         with _limits.limit(cfg.time_limit):
             if cfg.rtol is not None:
@@ -236,10 +239,10 @@ def _solve(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
     D0 = 1.0 / (2 * alpha * _info(task, target, var0, cfg).J)  # first iterate from no information
     G, cache = _gap_fn(task, target, alpha, cfg)
     gauss = posterior.is_gaussian(task)
+    scan_all = gauss and cfg.check_unique
     root = iterate.largest_root(
-        G, math.log(D0), math.log(_DELTA_MIN * Q0), xtol=cfg.xtol,
-        scan_all=gauss and cfg.check_unique,
-    )  # fmt: skip
+        G, math.log(D0), math.log(_DELTA_MIN * Q0), xtol=cfg.xtol, scan_all=scan_all
+    )
     other, n_iter = root.other, 1 + len(cache)
     e0 = float(_channels.for_task(task).noise_floor(Q0, (cfg.n_test, 4, cfg.seed))[0])
     if root.status == iterate.BAD_START:
@@ -364,12 +367,17 @@ def _max_n_qmc(s: BayesSettings) -> int:
 
 def _failed(alpha, Q0, residual, n_iter, why) -> BayesResult:
     """The failure policy: ``converged=False``, NaN fields, an ``SEConvergenceWarning``."""
-    warnings.warn(f"bayes.solve at alpha={alpha}: {why}; no fixed point returned (NaN)",
-                  SEConvergenceWarning, stacklevel=4)  # fmt: skip
-    fields = {f: math.nan for f in BayesResult._fields}
-    fields.update(alpha=alpha, Q0=Q0, converged=False, residual=float(residual),
-                  n_iter=n_iter, other_fixed_point=None)  # fmt: skip
-    return BayesResult(**fields)
+    msg = f"bayes.solve at alpha={alpha}: {why}; no fixed point returned (NaN)"
+    warnings.warn(msg, SEConvergenceWarning, stacklevel=4)
+    nan = BayesResult(*[math.nan] * len(BayesResult._fields))
+    return nan._replace(
+        alpha=alpha,
+        Q0=Q0,
+        converged=False,
+        residual=float(residual),
+        n_iter=n_iter,
+        other_fixed_point=None,
+    )
 
 
 def _warn_other(alpha, D, other) -> None:
@@ -412,23 +420,33 @@ def perfect_recovery(task, target) -> float:
 
     Noise-free labels: below it ``mse > 0``, above it ``mse = 0``. ``kappa0 d^2 -
     kappa0^2 d^2 / 2`` is the dimension of the rank-``kappa0 d`` symmetric matrices, and
-    each sequence gives ``m_eff`` (:attr:`attnlib.tasks.Task.m_eff`) equations. Here
-    ``kappa0`` is the rank fraction :attr:`attnlib.targets.Target.rank_fraction`: a
-    full-rank target (``Wishart(kappa0 >= 1)``) gives ``1 / (2 m_eff)``.
-    ``m_eff = 0`` (hardmax: the labels give inequalities, no equation): ``inf``.
+    each sequence gives ``m_eff`` (:attr:`attnlib.tasks.Task.m_eff`) equations: the count
+    of :func:`attnlib.width.counting_bound` at the rank fraction ``kappa0`` of the target
+    (:attr:`attnlib.targets.Target.rank_fraction`; a full-rank target, ``Wishart(kappa0
+    >= 1)``, gives ``1 / (2 m_eff)``). ``m_eff = 0`` (hardmax: the labels give
+    inequalities, no equation): ``inf``, no finite ``alpha`` recovers ``S0`` exactly.
+    :func:`perfect_recovery_from_mmse` finds the same threshold from the state evolution.
     """
     _check(task, target)
-    dim = rank_manifold_dimension(_kappa0(target))
-    return dim / task.m_eff if task.m_eff > 0 else math.inf
+    return counting_bound(task, _kappa0(target)) if task.m_eff > 0 else math.inf
 
 
-def perfect_recovery_se(task, target, Delta: float = 1e-8) -> float:
-    r"""The same threshold from the state evolution: ``lim_{Delta -> 0} mmse_den(Delta) /
-    (2 m_eff Delta)`` (the ``alpha`` at which the noise-free fixed point reaches
-    ``Delta_eff = 0``), evaluated at a small ``Delta > 0``; ``inf`` when ``m_eff = 0``."""
+def perfect_recovery_from_mmse(task, target, Delta: float = 1e-8) -> float:
+    r"""The threshold of :func:`perfect_recovery` from the state evolution: ``lim_{Delta
+    -> 0} mmse_den(Delta) / (2 m_eff Delta)`` (the ``alpha`` at which the noise-free fixed
+    point reaches ``Delta_eff = 0``), evaluated at a small ``Delta > 0``; ``inf`` when
+    ``m_eff = 0``. (:func:`attnlib.thresholds.perfect_recovery_se` is the convex ERM's.)"""
     _check(task, target)
     Delta = _checks.in_interval("Delta", Delta, 0.0, 1e-3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # quadrature at the rounding level
         ratio = rie.mmse_den(target, Delta) / Delta
     return ratio / (2 * task.m_eff) if task.m_eff > 0 else math.inf
+
+
+def perfect_recovery_se(task, target, Delta: float = 1e-8) -> float:
+    """Deprecated (removed in the next release): :func:`perfect_recovery_from_mmse`, the
+    same value with a ``DeprecationWarning`` (``thresholds.perfect_recovery_se`` is the
+    convex ERM's threshold, another number)."""
+    _deprecation.warn("bayes.perfect_recovery_se", "bayes.perfect_recovery_from_mmse")
+    return perfect_recovery_from_mmse(task, target, Delta)

@@ -18,8 +18,9 @@ Thresholds (all in the limit ``d -> infinity``, ``lam -> 0+``):
   are fitted by ``S0`` only, and the minimum-trace interpolator is ``S0``, beyond it
   (Amelunxen, Lotz, McCoy, Tropp 2014). :func:`perfect_recovery_se` recomputes
   ``delta`` from the free-probability formulas of the state evolution, for any
-  target spectrum; :func:`perfect_recovery_bayes` is the information-theoretic
-  (Bayes-optimal) count ``(kappa0 - kappa0^2 / 2) / m_eff`` for comparison.
+  target spectrum; the information-theoretic (Bayes-optimal) count ``(kappa0 -
+  kappa0^2 / 2) / m_eff`` is :func:`attnlib.bayes.perfect_recovery`
+  (:func:`perfect_recovery_bayes`, its deprecated name here).
 - :func:`interpolation_se` ``alpha_interp(Delta)``: largest ``alpha`` at which noisy
   labels are fitted exactly, at the task's noise ``Delta`` (state evolution at
   ``lam = 0``, bisected; :func:`interpolation_se_bracket` gives the bracket). It lies

@@ -13,7 +13,8 @@ import warnings
 import numpy as np
 from scipy.optimize import brentq
 
-from attnlib import _checks
+from attnlib import _checks, _deprecation
+from attnlib import bayes as _bayes
 from attnlib.tasks import Task
 from attnlib.thresholds._common import _check_psd_target, _check_task, _target_kappa0
 from attnlib.width.capacity import rank_manifold_dimension
@@ -139,11 +140,12 @@ def perfect_recovery(task: Task, target) -> float:
 
 
 def perfect_recovery_bayes(task: Task, target) -> float:
-    r"""Counting bound ``(kappa0 - kappa0^2/2) / m_eff``: the dimension of the rank-``kappa0 d``
-    PSD manifold per ``d^2`` divided by the constraints per sequence (Bayes-optimal
-    recovery threshold). The convex ERM needs :func:`perfect_recovery` ``>=`` this."""
-    task = _check_task(task)
-    return rank_manifold_dimension(_target_kappa0(target)) / task.m_eff
+    """Deprecated (removed in the next release): :func:`attnlib.bayes.perfect_recovery`,
+    the one name of the Bayes-optimal threshold ``(kappa0 - kappa0^2/2) / m_eff``, with a
+    ``DeprecationWarning`` (hardmax, ``m_eff = 0``: ``inf``). The convex ERM needs
+    :func:`perfect_recovery` ``>=`` it."""
+    _deprecation.warn("thresholds.perfect_recovery_bayes", "bayes.perfect_recovery")
+    return _bayes.perfect_recovery(task, target)
 
 
 def tangent_cone_dimension(kappa0: float) -> float:

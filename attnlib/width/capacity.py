@@ -31,7 +31,7 @@ def rank_manifold_dimension(kappa):
     r"""``kappa - kappa^2 / 2``: the dimension of the PSD (or symmetric) ``d x d`` matrices of
     rank ``kappa d`` over ``d^2`` as ``d -> infinity`` (``kappa d^2 - (kappa d)^2 / 2``;
     :func:`rank_manifold_dim` counts it at finite ``d``). The count behind
-    :func:`attnlib.thresholds.perfect_recovery_bayes`, :func:`attnlib.width.counting_bound`
+    :func:`attnlib.bayes.perfect_recovery`, :func:`attnlib.width.counting_bound`
     and the factorised interpolation bound. ``kappa`` in ``(0, 1]``: a float, or an array (same
     shape returned)."""
     k = _checks.numeric_array("kappa", kappa, "iuf").astype(float)
