@@ -248,21 +248,10 @@ def _solve(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
     if root.status == iterate.BAD_START:
         msg = f"the first iterate has G = {root.g0:.3e} < 0 (not monotone)"
         return _failed(alpha, Q0, math.inf, n_iter, msg)
+    common = dict(n_iter=n_iter, other_fixed_point=other, e0=e0)
     if root.status == iterate.NO_ROOT:  # no fixed point with Delta_eff > 0: perfect recovery
         te = prediction.test_errors(task, 0.0, Q0, seed=cfg.seed)
-        return _result(
-            alpha,
-            Q0,
-            te,
-            mse=0.0,
-            Delta_eff=0.0,
-            dof=float(task.m_eff),
-            residual=0.0,
-            n_iter=n_iter,
-            integration_error=0.0,
-            other_fixed_point=other,
-            e0=e0,
-        )
+        return _result(alpha, Q0, te, 0.0, 0.0, dof=float(task.m_eff), **common)
     logD = root.x
     G(logD)
     D = math.exp(logD)
@@ -273,44 +262,33 @@ def _solve(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
         return _failed(alpha, Q0, residual, n_iter, f"residual {residual:.2e}")
     _warn_other(alpha, D, other)
     te = prediction.test_errors(task, mm, Q0, n_outer=cfg.n_test, seed=cfg.seed)
-    ierr = max(_errors(task, Q0, (alpha, logD, residual), (G, cache), te, cfg))
+    ierr = _errors(task, Q0, te, cfg, alpha=alpha, logD=logD, residual=residual, G=G, cache=cache)
     return _result(
-        alpha,
-        Q0,
-        te,
-        mse=mm,
-        Delta_eff=D,
-        dof=info.dof,
-        residual=float(residual),
-        n_iter=n_iter,
-        integration_error=float(ierr),
-        other_fixed_point=other,
-        e0=e0,
+        alpha, Q0, te, mm, D, dof=info.dof, residual=residual, integration_error=ierr, **common
     )
 
 
 _H = 0.05  # log Delta step of the central differences of the error's propagation
 
 
-def _errors(task, Q0, root, gap, te, cfg) -> tuple[float, float]:
-    """Relative errors of ``(mse, test_error)`` at the root ``root = (alpha, log Delta,
-    residual)`` (:func:`solve`'s docstring); ``gap = (G, cache)`` of :func:`_gap_fn`."""
-    alpha, logD, residual = root
-    G, cache = gap
+def _errors(task, Q0, te, cfg, *, alpha, logD, residual, G, cache) -> float:
+    """The larger relative error of ``mse`` and ``test_error`` at the root ``logD = log
+    Delta`` with its ``residual`` (:func:`solve`'s docstring); ``G``, ``cache``:
+    :func:`_gap_fn`'s."""
     mm, info = cache[logD]
     e_te = te.error / te.bayes if te.bayes > 0 else 0.0
     if not info.error > 0.0:  # J in closed form: the root is exact
-        return 0.0, e_te
+        return e_te
     G(logD + _H), G(logD - _H)  # the same points: a smooth difference
     (m_hi, i_hi), (m_lo, i_lo) = cache[logD + _H], cache[logD - _H]
     slope = alpha * (math.exp(logD + _H) * i_hi.J - math.exp(logD - _H) * i_lo.J) / _H
     if not slope > 0.0 or not m_hi > m_lo:  # no resolved root: unbounded error
-        return math.inf, math.inf
+        return math.inf
     e_mse = (info.error / info.J + residual) / slope * math.log(m_hi / m_lo) / (2 * _H)
     if te.bayes > 0:
         hi = prediction.test_errors(task, m_hi, Q0, n_outer=cfg.n_test, seed=cfg.seed)
         e_te += abs(math.log(hi.bayes / te.bayes)) / math.log(m_hi / mm) * e_mse
-    return float(e_mse), float(e_te)
+    return float(max(e_mse, e_te))
 
 
 def _solve_to_rtol(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
@@ -391,7 +369,7 @@ def _warn_other(alpha, D, other) -> None:
         )
 
 
-def _result(alpha, Q0, te, *, mse, Delta_eff, **fields) -> BayesResult:
+def _result(alpha, Q0, te, mse, Delta_eff, *, residual=0.0, integration_error=0.0, **fields):
     """Assemble a :class:`BayesResult` on the Nishimori line (``m = q = Q0 - mse``)."""
     return BayesResult(
         alpha=alpha,
@@ -404,15 +382,10 @@ def _result(alpha, Q0, te, *, mse, Delta_eff, **fields) -> BayesResult:
         Delta_eff=Delta_eff,
         q_hat=math.inf if Delta_eff == 0 else 1.0 / Delta_eff,
         converged=True,
+        residual=float(residual),
+        integration_error=float(integration_error),
         **fields,
     )
-
-
-def _kappa0(target) -> float:
-    """Rank fraction of the target in ``(0, 1]`` (1 for ``Wishart(kappa0 >= 1)``)."""
-    if not hasattr(target, "measure") or not hasattr(target, "rank_fraction"):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    return _checks.in_interval("target.rank_fraction", target.rank_fraction, 0.0, 1.0)
 
 
 def perfect_recovery(task, target) -> float:
@@ -428,7 +401,7 @@ def perfect_recovery(task, target) -> float:
     :func:`perfect_recovery_from_mmse` finds the same threshold from the state evolution.
     """
     _check(task, target)
-    return counting_bound(task, _kappa0(target)) if task.m_eff > 0 else math.inf
+    return counting_bound(task, target.rank_fraction) if task.m_eff > 0 else math.inf
 
 
 def perfect_recovery_from_mmse(task, target, Delta: float = 1e-8) -> float:
