@@ -211,12 +211,16 @@ def _check_x0(x0):
         raise ValueError(f"x0 must be a non-empty vector (n,), got shape {shape}")
 
 
-def _check_hooks(F, observe):
+def _check_hooks(F, observe, residual=None):
     if not callable(F):
         raise ValueError(f"F must be a callable F(x, aux) -> (F(x), aux, ok), got {F!r}")
     if observe is not None and not callable(observe):
         raise ValueError(
             f"observe must be a callable observe(x, fx, state) or None, got {observe!r}"
+        )
+    if residual is not None and not callable(residual):
+        raise ValueError(
+            f"residual must be a callable residual(x, fx, aux) or None, got {residual!r}"
         )
 
 
@@ -328,7 +332,7 @@ def run(F, x0, aux0=None, config=None, history=None, *, observe=None, residual=N
     stopping test (``None``: ``max |F(x) - x|``), e.g. a relative change of a part of
     ``x``."""
     cfg = _config(config)
-    _check_hooks(F, observe)
+    _check_hooks(F, observe, residual)
     _check_x0(x0)
     st = init(x0, None, cfg, history)
     dynamic = cfg._replace(memory=0)  # memory is static (shapes): one compilation per memory

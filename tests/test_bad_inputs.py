@@ -968,7 +968,8 @@ def _later_specs(add, c):
         add(
             fn,
             dict(F=F, x0=np.ones(2)),
-            dict(F="callable", x0="vector", config="task", observe="callable"),
+            dict(F="callable", x0="vector", config="task", observe="callable")
+            | ({"residual": "callable"} if fn is iterate.run else {}),
             n=8,
         )
     state = iterate.init(np.ones(2))
