@@ -18,17 +18,7 @@ log = logging.getLogger("attnlib")
 
 
 def until_accurate(
-    solve,
-    settings,
-    *,
-    rtol,
-    grow,
-    name,
-    sizes,
-    more=None,
-    what="integration error",
-    hint="",
-    stacklevel=3,
+    solve, settings, *, rtol, grow, name, sizes, what, more=None, hint="", stacklevel=3
 ):
     """``solve(settings, last)`` (``last``: the previous output, ``None`` the first time)
     returns ``(result, extra)``; it is called again at ``grow(settings, result,

@@ -312,6 +312,7 @@ def _solve_to_rtol(task, target, alpha: float, cfg: BayesSettings) -> BayesResul
         rtol=cfg.rtol,
         grow=grow,
         name=f"bayes.solve at alpha={alpha}",
+        what="integration error",
         sizes=("n_outer", "n_inner", "n_test"),
     )[0]
 

@@ -235,14 +235,13 @@ def _solve_to_rtol(task, target, point_, init, s: SESettings):
         start = init if last is None or not last[0].converged else last[1]
         return _solve(task, target, point_, start, s1)
 
-    def grow(s1, r, prev):
-        return s1._replace(n_qmc=2 * s1.n_qmc) if 2 * s1.n_qmc <= s.max_n_qmc else None
-
     return _doubling.until_accurate(
         once,
         s._replace(rtol=None),
         rtol=s.rtol,
-        grow=grow,
+        grow=lambda s1, r, prev: (
+            s1._replace(n_qmc=2 * s1.n_qmc) if 2 * s1.n_qmc <= s.max_n_qmc else None
+        ),
         name="se.solve",
         sizes=("n_qmc",),
         more=lambda r: not r.converged and r.alternatives,
