@@ -34,7 +34,6 @@ Output side, ``K`` pairs with ``sigma_k^2 = 1 + delta_ab`` (as in :mod:`attnlib.
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import warnings
@@ -48,7 +47,7 @@ from attnlib import _checks, _compiled_programs, _deprecation, _limits, channels
 from attnlib import tasks as _tasks
 from attnlib.qmc import qmc_normals
 from attnlib.se import SEConvergenceWarning, input_side, test_error_from_overlaps
-from attnlib.se.output import noise_dim, pairs
+from attnlib.se.output import noise_dim, output_arrays
 
 __all__ = [
     "HardmaxSE",
@@ -118,30 +117,6 @@ class HardmaxSE(NamedTuple):
         return self.cos_theta
 
 
-@functools.partial(jax.jit, static_argnames=("task",))
-def _output_jit(task, z, alpha, Q0, x):
-    m, q = x[0], x[1]
-    R, N, _ = z.shape
-    K = task.n_pairs
-    zf = z.reshape(R * N, -1)
-    s2 = jnp.asarray(_tasks.pair_variances(task.T), dtype=jnp.float64)
-    s = jnp.sqrt(s2)
-    u1 = zf[:, :K]
-    Y, omega, _, V, csd, h0 = pairs(task, zf, Q0, x)
-    out = channels.for_task(task).projection(Y, omega, V)
-    per = jnp.stack(
-        [
-            alpha * jnp.sum(s2 * (-out.dg), axis=-1),
-            0.5 * alpha * jnp.sum(s2 * out.g**2, axis=-1),
-            alpha * jnp.sum(s * out.g * u1, axis=-1) / csd,
-            out.loss,
-            alpha * channels.hardmax.stein_a_hat(out.g, omega, h0, m, q, Q0),
-        ],
-        axis=-1,
-    )
-    return jnp.mean(per.reshape(R, N, 5), axis=1)
-
-
 def _check_task(task):
     channels.require_task(task, _tasks.Hardmax)
     channels.hardmax.regions(task.T)  # ValueError naming T beyond the exact solver
@@ -149,8 +124,12 @@ def _check_task(task):
 
 
 def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4, seed: int = 0):
-    """Per-replicate ``(a_hat, q_hat, m_hat, train_loss, a_hat_stein)``, shape ``(n_rep, 5)``,
-    of the zero-scale (projection) channel at ``(m, q, v)``; ``m^2 < q Q0``, ``q, v > 0``."""
+    """Deprecated (removed in the next release): per-replicate ``(a_hat, q_hat, m_hat,
+    train_loss, a_hat_stein)``, shape ``(n_rep, 5)``, of the zero-scale channel at ``(m,
+    q, v)``. Use ``se.output_side(channels.for_task(task).at_zero_scale(), ...)``: the
+    same output side (:class:`attnlib.se.OutputSide`, the same QMC points)."""
+    _deprecation.warn("hardmax.output_side", "se.output_side(channels.for_task(task)"
+                      ".at_zero_scale(), alpha, Q0, m, q, v)")  # fmt: skip
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
     Q0 = _checks.in_interval("Q0", Q0, 0.0, _BIG)
@@ -159,28 +138,72 @@ def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4,
     m = _checks.real("m", m)
     if not (math.isfinite(m) and m * m < q * Q0):
         raise ValueError(f"m must satisfy m^2 < q Q0, got m={m}, q={q}, Q0={Q0}")
-    n_qmc, n_rep, seed = _checks.qmc_sizes(n_qmc, n_rep, seed)
-    z = jnp.asarray(qmc_normals(2 * task.n_pairs + noise_dim(task), n_qmc, n_rep, seed))
-    f = jnp.float64
-    x = jnp.asarray([m, q, v], dtype=jnp.float64)
-    return np.asarray(_output_jit(task, z, f(alpha), f(Q0), x))
+    pb = _ray(task, None, alpha, None, _checks.qmc_sizes(n_qmc, n_rep, seed))
+    return _output(pb, Q0, (m, q, v))
 
 
-def _map(task, target, alpha, y, qmc, lam=1.0):
-    """One normalised map ``(cos_theta, log rho) -> (cos_theta', log rho')``, by-products."""
-    Q0 = float(target.Q0)
+class _Ray(NamedTuple):
+    """One hardmax state evolution: the zero-scale channel, the target, ``alpha``,
+    ``lam`` and the QMC points ``z`` ``(R, N, dim)`` of its output side."""
+
+    channel: object
+    target: object
+    alpha: float
+    lam: float
+    z: jax.Array
+
+
+def _ray(task, target, alpha, lam, qmc) -> _Ray:
+    """:class:`_Ray` of ``task`` with the QMC points ``qmc = (n_qmc, n_rep, seed)``."""
+    z = qmc_normals(2 * task.n_pairs + noise_dim(task), *qmc)
+    return _Ray(channels.for_task(task).at_zero_scale(), target, alpha, lam, jnp.asarray(z))
+
+
+def _output(pb: _Ray, Q0: float, x) -> np.ndarray:
+    """The state evolution's output side (:func:`attnlib.se.output.output_arrays`) of
+    the zero-scale channel at ``x = (m, q, v)``: per-replicate ``(a_hat, q_hat, m_hat,
+    train_loss, a_hat_stein)``."""
+    f, x = jnp.float64, jnp.asarray(x, dtype=jnp.float64)
+    return np.asarray(output_arrays(pb.channel, pb.z, f(pb.alpha), f(Q0), x, None).means)
+
+
+def _map(pb: _Ray, y):
+    """The state evolution's map at ``q = Q0`` followed by the renormalisation to ``q =
+    Q0``: ``y = (artanh cos_theta, log rho) -> y'``, and the map's by-products (the
+    output side's per-replicate means, the input side, ``kappa_scale``)."""
+    Q0 = float(pb.target.Q0)
     cos_theta, rho = float(np.tanh(y[0])), float(np.exp(y[1]))
-    m, q, v = cos_theta * Q0, Q0, rho * math.sqrt(Q0)
-    means = output_side(task, alpha, Q0, m, q, v, n_qmc=qmc[0], n_rep=qmc[1], seed=qmc[2])
+    means = _output(pb, Q0, [cos_theta * Q0, Q0, rho * math.sqrt(Q0)])
     a_hat, q_hat, m_hat = (float(t) for t in means.mean(axis=0)[:3])
     if not (a_hat > 0 and m_hat > 0 and q_hat > 0):
         raise RuntimeError(f"hardmax SE left its domain: a_hat={a_hat}, m_hat={m_hat}")
-    i = input_side(target, m_hat, q_hat, a_hat, lam, "nuclear", Q0=Q0)
+    i = input_side(pb.target, m_hat, q_hat, a_hat, pb.lam, "nuclear", Q0=Q0)
     if not i.q > 0:
         raise RuntimeError("hardmax SE: the spectral map thresholded the whole spectrum")
     g_new = i.m / math.sqrt(i.q * Q0)
     y_new = np.array([np.arctanh(min(g_new, 1 - 1e-15)), math.log(i.v / math.sqrt(i.q))])
-    return y_new, (means, i, math.sqrt(i.q / q))
+    return y_new, (means, i, math.sqrt(i.q / Q0))
+
+
+def _iterate(pb: _Ray, y0, cfg: iterate.AndersonConfig, observe=None) -> iterate.FixedPoint:
+    """:func:`_map` iterated by :func:`attnlib.iterate.run` from ``y0``; a map the input
+    side cannot resolve raises a ``ValueError`` naming ``alpha`` and ``lam``."""
+    _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
+    n = [0]
+
+    def F(y, aux):
+        _limits.tick(log, "hardmax SE at alpha %.4g: %d maps so far", pb.alpha, n[0])
+        _limits.check()  # the caller's time limit, between two maps
+        n[0] += 1
+        try:
+            y_new, aux = _map(pb, y)
+        except (ValueError, RuntimeError) as err:
+            raise ValueError(
+                f"hardmax SE at alpha = {pb.alpha!r}, lam = {pb.lam!r}: {err}"
+            ) from err
+        return y_new, aux, True
+
+    return iterate.run(F, y0, None, cfg, observe=observe)
 
 
 class HardmaxTrajectory(NamedTuple):
@@ -232,22 +255,27 @@ def trajectory(
     lam = _lam("trajectory", lam)
     n_iter = _checks.integer("n_iter", n_iter, 1)
     s = _settings(None, dict(n_qmc=n_qmc, n_rep=n_rep, seed=seed))
-    qmc = (s.n_qmc, s.n_rep, s.seed)
+    y0 = _start("start", start, target)
+    rows = []
+    cfg = iterate.AndersonConfig(tol=0.0, max_iter=n_iter, damping=0.0, memory=0,
+                                 max_step=math.inf)  # fmt: skip
+    pb = _ray(task, target, alpha, lam, (s.n_qmc, s.n_rep, s.seed))
+    _iterate(pb, y0, cfg, observe=lambda y, y_new, state: rows.append(y_new))
+    rows = np.array(rows)
+    return HardmaxTrajectory(np.tanh(rows[:, 0]), np.exp(rows[:, 1]))
+
+
+def _start(name: str, start, target):
+    """``y0 = (artanh cos_theta, log rho)`` from ``start = (cos_theta, rho)``, checked (and
+    the target's type)."""
     g0, r0 = (float(t) for t in start)
     if not (0.0 < g0 < 1.0 and 0.0 < r0 < math.inf):
         raise ValueError(
-            f"start must be (cos_theta, rho) with 0 < cos_theta < 1 and rho > 0, got {start}"
+            f"{name} must be (cos_theta, rho) with 0 < cos_theta < 1 and rho > 0, got {start}"
         )
     if not (hasattr(target, "measure") and hasattr(target, "Q0")):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    y, rows = np.array([np.arctanh(g0), np.log(r0)]), []
-    for _ in range(n_iter):
-        try:
-            y, _ = _map(task, target, alpha, y, qmc, lam)
-        except (ValueError, RuntimeError) as err:
-            raise ValueError(f"hardmax SE at alpha = {alpha!r}, lam = {lam!r}: {err}") from err
-        rows.append((float(np.tanh(y[0])), float(np.exp(y[1]))))
-    return HardmaxTrajectory(*(np.array(col) for col in zip(*rows, strict=True)))
+    return np.array([np.arctanh(g0), math.log(r0)])
 
 
 class HardmaxSettings(NamedTuple):
@@ -323,81 +351,51 @@ def solve(
     lam = _lam("solve", lam)
     s = _settings(settings, dict(tol=tol, max_iter=max_iter, damping=damping, n_qmc=n_qmc,
                                  n_rep=n_rep, seed=seed, time_limit=time_limit))  # fmt: skip
-    g0, r0 = (0.5, 0.3 / lam) if init is None else (float(t) for t in init)
-    if not (0.0 < g0 < 1.0 and r0 > 0.0):
-        raise ValueError(
-            f"init must be (cos_theta, rho) with 0 < cos_theta < 1 and rho > 0, got {init}"
-        )
-    if not (hasattr(target, "measure") and hasattr(target, "Q0")):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    y0 = np.array([np.arctanh(g0), math.log(r0)])
+    y0 = _start("init", (0.5, 0.3 / lam) if init is None else init, target)
+    pb = _ray(task, target, alpha, lam, (s.n_qmc, s.n_rep, s.seed))
     cfg = iterate.AndersonConfig(tol=s.tol, max_iter=s.max_iter, damping=s.damping, memory=0,
                                  max_step=math.inf)  # fmt: skip
     try:
         with _limits.limit(s.time_limit):
-            y, aux, diag = _iterate(task, target, (alpha, lam), y0, (s.n_qmc, s.n_rep, s.seed), cfg)
+            fp = _iterate(pb, y0, cfg)
     except _limits.TimeUp:
         if s.time_limit is None:  # the limit of an enclosing call: its to handle
             raise
         warnings.warn(f"hardmax SE: stopped at time_limit = {s.time_limit:g} s (NaN)",
                       SEConvergenceWarning, stacklevel=2)  # fmt: skip
-        return _failed(alpha, target, (False, math.nan, 0))
-    if not diag[0]:
-        warnings.warn(f"hardmax SE: residual {diag[1]:.3g} >= tol after {diag[2]} maps",
-                      SEConvergenceWarning, stacklevel=2)  # fmt: skip
-        return _failed(alpha, target, diag)
-    return _result(task, target, (alpha, lam), y, aux, diag)
+        return _failed(pb, math.nan, 0)
+    if int(fp.status) != iterate.CONVERGED:
+        warnings.warn(f"hardmax SE: residual {float(fp.residual):.3g} >= tol after "
+                      f"{int(fp.n_iter)} maps", SEConvergenceWarning, stacklevel=2)  # fmt: skip
+        return _failed(pb, float(fp.residual), int(fp.n_iter))
+    return _result(pb, fp, s.damping)
 
 
-def _iterate(task, target, point, y0, qmc, cfg):
-    """The damped iteration of :func:`_map` (:func:`attnlib.iterate.run`, memory 0): the
-    returned ray is one damped step past the last map, ``damping y + (1 - damping) F(y)``,
-    with the by-products and the residual ``max |F(y) - y|`` of that map."""
-    _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
-    alpha, lam = point
-    last = []
-
-    def F(y, aux):
-        _limits.tick(log, "hardmax SE at alpha %.4g: %d maps so far", alpha, len(last) and last[2])
-        _limits.check()  # the caller's time limit, between two maps
-        try:
-            y_new, aux = _map(task, target, alpha, y, qmc, lam)
-        except (ValueError, RuntimeError) as err:  # the input side cannot resolve the point
-            raise ValueError(f"hardmax SE at alpha = {alpha!r}, lam = {lam!r}: {err}") from err
-        return y_new, aux, True
-
-    def observe(y, y_new, state):
-        last[:] = [y, y_new, int(state.it)]
-
-    fp = iterate.run(F, y0, None, cfg, observe=observe)
-    y, y_new, it = last
-    res = float(np.max(np.abs(y_new - y)))
-    y = cfg.damping * y + (1 - cfg.damping) * y_new
-    return y, fp.aux, (res < cfg.tol, res, it)
-
-
-def _failed(alpha, target, diag) -> HardmaxSE:
+def _failed(pb: _Ray, residual, n_iter) -> HardmaxSE:
     """A ray that was not reached: every order parameter and metric NaN."""
     fields = {f: math.nan for f in HardmaxSE._fields}
-    fields.update(alpha=alpha, Q0=float(target.Q0), converged=False, residual=diag[1],
-                  n_iter=diag[2])  # fmt: skip
+    fields.update(alpha=pb.alpha, Q0=float(pb.target.Q0), converged=False, residual=residual,
+                  n_iter=n_iter)  # fmt: skip
     return HardmaxSE(**fields)
 
 
-def _result(task, target, point, y, aux, diag) -> HardmaxSE:
-    means, i, kappa = aux
-    alpha, lam = point
-    Q0 = float(target.Q0)
+def _result(pb: _Ray, fp: iterate.FixedPoint, damping: float) -> HardmaxSE:
+    """The ray one damped step past the converged map, ``damping y + (1 - damping) F(y)``,
+    with the by-products of that map."""
+    means, i, kappa = fp.aux
+    y = damping * np.asarray(fp.x) + (1 - damping) * np.asarray(fp.fx)
+    Q0 = float(pb.target.Q0)
     mean = means.mean(axis=0)
     err = means.std(axis=0, ddof=1) / math.sqrt(len(means)) if len(means) > 1 else 0 * mean
     cos_theta = float(np.tanh(y[0]))
+    task = pb.channel.task
     te = test_error_from_overlaps(task, Q0, cos_theta * Q0, Q0, n_qmc=1 << 15)
     return HardmaxSE(
-        alpha=alpha, Q0=Q0, cos_theta=cos_theta, rho=float(np.exp(y[1])), m_hat=float(mean[2]),
-        q_hat=float(mean[1]), a_hat=float(mean[0]), a_hat_stein=float(mean[4]),
-        Delta_eff=i.Delta_eff, threshold=lam / float(mean[2]), rank_fraction=i.rank_fraction,
-        test_error=te, train_loss=float(mean[3]), kappa_scale=kappa, converged=bool(diag[0]),
-        residual=diag[1], n_iter=diag[2],
+        alpha=pb.alpha, Q0=Q0, cos_theta=cos_theta, rho=float(np.exp(y[1])),
+        m_hat=float(mean[2]), q_hat=float(mean[1]), a_hat=float(mean[0]),
+        a_hat_stein=float(mean[4]), Delta_eff=i.Delta_eff, threshold=pb.lam / float(mean[2]),
+        rank_fraction=i.rank_fraction, test_error=te, train_loss=float(mean[3]),
+        kappa_scale=kappa, converged=True, residual=float(fp.residual), n_iter=int(fp.n_iter),
         integration_error=float(np.max(err[:3] / np.abs(mean[:3]))),
         trace=0.0, objective=float(mean[3]),
     )  # fmt: skip
