@@ -22,14 +22,18 @@ shrinks the scale. The threshold of the spectral map in units of its slope is
 (``rho`` proportional to ``1 / lam``). The test error depends on ``S`` only through its
 direction (``hardmax(c h) = hardmax(h)``).
 
-Output side, ``K`` pairs with ``sigma_k^2 = 1 + delta_ab`` (as in :mod:`attnlib.se`)::
+One map is the map of :mod:`attnlib.se` followed by a renormalising step:
 
-    a_hat = alpha sum_k sigma_k^2 E[-dg_k/domega_k]    (exact: the projection is Lipschitz)
-    q_hat = (alpha / 2) sum_k sigma_k^2 E[g_k^2]
-    m_hat = alpha sum_k E[g_k (h0_k - (m/q) omega_k)] / (Q0 - m^2/q)     (Stein form)
+- the output side of :mod:`attnlib.se.output` (:func:`attnlib.se.output.output_arrays`,
+  the code of every task) with the zero-scale channel
+  ``channels.for_task(task).at_zero_scale()``: ``a_hat`` from the exact derivative of
+  the projection (Lipschitz), ``m_hat`` in its Stein form (``Y`` jumps with ``h0``), and
+  the Stein form of ``a_hat`` (:func:`attnlib.channels.hardmax.stein_a_hat`) as a check;
+- the nuclear input side :func:`attnlib.se.input_side`;
+- the renormalisation to ``q = Q0``: ``(m, q, v) -> (cos_theta, rho)``.
 
-(``Y`` jumps with ``h0``, so ``m_hat`` must be in its Stein form.) The Stein form of
-``a_hat`` (:func:`attnlib.channels.hardmax.stein_a_hat`) is returned as a check.
+The iteration is :func:`attnlib.iterate.run` (memory 0, damping), whose status and
+residual are the result's.
 """
 
 from __future__ import annotations
@@ -128,8 +132,8 @@ def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4,
     train_loss, a_hat_stein)``, shape ``(n_rep, 5)``, of the zero-scale channel at ``(m,
     q, v)``. Use ``se.output_side(channels.for_task(task).at_zero_scale(), ...)``: the
     same output side (:class:`attnlib.se.OutputSide`, the same QMC points)."""
-    _deprecation.warn("hardmax.output_side", "se.output_side(channels.for_task(task)"
-                      ".at_zero_scale(), alpha, Q0, m, q, v)")  # fmt: skip
+    new = "se.output_side(channels.for_task(task).at_zero_scale(), alpha, Q0, m, q, v)"
+    _deprecation.warn("hardmax.output_side", new)
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
     Q0 = _checks.in_interval("Q0", Q0, 0.0, _BIG)
@@ -138,7 +142,8 @@ def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4,
     m = _checks.real("m", m)
     if not (math.isfinite(m) and m * m < q * Q0):
         raise ValueError(f"m must satisfy m^2 < q Q0, got m={m}, q={q}, Q0={Q0}")
-    pb = _ray(task, None, alpha, None, _checks.qmc_sizes(n_qmc, n_rep, seed))
+    n_qmc, n_rep, seed = _checks.qmc_sizes(n_qmc, n_rep, seed)
+    pb = _ray(task, None, alpha, None, HardmaxSettings(n_qmc=n_qmc, n_rep=n_rep, seed=seed))
     return _output(pb, Q0, (m, q, v))
 
 
@@ -153,9 +158,9 @@ class _Ray(NamedTuple):
     z: jax.Array
 
 
-def _ray(task, target, alpha, lam, qmc) -> _Ray:
-    """:class:`_Ray` of ``task`` with the QMC points ``qmc = (n_qmc, n_rep, seed)``."""
-    z = qmc_normals(2 * task.n_pairs + noise_dim(task), *qmc)
+def _ray(task, target, alpha, lam, s: HardmaxSettings) -> _Ray:
+    """:class:`_Ray` of ``task`` with the QMC points of the settings ``s``."""
+    z = qmc_normals(2 * task.n_pairs + noise_dim(task), s.n_qmc, s.n_rep, s.seed)
     return _Ray(channels.for_task(task).at_zero_scale(), target, alpha, lam, jnp.asarray(z))
 
 
@@ -257,9 +262,8 @@ def trajectory(
     s = _settings(None, dict(n_qmc=n_qmc, n_rep=n_rep, seed=seed))
     y0 = _start("start", start, target)
     rows = []
-    cfg = iterate.AndersonConfig(tol=0.0, max_iter=n_iter, damping=0.0, memory=0,
-                                 max_step=math.inf)  # fmt: skip
-    pb = _ray(task, target, alpha, lam, (s.n_qmc, s.n_rep, s.seed))
+    pb = _ray(task, target, alpha, lam, s)
+    cfg = iterate.AndersonConfig(0.0, n_iter, 0.0, memory=0, max_step=math.inf)  # undamped
     _iterate(pb, y0, cfg, observe=lambda y, y_new, state: rows.append(y_new))
     rows = np.array(rows)
     return HardmaxTrajectory(np.tanh(rows[:, 0]), np.exp(rows[:, 1]))
@@ -309,13 +313,10 @@ def _settings(settings, given: dict) -> HardmaxSettings:
     that are not ``None`` in place of its fields, validated."""
     s = _checks.settings(HardmaxSettings, settings, given)
     n_qmc, n_rep, seed = _checks.qmc_sizes(s.n_qmc, s.n_rep, s.seed)
-    return HardmaxSettings(
-        tol=_checks.positive("tol", s.tol),
-        max_iter=_checks.integer("max_iter", s.max_iter, 1),
-        damping=_checks.in_interval("damping", s.damping, 0.0, 1.0, low_open=False,
-                                    high_open=True),
-        n_qmc=n_qmc, n_rep=n_rep, seed=seed, time_limit=_limits.time_limit(s.time_limit),
-    )  # fmt: skip
+    tol, max_iter = _checks.positive("tol", s.tol), _checks.integer("max_iter", s.max_iter, 1)
+    damping = _checks.in_interval("damping", s.damping, 0.0, 1.0, low_open=False, high_open=True)
+    time_limit = _limits.time_limit(s.time_limit)
+    return HardmaxSettings(tol, max_iter, damping, n_qmc, n_rep, seed, time_limit)
 
 
 def solve(
@@ -352,31 +353,27 @@ def solve(
     s = _settings(settings, dict(tol=tol, max_iter=max_iter, damping=damping, n_qmc=n_qmc,
                                  n_rep=n_rep, seed=seed, time_limit=time_limit))  # fmt: skip
     y0 = _start("init", (0.5, 0.3 / lam) if init is None else init, target)
-    pb = _ray(task, target, alpha, lam, (s.n_qmc, s.n_rep, s.seed))
-    cfg = iterate.AndersonConfig(tol=s.tol, max_iter=s.max_iter, damping=s.damping, memory=0,
-                                 max_step=math.inf)  # fmt: skip
+    pb = _ray(task, target, alpha, lam, s)
     try:
         with _limits.limit(s.time_limit):
+            cfg = iterate.AndersonConfig(s.tol, s.max_iter, s.damping, 0, max_step=math.inf)
             fp = _iterate(pb, y0, cfg)
     except _limits.TimeUp:
         if s.time_limit is None:  # the limit of an enclosing call: its to handle
             raise
-        warnings.warn(f"hardmax SE: stopped at time_limit = {s.time_limit:g} s (NaN)",
-                      SEConvergenceWarning, stacklevel=2)  # fmt: skip
-        return _failed(pb, math.nan, 0)
+        return _failed(pb, f"stopped at time_limit = {s.time_limit:g} s (NaN)", math.nan, 0)
     if int(fp.status) != iterate.CONVERGED:
-        warnings.warn(f"hardmax SE: residual {float(fp.residual):.3g} >= tol after "
-                      f"{int(fp.n_iter)} maps", SEConvergenceWarning, stacklevel=2)  # fmt: skip
-        return _failed(pb, float(fp.residual), int(fp.n_iter))
+        res, n = float(fp.residual), int(fp.n_iter)
+        return _failed(pb, f"residual {res:.3g} >= tol after {n} maps", res, n)
     return _result(pb, fp, s.damping)
 
 
-def _failed(pb: _Ray, residual, n_iter) -> HardmaxSE:
-    """A ray that was not reached: every order parameter and metric NaN."""
-    fields = {f: math.nan for f in HardmaxSE._fields}
-    fields.update(alpha=pb.alpha, Q0=float(pb.target.Q0), converged=False, residual=residual,
-                  n_iter=n_iter)  # fmt: skip
-    return HardmaxSE(**fields)
+def _failed(pb: _Ray, why: str, residual: float, n_iter: int) -> HardmaxSE:
+    """A ray that was not reached: every order parameter and metric NaN, and a warning."""
+    warnings.warn(f"hardmax SE: {why}", SEConvergenceWarning, stacklevel=3)
+    fields = dict.fromkeys(HardmaxSE._fields, math.nan)
+    fields.update(alpha=pb.alpha, Q0=float(pb.target.Q0), converged=False)
+    return HardmaxSE(**fields)._replace(residual=residual, n_iter=n_iter)
 
 
 def _result(pb: _Ray, fp: iterate.FixedPoint, damping: float) -> HardmaxSE:
