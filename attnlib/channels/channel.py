@@ -189,17 +189,13 @@ class Channel:
         enumeration): the state evolution then needs no multi-start check."""
         return self.closed_form_output or self.exact_prox
 
-    def a_hat_terms(self, pairs, out, x, Q0):
-        """Per-sequence ``a_hat / alpha = sum_k sigma_k^2 (-dg_k/domega_k)`` at the output
-        step ``out`` on the Gaussian ``pairs`` (:class:`attnlib.se.output.Pairs`) at ``x =
-        (m, q, v)``: the almost-everywhere derivative, exact where ``g`` does not jump."""
+    def a_hat_terms(self, pairs, out, x, Q0) -> tuple:
+        """Per-sequence estimators of ``a_hat / alpha`` at the output step ``out`` on the
+        Gaussian ``pairs`` (:class:`attnlib.se.output.Pairs`) at ``x = (m, q, v)``: the
+        state evolution's first, then independent checks that it averages beside it.
+        Here ``sum_k sigma_k^2 (-dg_k/domega_k)``, exact where ``g`` does not jump."""
         s2 = jnp.asarray(_tasks.pair_variances(self.task.T), dtype=jnp.float64)
-        return jnp.sum(s2 * (-out.dg), axis=-1)
-
-    def a_hat_checks(self, pairs, out, x, Q0) -> tuple:
-        """Further per-sequence estimators of ``a_hat / alpha`` that the state evolution
-        averages beside the conjugates (independent checks; none here)."""
-        return ()
+        return (jnp.sum(s2 * (-out.dg), axis=-1),)
 
     def replicon_factor(self, alpha: float, v: float):
         """``(out_factor, stderr)`` of the replicon (:mod:`attnlib.se.replicon`) in closed

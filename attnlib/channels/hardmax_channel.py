@@ -36,13 +36,12 @@ class HardmaxChannel(Channel):
     exact_prox = True
 
     def at_zero_scale(self) -> HardmaxChannel:
-        """The channel at zero scale: prox and output step are :meth:`projection` (no
-        jumps: ``a_hat`` from the exact derivative, its Stein form as a check)."""
+        """The channel at zero scale: prox and output step are :meth:`projection`."""
         return dataclasses.replace(self, zero_scale=True)
 
     def prox(self, Y, omega, V, starts, *, tol=1e-12, max_iter: int = 100):
         if self.zero_scale:
-            out = _hardmax.projection(self.task, Y, omega, V)
+            out = self.projection(Y, omega, V)
             return Prox(out.h, out.loss, jnp.asarray(0))
         h, obj = _hardmax.prox(self.task, Y, omega, V)  # exact: the starts are not needed
         return Prox(h, obj, jnp.asarray(0))
@@ -53,7 +52,7 @@ class HardmaxChannel(Channel):
 
     def output_step(self, Y, omega, V, starts, *, tol: float = 1e-12, max_iter: int = 100):
         if self.zero_scale:
-            return _hardmax.projection(self.task, Y, omega, V)
+            return self.projection(Y, omega, V)
         return _hardmax.finish(self.task, Y, omega, V)
 
     def projection(self, Y, omega, V):
@@ -63,20 +62,12 @@ class HardmaxChannel(Channel):
         like the other methods: arrays ``(n, K)`` of float64 (``V`` of the same shape)."""
         return _hardmax._projection(self.task, Y, omega, V)
 
-    def _stein(self, pairs, out, x, Q0):
-        return _hardmax.stein_a_hat(out.g, pairs.omega, pairs.h0, x[0], x[1], Q0)
-
-    def a_hat_terms(self, pairs, out, x, Q0):
+    def a_hat_terms(self, pairs, out, x, Q0) -> tuple:
         """At finite scale ``g`` jumps on surfaces of positive probability flux: the Stein
         form (:func:`attnlib.channels.hardmax.stein_a_hat`); at zero scale the projection
-        is Lipschitz and the almost-everywhere derivative is exact."""
-        if self.zero_scale:
-            return super().a_hat_terms(pairs, out, x, Q0)
-        return self._stein(pairs, out, x, Q0)
-
-    def a_hat_checks(self, pairs, out, x, Q0) -> tuple:
-        """At zero scale, the Stein form of ``a_hat`` (an independent estimator)."""
-        return (self._stein(pairs, out, x, Q0),) if self.zero_scale else ()
+        is Lipschitz: the almost-everywhere derivative, then the Stein form as a check."""
+        stein = _hardmax.stein_a_hat(out.g, pairs.omega, pairs.h0, x[0], x[1], Q0)
+        return (*super().a_hat_terms(pairs, out, x, Q0), stein) if self.zero_scale else (stein,)
 
     def replicon_factor(self, alpha: float, v: float):
         """Not defined (no fixed point at finite scale): NaN."""

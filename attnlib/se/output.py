@@ -158,7 +158,7 @@ def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
     keeps the lowest minimum; ``"full"`` keeps the better of the cold minima and the
     points ``prox`` themselves, for ``prox`` already minimised at ``x``). Returns
     :class:`OutputArrays` (means scaled by ``alpha``; ``m_hat`` in its Stein form;
-    a channel with :meth:`~attnlib.channels.Channel.a_hat_checks` adds their columns).
+    the checks of :meth:`~attnlib.channels.Channel.a_hat_terms` as further columns).
     """
     return _output_arrays(channel_of(task), z, alpha, Q0, x, prox, mode=mode)
 
@@ -176,12 +176,14 @@ def _output_arrays(channel, z, alpha, Q0, x, prox, *, mode) -> OutputArrays:
     h, obj, n_better = _solve_prox(channel, p.Y, p.omega, p.V, starts, prox, mode=mode)
     out, _ = channel.finish(p.Y, p.omega, p.V, h)
     s2, s = _sigmas(channel.task)
+    a_hat, *checks = (alpha * a for a in channel.a_hat_terms(p, out, x, Q0))
     cols = [
-        alpha * channel.a_hat_terms(p, out, x, Q0),
+        a_hat,
         0.5 * alpha * jnp.sum(s2 * out.g**2, axis=-1),
         alpha * jnp.sum(s * out.g * zf[:, :K], axis=-1) / p.csd,
         out.loss,
-    ] + [alpha * c for c in channel.a_hat_checks(p, out, x, Q0)]
+        *checks,
+    ]
     per = jnp.stack(cols, axis=-1)
     return OutputArrays(jnp.mean(per.reshape(R, N, len(cols)), axis=1), h, obj, n_better)
 
