@@ -77,7 +77,7 @@ def check_task(task) -> _tasks.Task:
     return channels.require_task(task)
 
 
-def channel_of(task) -> channels.Channel:
+def _channel_of(task) -> channels.Channel:
     """``task``'s channel (:func:`attnlib.channels.for_task`), or ``task`` itself if it is
     one (e.g. the zero-scale hardmax channel of :mod:`attnlib.hardmax`)."""
     return task if isinstance(task, channels.Channel) else channels.for_task(task)
@@ -85,14 +85,14 @@ def channel_of(task) -> channels.Channel:
 
 def noise_dim(task) -> int:
     """Number of noise normals per sequence in the QMC points."""
-    return channel_of(task).noise_dim
+    return _channel_of(task).noise_dim
 
 
 def labels(task, h0, xi):
     """Labels from target pairs ``h0`` (N, K) and standard normals ``xi`` (N, noise_dim);
     returns ``(Y, start)`` with ``start`` the noisy logits (fit ``Y`` exactly when the
     noise is on the logits; :meth:`attnlib.channels.Channel.labels`)."""
-    return channel_of(task).labels(h0, xi)
+    return _channel_of(task).labels(h0, xi)
 
 
 def _sigmas(task):
@@ -116,8 +116,8 @@ class Pairs(NamedTuple):
 
 def pairs(task, z, Q0, x) -> Pairs:
     """:class:`Pairs` at ``x = (m, q, v)`` (traceable; see the module docstring)."""
-    K = channel_of(task).task.n_pairs
-    s2, s = _sigmas(channel_of(task).task)
+    K = _channel_of(task).task.n_pairs
+    s2, s = _sigmas(_channel_of(task).task)
     m, q, v = x[0], x[1], x[2]
     u1, u2, u3 = z[:, :K], z[:, K : 2 * K], z[:, 2 * K :]
     csd = jnp.sqrt(jnp.maximum(Q0 - m * m / q, 1e-300))
@@ -160,7 +160,7 @@ def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
     :class:`OutputArrays` (means scaled by ``alpha``; ``m_hat`` in its Stein form;
     the checks of :meth:`~attnlib.channels.Channel.a_hat_terms` as further columns).
     """
-    return _output_arrays(channel_of(task), z, alpha, Q0, x, prox, mode=mode)
+    return _output_arrays(_channel_of(task), z, alpha, Q0, x, prox, mode=mode)
 
 
 @functools.partial(jax.jit, static_argnames=("channel", "mode"))
@@ -196,7 +196,7 @@ def _cold_prox(task, z, Q0, x):
     zf = z.reshape(z.shape[0] * z.shape[1], -1)
     Y, omega, lab, V, _, _ = pairs(task, zf, Q0, x)
     starts = jnp.stack([omega, lab], axis=1)
-    h, obj, _ = _solve_prox(channel_of(task), Y, omega, V, starts, None, mode="cold")
+    h, obj, _ = _solve_prox(_channel_of(task), Y, omega, V, starts, None, mode="cold")
     return h, obj
 
 
@@ -287,7 +287,7 @@ def summarize(means) -> OutputSide:
 
 def qmc_points(task, n_qmc, n_rep, seed):
     """The output side's QMC points ``(R, N, 2K + noise_dim)`` as a JAX array."""
-    channel = channel_of(task)
+    channel = _channel_of(task)
     if channel.closed_form_output:  # no QMC average
         return jnp.zeros((n_rep, 1, 1))
     dim = 2 * channel.task.n_pairs + channel.noise_dim
@@ -322,7 +322,7 @@ def output_side(
     """One evaluation of the output side at ``(m, q, v)`` (cold-started prox); ``task``: a
     task or a channel (e.g. ``channels.for_task(hardmax_task).at_zero_scale()``, the
     output side of :func:`attnlib.hardmax.solve`, ``a_hat`` from the exact derivative)."""
-    task = channel_of(task)
+    task = _channel_of(task)
     alpha = _checks.alpha(alpha)
     Q0 = _checks.positive("Q0", Q0)
     check_overlaps(Q0, m, q)
