@@ -150,6 +150,7 @@ def _solve_prox(channel, Y, omega, V, starts, prox, *, mode):
     return h, jnp.where(better, p.objective, f_warm), jnp.sum(better)
 
 
+@functools.partial(jax.jit, static_argnames=("task", "mode"))
 def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
     """Output side at ``x = (m, q, v)`` on the QMC points ``z`` ``(R, N, dim)``.
 
@@ -160,11 +161,7 @@ def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
     :class:`OutputArrays` (means scaled by ``alpha``; ``m_hat`` in its Stein form;
     the checks of :meth:`~attnlib.channels.Channel.a_hat_terms` as further columns).
     """
-    return _output_arrays(_channel_of(task), z, alpha, Q0, x, prox, mode=mode)
-
-
-@functools.partial(jax.jit, static_argnames=("channel", "mode"))
-def _output_arrays(channel, z, alpha, Q0, x, prox, *, mode) -> OutputArrays:
+    channel = _channel_of(task)
     R, N, _ = z.shape
     means = channel.output_means(alpha, Q0, x, R)  # closed form, or None
     if means is not None:
