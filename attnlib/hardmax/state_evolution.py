@@ -64,6 +64,8 @@ __all__ = [
 
 log = logging.getLogger("attnlib.hardmax")
 
+# the columns of the zero-scale output side (se.output.output_arrays of the channel)
+_COLUMNS = ("a_hat", "q_hat", "m_hat", "train_loss", "a_hat_stein")
 _BIG = 1e100  # accepted range of the scalar inputs: [1e-100, 1e100] (no overflow inside)
 
 
@@ -350,8 +352,8 @@ def solve(
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
     lam = _lam("solve", lam)
-    s = _settings(settings, dict(tol=tol, max_iter=max_iter, damping=damping, n_qmc=n_qmc,
-                                 n_rep=n_rep, seed=seed, time_limit=time_limit))  # fmt: skip
+    given = dict(tol=tol, max_iter=max_iter, damping=damping, n_qmc=n_qmc, n_rep=n_rep, seed=seed)
+    s = _settings(settings, {**given, "time_limit": time_limit})
     y0 = _start("init", (0.5, 0.3 / lam) if init is None else init, target)
     pb = _ray(task, target, alpha, lam, s)
     try:
@@ -385,14 +387,10 @@ def _result(pb: _Ray, fp: iterate.FixedPoint, damping: float) -> HardmaxSE:
     mean = means.mean(axis=0)
     err = means.std(axis=0, ddof=1) / math.sqrt(len(means)) if len(means) > 1 else 0 * mean
     cos_theta = float(np.tanh(y[0]))
-    task = pb.channel.task
-    te = test_error_from_overlaps(task, Q0, cos_theta * Q0, Q0, n_qmc=1 << 15)
-    return HardmaxSE(
-        alpha=pb.alpha, Q0=Q0, cos_theta=cos_theta, rho=float(np.exp(y[1])),
-        m_hat=float(mean[2]), q_hat=float(mean[1]), a_hat=float(mean[0]),
-        a_hat_stein=float(mean[4]), Delta_eff=i.Delta_eff, threshold=pb.lam / float(mean[2]),
-        rank_fraction=i.rank_fraction, test_error=te, train_loss=float(mean[3]),
-        kappa_scale=kappa, converged=True, residual=float(fp.residual), n_iter=int(fp.n_iter),
-        integration_error=float(np.max(err[:3] / np.abs(mean[:3]))),
-        trace=0.0, objective=float(mean[3]),
-    )  # fmt: skip
+    te = test_error_from_overlaps(pb.channel.task, Q0, cos_theta * Q0, Q0, n_qmc=1 << 15)
+    f = dict(zip(_COLUMNS, map(float, mean), strict=True))
+    f.update(alpha=pb.alpha, Q0=Q0, cos_theta=cos_theta, rho=float(np.exp(y[1])), test_error=te)
+    f.update(Delta_eff=i.Delta_eff, threshold=pb.lam / f["m_hat"], rank_fraction=i.rank_fraction)
+    f.update(kappa_scale=kappa, converged=True, residual=float(fp.residual), n_iter=int(fp.n_iter))
+    f.update(integration_error=float(np.max(err[:3] / np.abs(mean[:3]))), trace=0.0)
+    return HardmaxSE(**f, objective=f["train_loss"])
