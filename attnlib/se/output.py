@@ -316,9 +316,11 @@ def check_overlaps(Q0, m, q):
 def output_side(
     task, alpha, Q0, m, q, v, *, n_qmc: int = 8192, n_rep: int = 4, seed: int = 0
 ) -> OutputSide:
-    """One evaluation of the output side at ``(m, q, v)`` (cold-started prox); ``task``: a
-    task or a channel (e.g. ``channels.for_task(hardmax_task).at_zero_scale()``, the
-    output side of :func:`attnlib.hardmax.solve`, ``a_hat`` from the exact derivative)."""
+    """One evaluation of the output side at ``(m, q, v)`` (cold-started prox).
+
+    ``task``: a task or a channel (e.g. ``channels.for_task(hardmax_task).at_zero_scale()``,
+    the output side of :func:`attnlib.hardmax.solve`, ``a_hat`` from the exact derivative).
+    """
     task = _channel_of(task)
     alpha = _checks.alpha(alpha)
     Q0 = _checks.positive("Q0", Q0)
