@@ -85,7 +85,8 @@ class HardmaxSE(NamedTuple):
       test_error: ``E||hardmax(h0) - hardmax(h)||^2`` per sequence (noise-free labels);
       train_loss: ``E c(j*)`` (0 without output noise: every label is fitted, ties allowed);
       kappa_scale: ``sqrt(q_new / q)`` per map (``< 1``: the scale contracts to 0);
-      converged, residual, n_iter: fixed-point diagnostics (not converged: every other
+      converged, residual, n_iter: the diagnostics of :class:`attnlib.iterate.FixedPoint`
+        (``residual``: the smallest ``max |F(y) - y|`` seen; not converged: every other
         field but ``alpha`` and ``Q0`` is NaN);
       integration_error: largest relative QMC standard error of ``a_hat, q_hat, m_hat``;
       trace, objective: the minimised objective in the normalisation of
