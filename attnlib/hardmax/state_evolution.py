@@ -22,18 +22,12 @@ shrinks the scale. The threshold of the spectral map in units of its slope is
 (``rho`` proportional to ``1 / lam``). The test error depends on ``S`` only through its
 direction (``hardmax(c h) = hardmax(h)``).
 
-One map is the map of :mod:`attnlib.se` followed by a renormalising step:
-
-- the output side of :mod:`attnlib.se.output` (:func:`attnlib.se.output.output_arrays`,
-  the code of every task) with the zero-scale channel
-  ``channels.for_task(task).at_zero_scale()``: ``a_hat`` from the exact derivative of
-  the projection (Lipschitz), ``m_hat`` in its Stein form (``Y`` jumps with ``h0``), and
-  the Stein form of ``a_hat`` (:func:`attnlib.channels.hardmax.stein_a_hat`) as a check;
-- the nuclear input side :func:`attnlib.se.input_side`;
-- the renormalisation to ``q = Q0``: ``(m, q, v) -> (cos_theta, rho)``.
-
-The iteration is :func:`attnlib.iterate.run` (memory 0, damping), whose status and
-residual are the result's.
+One map is the map of :mod:`attnlib.se`, then the renormalisation to ``q = Q0``: the
+output side of every task (:func:`attnlib.se.output.output_arrays`) with the zero-scale
+channel ``channels.for_task(task).at_zero_scale()`` (``a_hat`` from the exact derivative
+of the projection, the Stein form of ``a_hat`` as a check, ``m_hat`` in its Stein form:
+``Y`` jumps with ``h0``), the nuclear input side :func:`attnlib.se.input_side`, then
+``(m, q, v) -> (cos_theta, rho)``; :func:`attnlib.iterate.run` iterates it (memory 0).
 """
 
 from __future__ import annotations
