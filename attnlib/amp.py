@@ -69,7 +69,7 @@ import warnings
 
 import numpy as np
 
-from attnlib import _checks, _compiled_programs
+from attnlib import _checks, _compiled_programs, channels
 from attnlib import gamp as _gamp
 from attnlib.gamp import GAMPResult, GAMPSettings
 from attnlib.gamp import data_gradient_sum as data_gradient_sum  # the chapters' amp.* names
@@ -84,7 +84,7 @@ _log = logging.getLogger(__name__)
 
 
 def _check_gamp_args(task, data, lam, penalty):
-    if getattr(task, "piecewise_constant", False):  # scale contracts to 0: see attnlib.hardmax
+    if channels.for_task(task).scale_free:  # the scale contracts to 0: see attnlib.hardmax
         raise ValueError(f"task {task!r}: piecewise-constant loss; use attnlib.hardmax.gamp")
     check_penalty(penalty)
     return (

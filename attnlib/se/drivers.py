@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from attnlib import _checks, _deprecation, _limits
+from attnlib import _checks, _deprecation, _limits, channels
 from attnlib.se import engine, optimal, point, replicon, robust, several
 from attnlib.se.continuation import continuation, unfinished_result
 from attnlib.se.lam0 import _interpolation_bound, check_lam0  # noqa: F401  (tests read it)
@@ -98,7 +98,7 @@ def _start(init, pb: point.Problem):
 
 def _check_solve_args(task, target, alpha, lam, penalty):
     check_task(task)
-    if task.piecewise_constant:  # no fixed point at finite scale: the scale contracts to 0
+    if channels.for_task(task).scale_free:  # no fixed point at finite scale: the scale -> 0
         raise ValueError(
             f"task {task!r}: a piecewise-constant, scale-invariant loss has no state-evolution "
             "fixed point at finite scale; use attnlib.hardmax.solve (its fixed ray)"
