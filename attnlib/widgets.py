@@ -22,14 +22,13 @@ building a widget raises ``ImportError``.
 from __future__ import annotations
 
 import collections
-import math
 import warnings
 from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from attnlib import _checks, plotting, scaling, se, sliders, spectrum, targets, thresholds
+from attnlib import _checks, follow, plotting, scaling, se, sliders, spectrum, targets, thresholds
 from attnlib import tasks as _tasks
 
 __all__ = [
@@ -124,7 +123,7 @@ class _PointSolver:
     """SE points and curves of one explorer, warm-started from its own bounded caches."""
 
     def __init__(self, maxsize: int = 16):
-        # (task, target, lam, penalty, alphas) -> (results, their warm starts)
+        # (task, target, lam, penalty, alphas) -> (results, their warm starts): a Followed
         self.curves = BoundedCache(maxsize)
         self.points = BoundedCache(4 * maxsize)  # (task, target, penalty) -> last warm start
 
@@ -136,7 +135,7 @@ class _PointSolver:
             def solve_at(i, a, start):
                 return _quiet(se.solve, task, target, a, lam, penalty, init=start)
 
-            found = self.curves.put(key, se.continuation(solve_at, alphas, return_warm=True))
+            found = self.curves.put(key, follow.follow(solve_at, alphas))
         results = found[0]
         fields = {"penalty": penalty}
         for f in se.LearningCurve._fields:
@@ -151,9 +150,8 @@ class _PointSolver:
         init = self.points.get(key)
         found = self.curves.get(near) if near is not None else None
         if found and found[0]:
-            results, warms = found
-            k = int(np.argmin([abs(np.log(r.alpha / alpha)) for r in results]))
-            init = warms[k] if warms[k] is not None else init
+            k = follow.nearest([r.alpha for r in found.results], alpha)
+            init = found.warms[k] if found.warms[k] is not None else init
         r, w = _quiet(se.solve, task, target, alpha, lam, penalty, init=init)
         if w is not None:
             self.points.put(key, w)
@@ -375,13 +373,13 @@ class ScalingExplorer:
         ``lam`` nearest to ``key``'s (``None`` if there is none)."""
         lam = key[2]
         near = [
-            (abs(math.log(k[2] / lam)), k[2], points)
+            (k[2], points)
             for k, (_, points) in self.curves.items()
             if k[:2] == key[:2] and k[3:] == key[3:] and k[2] > 0 and lam > 0
         ]
         if not near:
             return None
-        _, lam_near, points = min(near, key=lambda t: t[0])
+        lam_near, points = near[follow.nearest([n[0] for n in near], lam)]
         return _lam_starts(points, lam_near, lam)
 
     def figure(self, settings: ScalingSettings | None = None, fig=None):
