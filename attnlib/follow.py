@@ -45,16 +45,20 @@ class Followed(NamedTuple):
     warms: list
 
 
+def _callable(name: str, f, optional: bool = False):
+    if not (callable(f) or (optional and f is None)):
+        raise ValueError(f"{name} must be {'None or ' * optional}a callable, got {f!r}")
+    return f
+
+
 def _check_args(solve_at, points, starts, after, failures, what):
-    if not callable(solve_at):
-        raise ValueError(f"solve_at must be a callable (i, {what}, start), got {solve_at!r}")
-    points = _checks.finite_array(f"{what}s", points)
+    _callable("solve_at", solve_at)
+    points = _checks.finite_array("points", points)
     points = [float(a) for a in np.asarray(points, dtype=float).reshape(-1)]
     sized = starts is None or (hasattr(starts, "__len__") and not isinstance(starts, (str, bytes)))
     if not sized or (starts is not None and len(starts) != len(points)):
         raise ValueError(f"starts must have one entry per {what} ({len(points)}), got {starts!r}")
-    if after is not None and not callable(after):
-        raise ValueError(f"after must be None or a callable (i, {what}, result), got {after!r}")
+    _callable("after", after, optional=True)
     _checks.choice("failures", failures, FAILURES)
     return points
 
@@ -172,6 +176,11 @@ def retry(attempt, rungs, *, accept=_converged, failed=None) -> Retried:
     """``attempt(rung)`` for each rung of ``rungs`` in turn (another start, a heavier
     damping, a cold start) until ``accept(result)`` (default: ``result.converged``);
     ``failed(rung, result)`` (optional) is called after each rejected attempt."""
+    _callable("attempt", attempt)
+    _callable("accept", accept)
+    _callable("failed", failed, optional=True)
+    if isinstance(rungs, (str, bytes)) or not hasattr(rungs, "__iter__"):
+        raise ValueError(f"rungs must be a sequence, got {_checks._fmt(rungs)}")
     tried, rung = [], None
     for rung in rungs:
         r = attempt(rung)
@@ -204,9 +213,15 @@ def bisect(probe, lo, hi, *, xtol, at_hi=None, spent=None, after=None) -> Bisect
     where it is no (``x`` becomes ``lo``). ``spent(n)`` (optional), asked before each
     probe with the number of probes done, returns why to stop (a string) or ``None``; a
     ``KeyboardInterrupt`` or the time limit of the enclosing call during a probe stops
-    too. ``after(n, x, result, lo, hi)`` (optional) is called after each probe."""
+    too. ``after(n, x, result, lo, hi)`` (optional) is called after each probe. It stops
+    too where the midpoint is no longer inside the bracket (at the float resolution)."""
+    lo, hi, xtol = _checks.real("lo", lo), _checks.real("hi", hi), _checks.positive("xtol", xtol)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"lo and hi must be finite with lo < hi, got lo={lo}, hi={hi}")
+    for name, f in (("probe", probe), ("spent", spent), ("after", after)):
+        _callable(name, f, optional=name != "probe")
     n, stopped = 0, None
-    while hi - lo > xtol:
+    while hi - lo > xtol and lo < 0.5 * (lo + hi) < hi:
         mid = 0.5 * (lo + hi)
         stopped = None if spent is None else spent(n)
         try:
@@ -237,6 +252,8 @@ def start(init, cold, Q0=None):
     start must be finite with ``q > 0``, ``v > 0`` and, with ``Q0``, ``m^2 < q Q0``
     (inside the domain of the map); else a ``ValueError`` naming ``init``."""
     given, warm = init, None
+    if Q0 is not None:
+        Q0 = _checks.positive("Q0", Q0)
     if hasattr(init, "se") and hasattr(init, "kappa"):  # a width result
         init = init.se
     if hasattr(init, "converged") and hasattr(init, "v"):  # a result
@@ -265,4 +282,8 @@ def start(init, cold, Q0=None):
 def nearest(values, x) -> int:
     """The index of the value of ``values`` (positive) nearest ``x > 0`` on a log scale
     (the first one on ties): where a new point is started from a cached one."""
+    x = _checks.positive("x", x)
+    values = np.asarray(_checks.finite_array("values", values), dtype=float).reshape(-1)
+    if values.size == 0 or not np.all(values > 0):
+        raise ValueError(f"values must be a non-empty list of positive numbers, got {values}")
     return int(np.argmin([abs(math.log(v / x)) for v in values]))

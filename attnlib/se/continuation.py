@@ -68,6 +68,7 @@ def continuation(
     ``after``, ``unfinished``, ``failures`` and ``name`` as in
     :func:`attnlib.follow.follow`. Returns the list of results; with ``return_warm``,
     ``(results, warm starts)`` (two lists)."""
+    _checks.finite_array("alphas", alphas)
     predict = None if secant_Q0 is None else secant(_checks.positive("secant_Q0", secant_Q0))
     out = follow.follow(solve_at, alphas, init=init, starts=starts, predict=predict, after=after,
                         unfinished=unfinished, failures=failures, name=name,
