@@ -1,25 +1,14 @@
 """Continuation, retries and bisection: the one driver of the library's curves, searches
-and thresholds, and the one rule that turns ``init`` into a start.
+and thresholds, and the one rule that turns ``init`` into a start (:func:`start`).
 
-- :func:`follow`: results along a list of parameter values (``alpha`` or ``lam``), each
-  point started from a prediction from the last finished ones (``predict``; by default
-  the last warm start), solved again from the last warm start where the prediction does
-  not converge; the finished points are kept on an interrupt (``KeyboardInterrupt``), at
-  the time limit of the enclosing call (:mod:`attnlib._limits`) or where a point fails,
-  the others marked unfinished with a warning.
-- :func:`retry`: the ladder of one point: attempts in turn (other starts, heavier damping,
-  a cold start) until one is accepted.
-- :func:`bisect`: a bracket of a yes/no question halved to a tolerance, each probe
-  warm-started from the result at the ``yes`` end; the bracket of the finished probes is
-  kept on an interrupt, at the time limit or when a budget is spent.
-- :func:`start`: ``init`` (None, ``(m, q, v)``, a result, a warm start) as ``(x, warm)``.
-
+:func:`follow` walks a list of ``alpha`` or ``lam`` (the learning curves, the explorers,
+the state evolution's walks in ``lam``), :func:`retry` is the ladder of one point (other
+starts, heavier damping, a cold start: :mod:`attnlib.se.robust`,
+:func:`attnlib.amp.robust_gamp`), :func:`bisect` halves the bracket of a threshold
+(:func:`attnlib.thresholds.interpolation_se_bracket`). Each keeps its finished work on
+an interrupt or at the time limit of the enclosing call (:mod:`attnlib._limits`).
 Nothing here knows a solver: a solve is a callable returning a result with a
-``converged`` field and the warm start beside it (``None`` where there is none).
-:func:`attnlib.se.learning_curve`, :func:`attnlib.se.continuation`, the explorers
-(:mod:`attnlib.widgets`), :func:`attnlib.scaling.excess_risk_curve`, the state
-evolution's fallbacks (:mod:`attnlib.se.robust`), :func:`attnlib.amp.robust_gamp` and
-:func:`attnlib.thresholds.interpolation_se_bracket` run on it.
+``converged`` field, and its warm start beside it (``None`` where there is none).
 """
 
 from __future__ import annotations
@@ -32,7 +21,7 @@ import numpy as np
 
 from attnlib import _checks, _limits
 
-__all__ = ["Followed", "follow", "Retried", "retry", "Bisection", "bisect", "start", "nearest"]
+__all__ = ["Followed", "follow", "Retried", "retry", "Bisection", "bisect", "start"]
 
 FAILURES = ("raise", "mark")
 
@@ -66,13 +55,9 @@ def _check_args(solve_at, points, starts, after, failures, what):
 def _start_for(i, a, starts, prev, init, predict):
     """The start of point ``i`` and whether it is a prediction."""
     given = starts[i] if starts is not None else None
-    if given is not None:
-        return given, False
-    if not prev:
-        return init, False
-    if predict is None:
-        return prev[-1][1], False
-    return predict(prev, a), True
+    if given is not None or not prev:
+        return (init if given is None else given), False
+    return (prev[-1][1], False) if predict is None else (predict(prev, a), True)
 
 
 def follow(
@@ -277,13 +262,3 @@ def start(init, cold, Q0=None):
         domain = "" if Q0 is None else " and m^2 < q Q0"
         raise ValueError(f"init (m, q, v) = {tuple(x)} must have q > 0, v > 0{domain}")
     return x, warm
-
-
-def nearest(values, x) -> int:
-    """The index of the value of ``values`` (positive) nearest ``x > 0`` on a log scale
-    (the first one on ties): where a new point is started from a cached one."""
-    x = _checks.positive("x", x)
-    values = np.asarray(_checks.finite_array("values", values), dtype=float).reshape(-1)
-    if values.size == 0 or not np.all(values > 0):
-        raise ValueError(f"values must be a non-empty list of positive numbers, got {values}")
-    return int(np.argmin([abs(math.log(v / x)) for v in values]))

@@ -22,6 +22,7 @@ building a widget raises ``ImportError``.
 from __future__ import annotations
 
 import collections
+import math
 import warnings
 from typing import NamedTuple
 
@@ -150,8 +151,9 @@ class _PointSolver:
         init = self.points.get(key)
         found = self.curves.get(near) if near is not None else None
         if found and found[0]:
-            k = follow.nearest([r.alpha for r in found.results], alpha)
-            init = found.warms[k] if found.warms[k] is not None else init
+            results, warms = found
+            k = int(np.argmin([abs(np.log(r.alpha / alpha)) for r in results]))
+            init = warms[k] if warms[k] is not None else init
         r, w = _quiet(se.solve, task, target, alpha, lam, penalty, init=init)
         if w is not None:
             self.points.put(key, w)
@@ -373,13 +375,13 @@ class ScalingExplorer:
         ``lam`` nearest to ``key``'s (``None`` if there is none)."""
         lam = key[2]
         near = [
-            (k[2], points)
+            (abs(math.log(k[2] / lam)), k[2], points)
             for k, (_, points) in self.curves.items()
             if k[:2] == key[:2] and k[3:] == key[3:] and k[2] > 0 and lam > 0
         ]
         if not near:
             return None
-        lam_near, points = near[follow.nearest([n[0] for n in near], lam)]
+        _, lam_near, points = min(near, key=lambda t: t[0])
         return _lam_starts(points, lam_near, lam)
 
     def figure(self, settings: ScalingSettings | None = None, fig=None):

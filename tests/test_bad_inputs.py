@@ -693,7 +693,6 @@ def _specs():
     )
     start = dict(init=(0.3, 0.5, 1.0), cold=(0.3, 0.5, 1.0), Q0=1.0)
     add(follow.start, start, dict(init="vector", Q0="pos"))
-    add(follow.nearest, dict(values=[0.1, 0.5, 1.0], x=0.4), dict(values="vector", x="pos"))
     add(
         se.test_error_from_overlaps,
         dict(task=task, Q0=1.0, m=0.5, q=0.4, n_qmc=256),

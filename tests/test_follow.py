@@ -155,10 +155,3 @@ def test_one_rule_turns_init_into_a_start():
     with pytest.raises(ValueError, match="m\\^2 < q Q0"):
         follow.start((0.9, 0.3, 0.4), cold, Q0=1.0)  # m^2 = 0.81 > q Q0 = 0.3
     assert tuple(follow.start((0.9, 0.3, 0.4), cold)[0]) == (0.9, 0.3, 0.4)  # no Q0: no domain
-
-
-def test_nearest_is_on_a_log_scale():
-    assert (
-        follow.nearest([0.1, 1.0, 10.0], 4.0) == 2
-    )  # |log 2.5| < |log 4|, unlike |4 - 1| < |4 - 10|
-    assert follow.nearest([1.0, 4.0], 2.0) == 0  # a tie: the first

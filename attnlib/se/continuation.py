@@ -70,7 +70,8 @@ def continuation(
     ``(results, warm starts)`` (two lists)."""
     _checks.finite_array("alphas", alphas)
     predict = None if secant_Q0 is None else secant(_checks.positive("secant_Q0", secant_Q0))
-    out = follow.follow(solve_at, alphas, init=init, starts=starts, predict=predict, after=after,
-                        unfinished=unfinished, failures=failures, name=name,
-                        warning=SEConvergenceWarning)  # fmt: skip
+    kw = dict(init=init, starts=starts, after=after, unfinished=unfinished, failures=failures)
+    out = follow.follow(
+        solve_at, alphas, predict=predict, name=name, warning=SEConvergenceWarning, **kw
+    )
     return tuple(out) if return_warm else out.results

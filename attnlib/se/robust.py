@@ -63,20 +63,31 @@ def _continuation(pb, lam, settings):
     probe = settings._replace(max_iter=min(int(settings.max_iter), _PROBE))
     x0 = default_x0(float(pb.data.Q0))
     up = follow.retry(lambda lam_k: point.attempt(_at_lam(pb, lam_k), x0, None, probe), ladder)
-    n_iter = [sum(a.n_iter for a in up.tried)]
+    n_iter = sum(a.n_iter for a in up.tried)
     if not up.accepted:
-        return None, n_iter[0]
+        return None, n_iter
     log.info("continuation from lam=%.3g down to lam=%.3g", up.rung, lam)
-    heavier = (settings, settings._replace(damping=0.9))  # the same step, heavier damping
-
-    def step(i, lam_j, a):
-        tried = follow.retry(lambda s: point.attempt(_at_lam(pb, lam_j), a.x, a.prox, s), heavier)
-        n_iter[0] += sum(b.n_iter for b in tried.tried)
-        return tried.result, (tried.result if tried.accepted else None)
-
     walk = [*ladder[: len(up.tried) - 1][::-1], lam]
-    done = follow.follow(step, walk, init=up.result, stop_at_failure=True, what="lam").results
-    return (done[-1] if len(done) == len(walk) and done[-1].converged else None), n_iter[0]
+    a, k = _descend(pb, up.result, walk, (settings, settings._replace(damping=0.9)))
+    return a, n_iter + k
+
+
+def _descend(pb: point.Problem, a: point.Attempt, lams, rungs) -> tuple:
+    """The fixed point ``a`` continued through ``lams`` (:func:`attnlib.follow.follow`),
+    each step from the last one with the first of the loop settings ``rungs`` that
+    converges (e.g. the same step with heavier damping): ``(Attempt | None, n_iter)``,
+    ``None`` where a step fails."""
+    n_iter = [0]
+
+    def step(i, lam_j, b):
+        t = follow.retry(lambda s: point.attempt(_at_lam(pb, lam_j), b.x, b.prox, s), rungs)
+        n_iter[0] += sum(c.n_iter for c in t.tried)
+        return t.result, (t.result if t.accepted else None)
+
+    if not lams:
+        return a, 0
+    done = follow.follow(step, lams, init=a, stop_at_failure=True, what="lam").results
+    return (done[-1] if len(done) == len(lams) and done[-1].converged else None), n_iter[0]
 
 
 def _shrunk(x0, settings):

@@ -230,10 +230,9 @@ def _bisect(task, target, bracket, hi_point, xtol, se_kwargs, *, budget):
         return _lam0_fixed_point(task, target, alpha, at_hi[1], se_kwargs)
 
     def after(n, alpha, r, lo, hi):
+        msg = "interpolation_se: probe %d at alpha %.5g: %s; bracket [%.5g, %.5g], %.0f s"
         what = "fixed point" if r else "interpolates"
-        t = time.perf_counter() - budget.start
-        log.info("interpolation_se: probe %d at alpha %.5g: %s; bracket [%.5g, %.5g], %.0f s",
-                 n, alpha, what, lo, hi, t)  # fmt: skip
+        log.info(msg, n, alpha, what, lo, hi, time.perf_counter() - budget.start)
 
     def spent(n):  # the two end-point solves came first
         return budget.spent(n + 2)
