@@ -40,7 +40,7 @@ def _callable(name: str, f, optional: bool = False):
     return f
 
 
-def _check_args(solve_at, points, starts, after, failures, what):
+def _check_args(solve_at, points, starts, after, *, failures, what):
     _callable("solve_at", solve_at)
     points = _checks.finite_array("points", points)
     points = [float(a) for a in np.asarray(points, dtype=float).reshape(-1)]
@@ -52,7 +52,7 @@ def _check_args(solve_at, points, starts, after, failures, what):
     return points
 
 
-def _start_for(i, a, starts, prev, init, predict):
+def _start_for(i, a, starts, prev, *, init, predict):
     """The start of point ``i`` and whether it is a prediction."""
     given = starts[i] if starts is not None else None
     if given is not None or not prev:
@@ -88,12 +88,12 @@ def follow(
     finished points and ``unfinished(x)`` for the others, and with ``failures="mark"`` a
     point after the first that raises is marked so and the curve goes on; each time a
     ``warning`` (a category) says why. Else every exception propagates."""
-    points = _check_args(solve_at, points, starts, after, failures, what)
+    points = _check_args(solve_at, points, starts, after, failures=failures, what=what)
     results, warms, prev = [], [], []
     for i, a in enumerate(points):
         try:
             _limits.check()
-            start, predicted = _start_for(i, a, starts, prev, init, predict)
+            start, predicted = _start_for(i, a, starts, prev, init=init, predict=predict)
             r, w = solve_at(i, a, start)
             if predicted and not r.converged and start is not prev[-1][1]:  # the last one
                 r, w = solve_at(i, a, prev[-1][1])

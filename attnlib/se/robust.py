@@ -77,17 +77,18 @@ def _descend(pb: point.Problem, a: point.Attempt, lams, rungs) -> tuple:
     each step from the last one with the first of the loop settings ``rungs`` that
     converges (e.g. the same step with heavier damping): ``(Attempt | None, n_iter)``,
     ``None`` where a step fails."""
-    n_iter = [0]
+    n_iter = 0
 
     def step(i, lam_j, b):
+        nonlocal n_iter
         t = follow.retry(lambda s: point.attempt(_at_lam(pb, lam_j), b.x, b.prox, s), rungs)
-        n_iter[0] += sum(c.n_iter for c in t.tried)
+        n_iter += sum(c.n_iter for c in t.tried)
         return t.result, (t.result if t.accepted else None)
 
     if not lams:
         return a, 0
     done = follow.follow(step, lams, init=a, stop_at_failure=True, what="lam").results
-    return (done[-1] if len(done) == len(lams) and done[-1].converged else None), n_iter[0]
+    return (done[-1] if len(done) == len(lams) and done[-1].converged else None), n_iter
 
 
 def _shrunk(x0, settings):
