@@ -234,7 +234,7 @@ class ERMOutput:
 
     def __call__(self, Y, omega, V, start):
         task = self.task
-        if channels.for_task(task).closed_form_output:
+        if channels.for_task(task).global_prox:  # closed form or exact: no starts needed
             return channels.output_step(task, Y, omega, V), jnp.asarray(True)
         if self.robust:
             return channels.output_step(task, Y, omega, V, starts=start), jnp.asarray(True)
@@ -245,7 +245,7 @@ class ERMOutput:
 
     def fallbacks(self) -> tuple:
         """The output steps tried, in order, when this one is not trusted."""
-        if self.robust or channels.for_task(self.task).closed_form_output:
+        if self.robust or channels.for_task(self.task).global_prox:
             return ()
         more = dataclasses.replace(self, n_newton=8 * self.n_newton)
         return (more, dataclasses.replace(self, robust=True))

@@ -218,7 +218,7 @@ class Task(Teacher):
     noise_on: str = "logits"
 
     name = "task"
-    piecewise_constant = False  # True: the loss jumps (Hardmax); the SE uses Stein forms
+    piecewise_constant = False  # True: the loss jumps (Hardmax); read by its channel only
 
     def __post_init__(self):
         _checks.integer("T", self.T, self._min_T)

@@ -8,6 +8,8 @@ errors) is checked against it on the same task; ``m_eff`` against the rank of th
 readout's Jacobian; the seq2seq posterior's ``J mmse = m_eff`` identity.
 """
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -56,6 +58,22 @@ def test_every_task_maps_to_its_channel(name):
         == task.m_eff
         == (0 if task.piecewise_constant else tasks.effective_constraints(task))
     )
+    # a scale-free (piecewise-constant) loss puts inequalities on S, no equation
+    assert ch.scale_free == (ch.m_eff == 0) == isinstance(task, tasks.Hardmax)
+    assert ch.global_prox == isinstance(task, (tasks.Linear, tasks.Hardmax))
+
+
+def test_only_the_channels_ask_a_task_what_its_loss_is():
+    """The state evolution, GAMP and the thresholds ask the task's channel (``scale_free``,
+    ``global_prox``, ``a_hat_terms``, ``replicon_factor``), not the task: outside
+    attnlib/channels no module reads ``piecewise_constant`` (tasks.py defines it)."""
+    root = Path(attnlib.__file__).parent
+    readers = [
+        str(p.relative_to(root))
+        for p in sorted(root.rglob("*.py"))
+        if "piecewise_constant" in p.read_text() and p.parent.name != "channels"
+    ]
+    assert readers == ["tasks.py"]
 
 
 def test_for_task_refuses_what_is_not_a_task():

@@ -91,6 +91,26 @@ def test_hardmax_lam_is_required_as_in_se_solve():
     assert all((a == b).all() for a, b in zip(old, tr, strict=True))
 
 
+def test_hardmax_output_side_is_se_output_side_of_the_zero_scale_channel():
+    """``se.output_side`` is the one output side: of the zero-scale hardmax channel
+    (``channels.for_task(task).at_zero_scale()``) it is the output side of the hardmax
+    ray. The deprecated ``hardmax.output_side`` gives the same numbers (its per-replicate
+    array, with the Stein form of ``a_hat`` as a fifth column) for one release, with a
+    warning naming ``se.output_side``; 1024 points per scrambling (one QMC piece)."""
+    import numpy as np
+
+    from attnlib import channels, hardmax
+
+    task, q0 = tasks.Hardmax(T=2), TARGET.Q0
+    zc = channels.for_task(task).at_zero_scale()
+    new = se.output_side(zc, 0.5, q0, 0.75 * q0, q0, 0.35, n_qmc=4096)
+    with pytest.warns(DeprecationWarning, match="se.output_side"):
+        old = hardmax.output_side(task, 0.5, q0, 0.75 * q0, q0, 0.35, n_qmc=4096)
+    assert old.shape == (4, 5)
+    assert tuple(new[:4]) == tuple(float(t) for t in old[:, :4].mean(axis=0))
+    assert new.stderr[0] == float(np.std(old[:, 0], ddof=1) / 2.0)
+
+
 def test_overlap_density_takes_theta_for_the_target_eigenvalue():
     """``spectrum.overlap_density(target, Delta, x, theta)``: ``theta`` is a target
     eigenvalue (the notation page's theta_i; ``lam`` is the penalty only). The old

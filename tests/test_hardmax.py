@@ -19,6 +19,7 @@ import scipy.stats
 import attnlib  # noqa: F401
 from attnlib import amp, bayes, channels, hardmax, se, targets, tasks, thresholds
 from attnlib.channels import hardmax as hm
+from attnlib.se import output as se_output
 
 
 def _problem(T, n, seed, noise_out=0.0):
@@ -153,14 +154,26 @@ def test_zero_scale_limit_is_the_projection():
     t2 = tasks.Hardmax(T=2)
     m, q, v = 0.75 * tg.Q0, tg.Q0, 0.3
     o = se.output_side(t2, 0.5, tg.Q0, eps * m, eps**2 * q, eps * v, n_qmc=4096)
-    z = hardmax.output_side(t2, 0.5, tg.Q0, m, q, v, n_qmc=4096).mean(axis=0)
+    z = _zero_scale_means(t2, 0.5, tg.Q0, (m, q, v), 4096, 4).mean(axis=0)
     np.testing.assert_allclose([o.q_hat, o.m_hat, eps * o.a_hat], [z[1], z[2], z[4]], rtol=1e-8)
+    # the public spelling: se.output_side of the zero-scale channel (a_hat: exact derivative)
+    zs = se.output_side(channels.for_task(t2).at_zero_scale(), 0.5, tg.Q0, m, q, v, n_qmc=4096)
+    assert (zs.a_hat, zs.q_hat, zs.m_hat) == tuple(float(t) for t in z[:3])
+
+
+def _zero_scale_means(task, alpha, Q0, x, n_qmc, n_rep):
+    """Per-replicate ``(a_hat, q_hat, m_hat, train_loss, a_hat_stein)`` of the zero-scale
+    channel (the output side of hardmax.solve, the Stein form its check column)."""
+    zc = channels.for_task(task).at_zero_scale()
+    z = se_output.qmc_points(zc, n_qmc, n_rep, 0)
+    x = jnp.asarray(x, dtype=jnp.float64)
+    return np.asarray(se_output.output_arrays(zc, z, alpha, Q0, x, None).means)
 
 
 def test_stein_and_pointwise_a_hat_agree_for_the_projection():
     """The projection is Lipschitz: E[dg] pointwise = Stein form, within QMC error bars."""
     task, tg = tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)
-    r = hardmax.output_side(task, 0.5, tg.Q0, 0.75 * tg.Q0, tg.Q0, 0.35, n_qmc=65536, n_rep=8)
+    r = _zero_scale_means(task, 0.5, tg.Q0, (0.75 * tg.Q0, tg.Q0, 0.35), 65536, 8)
     mean, err = r.mean(axis=0), r.std(axis=0, ddof=1) / np.sqrt(len(r))
     # 4 sigma of the two (correlated, hence conservatively added) standard errors
     assert abs(mean[0] - mean[4]) < 4 * (err[0] + err[4])

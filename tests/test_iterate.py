@@ -169,9 +169,11 @@ def _old_hardmax_loop(task, target, alpha, lam, init, qmc, tol, max_iter, dampin
     iterate.run (attnlib before issue 27, step 4), written out."""
     y = np.array([np.arctanh(init[0]), math.log(init[1])])
     res, it = math.inf, 0
+    settings = hse.HardmaxSettings(n_qmc=qmc[0], n_rep=qmc[1], seed=qmc[2])
+    pb = hse._ray(task, target, alpha, lam, settings)  # the map of attnlib today
     while it < max_iter:
         it += 1
-        y_new, aux = hse._map(task, target, alpha, y, qmc, lam)
+        y_new, aux = hse._map(pb, y)
         res = float(np.max(np.abs(y_new - y)))
         y = damping * y + (1 - damping) * y_new
         if res < tol:

@@ -100,10 +100,19 @@ CASES = {
     "seq2lab_target": tasks.Seq2Lab(T=2, noise=0.5, noise_on="target"),
     "linear_target": tasks.Linear(T=2, noise=0.5, noise_on="target"),
     "hardmax_target": tasks.Hardmax(T=2, noise=0.5, noise_on="target"),
+    # the rest of the paper's model: beta0 != beta, output noise (tests/test_teacher_model.py)
+    "seq2seq_beta0": tasks.Seq2Seq(T=2, beta=1.0, beta0=2.0, noise=0.5),
+    "seq2seq_both_noises": tasks.Seq2Seq(T=2, noise=0.5, noise_on="target", noise_out=0.02),
+    "seq2lab_beta0_both": tasks.Seq2Lab(T=2, beta=1.0, beta0=0.5, noise=0.3, noise_out=0.01),
+    "seq2seq_T3_beta0_out": tasks.Seq2Seq(T=3, beta=2.0, beta0=1.0, noise_out=0.01),
 }
+_SLOW_CASES = ("seq2lab_beta0_both", "seq2seq_T3_beta0_out")  # 10-11 s each, loaded machine
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=[pytest.mark.slow] if n in _SLOW_CASES else []) for n in CASES],
+)
 def test_test_errors_from_overlaps_match_fresh_noisy_test_sets(name):
     """For a fixed ``S`` at ``d = 200``, the formulas from the measured overlaps ``(Q0, m,
     q)`` (:meth:`attnlib.channels.Channel.test_errors`, ``noise_floor``) against

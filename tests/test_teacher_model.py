@@ -10,7 +10,7 @@ The checks, each against a computation that does not share the code it tests:
   noise ``c^2 Delta`` (same data from one key; the same state evolution, which reaches
   it through the input side's target instead of the channel's labels);
 - the test errors from the overlaps and ``e0`` against fresh noisy test sets at
-  ``d = 200``;
+  ``d = 200`` (in ``tests/test_noise_target.py``, beside the other noises);
 - the state evolution against the convex solver on data at ``d = 30`` and ``45``,
   extrapolated in ``1/d`` (slow);
 - the ridgeless threshold with ``beta0 != beta``: unchanged (the reduction above and
@@ -137,47 +137,8 @@ def test_loss_task_drops_the_teacher():
 
 
 # ---------------------------------------------------------------- test errors
-
-
-def _student(S0, key, shrink=0.8, noise=0.4):
-    d = S0.shape[0]
-    G = np.asarray(jax.random.normal(key, (d, d))) / math.sqrt(d)
-    return shrink * S0 + noise * (G + G.T) / math.sqrt(2)
-
-
-CASES = {
-    "seq2seq_beta0": tasks.Seq2Seq(T=2, beta=1.0, beta0=2.0, noise=0.5),
-    "seq2seq_both_noises": tasks.Seq2Seq(T=2, noise=0.5, noise_on="target", noise_out=0.02),
-    "seq2lab_beta0_both": tasks.Seq2Lab(T=2, beta=1.0, beta0=0.5, noise=0.3, noise_out=0.01),
-    "seq2seq_T3_beta0_out": tasks.Seq2Seq(T=3, beta=2.0, beta0=1.0, noise_out=0.01),
-}
-_SLOW_CASES = ("seq2lab_beta0_both", "seq2seq_T3_beta0_out")  # 10-11 s each, loaded machine
-
-
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param(n, marks=[pytest.mark.slow] if n in _SLOW_CASES else []) for n in CASES],
-)
-def test_test_errors_from_overlaps_match_fresh_noisy_test_sets(name):
-    """For a fixed ``S`` at ``d = 200``: ``test_error``, ``test_error_noisy`` and ``e0``
-    from the overlaps (:meth:`Channel.test_errors`, ``noise_floor``; 8192 QMC points)
-    against :func:`attnlib.train.test_errors` on 20000 fresh sequences, within 4 Monte
-    Carlo + 4 QMC standard errors + 1.5 % (the ``O(1/sqrt(d))`` non-Gaussianity of the
-    pairs)."""
-    task = CASES[name]
-    d = 200
-    S0 = np.asarray(TARGET.sample(jax.random.PRNGKey(8), d))
-    S = _student(S0, jax.random.PRNGKey(9))
-    ov = train.overlaps(S, S0)
-    ch = channels.for_task(task)
-    te = ch.test_errors(ov.Q0, ov.m, ov.q, (8192, 4, 0))
-    e0, e0_err = ch.noise_floor(ov.Q0, (8192, 4, 0))
-    emp = train.test_errors(jax.random.PRNGKey(10), task, S0, S, n_test=20000)
-    want = (te.test_error, te.test_error_noisy, e0)
-    qmc = (te.stderr[0], te.stderr[1], e0_err)
-    for k, label in enumerate(("test_error", "test_error_noisy", "e0")):
-        tol = 4 * emp.stderr[k] + 4 * qmc[k] + 0.015 * want[k]
-        assert abs(emp[k] - want[k]) < tol, (label, emp[k], want[k], tol)
+# (the test errors from the overlaps against fresh noisy test sets, for beta0 and
+# noise_out: tests/test_noise_target.py, which holds the cases of every noise)
 
 
 def test_e0_is_attained_by_the_rescaled_target():

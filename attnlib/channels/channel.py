@@ -176,6 +176,32 @@ class Channel:
         or ``None`` (then the state evolution averages the prox on QMC points)."""
         return None
 
+    @property
+    def scale_free(self) -> bool:
+        """Whether the loss is invariant under ``h -> c h`` (piecewise constant, the task's
+        ``piecewise_constant``): no state-evolution fixed point at finite scale (the scale
+        contracts to zero, :mod:`attnlib.hardmax`), ``m_eff = 0``, no replicon."""
+        return self.task.piecewise_constant
+
+    @property
+    def global_prox(self) -> bool:
+        """Whether the prox is the global minimum as computed (closed form, or exact
+        enumeration): the state evolution then needs no multi-start check."""
+        return self.closed_form_output or self.exact_prox
+
+    def a_hat_terms(self, pairs, out, x, Q0) -> tuple:
+        """Per-sequence estimators of ``a_hat / alpha`` at the output step ``out`` on the
+        Gaussian ``pairs`` (:class:`attnlib.se.output.Pairs`) at ``x = (m, q, v)``: the
+        state evolution's first, then independent checks that it averages beside it.
+        Here ``sum_k sigma_k^2 (-dg_k/domega_k)``, exact where ``g`` does not jump."""
+        s2 = jnp.asarray(_tasks.pair_variances(self.task.T), dtype=jnp.float64)
+        return (jnp.sum(s2 * (-out.dg), axis=-1),)
+
+    def replicon_factor(self, alpha: float, v: float):
+        """``(out_factor, stderr)`` of the replicon (:mod:`attnlib.se.replicon`) in closed
+        form, or ``None`` (then averaged on the QMC points)."""
+        return None
+
     # ---------------------------------------------------------------- test error
     def test_errors(self, Q0, m, q, qmc) -> TestErrors:
         """Noise-free and noisy test errors at the overlaps; ``qmc = (n_qmc, n_rep, seed)``

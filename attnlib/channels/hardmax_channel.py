@@ -28,19 +28,31 @@ __all__ = ["HardmaxChannel"]
 
 @dataclasses.dataclass(frozen=True)
 class HardmaxChannel(Channel):
-    """The channel of :class:`attnlib.tasks.Hardmax`."""
+    """The channel of :class:`attnlib.tasks.Hardmax`; ``zero_scale``: its limit at zero
+    scale (:meth:`at_zero_scale`), where the loss is scale-free and the output step is
+    the projection on the region of the labels (the channel of :mod:`attnlib.hardmax`)."""
 
+    zero_scale: bool = False
     exact_prox = True
 
+    def at_zero_scale(self) -> HardmaxChannel:
+        """The channel at zero scale: prox and output step are :meth:`projection`."""
+        return dataclasses.replace(self, zero_scale=True)
+
     def prox(self, Y, omega, V, starts, *, tol=1e-12, max_iter: int = 100):
+        if self.zero_scale:
+            out = self.projection(Y, omega, V)
+            return Prox(out.h, out.loss, jnp.asarray(0))
         h, obj = _hardmax.prox(self.task, Y, omega, V)  # exact: the starts are not needed
         return Prox(h, obj, jnp.asarray(0))
 
     def finish(self, Y, omega, V, h):
-        out = _hardmax.finish(self.task, Y, omega, V)  # ``h`` is recomputed by the exact prox
+        out = self.output_step(Y, omega, V, None)  # ``h`` is recomputed by the exact prox
         return out, jnp.ones(out.loss.shape, dtype=bool)
 
     def output_step(self, Y, omega, V, starts, *, tol: float = 1e-12, max_iter: int = 100):
+        if self.zero_scale:
+            return self.projection(Y, omega, V)
         return _hardmax.finish(self.task, Y, omega, V)
 
     def projection(self, Y, omega, V):
@@ -49,6 +61,17 @@ class HardmaxChannel(Channel):
         the output step of the hardmax state evolution and GAMP. Unchecked and traceable,
         like the other methods: arrays ``(n, K)`` of float64 (``V`` of the same shape)."""
         return _hardmax._projection(self.task, Y, omega, V)
+
+    def a_hat_terms(self, pairs, out, x, Q0) -> tuple:
+        """At finite scale ``g`` jumps on surfaces of positive probability flux: the Stein
+        form (:func:`attnlib.channels.hardmax.stein_a_hat`); at zero scale the projection
+        is Lipschitz: the almost-everywhere derivative, then the Stein form as a check."""
+        stein = _hardmax.stein_a_hat(out.g, pairs.omega, pairs.h0, x[0], x[1], Q0)
+        return (*super().a_hat_terms(pairs, out, x, Q0), stein) if self.zero_scale else (stein,)
+
+    def replicon_factor(self, alpha: float, v: float):
+        """Not defined (no fixed point at finite scale): NaN."""
+        return math.nan, math.nan
 
     def test_errors(self, Q0, m, q, qmc) -> TestErrors:
         """At ``T = 2`` in closed form: row ``a`` attends wrongly (cost 2) when the

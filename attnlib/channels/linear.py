@@ -63,6 +63,13 @@ class LinearChannel(Channel):
         train = jnp.sum(w * err / den**2)
         return jnp.broadcast_to(jnp.stack([a_hat, q_hat, a_hat, train]), (n_rep, 4))
 
+    def replicon_factor(self, alpha: float, v: float):
+        """``J`` diagonal and constant: ``(alpha / 2) sum_k sigma_k^4 J_k^2``, exact."""
+        w = pair_weights(self.task.T)
+        s2 = _tasks.pair_variances(self.task.T)
+        J = 2.0 * w / (1.0 + 2.0 * w * s2 * v)
+        return float(0.5 * alpha * np.sum(s2**2 * J**2)), 0.0
+
     def test_errors(self, Q0, m, q, qmc) -> TestErrors:
         T = self.task.T
         w = pair_weights(T)

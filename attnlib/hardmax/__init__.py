@@ -6,7 +6,9 @@ the labels) is :mod:`attnlib.channels.hardmax`.
 
 - :mod:`attnlib.hardmax.state_evolution`: the fixed *ray* of the state evolution
   (the scale of ``S_hat`` contracts to zero, the direction converges), :func:`solve`,
-  and the map iterated from a start, :func:`trajectory`;
+  and the map iterated from a start, :func:`trajectory`: the output side of
+  :mod:`attnlib.se` with the zero-scale channel, the nuclear input side and a
+  renormalisation, iterated by :func:`attnlib.iterate.run`;
 - :mod:`attnlib.hardmax.gamp`: GAMP on a finite data set with the same channel,
   renormalised after each iteration, :func:`gamp`.
 """

@@ -60,12 +60,12 @@ def gamp(
     if not hasattr(target, "Q0"):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
     Q0 = _checks.in_interval("target.Q0", target.Q0, 1e-100, 1e100, low_open=False)
-    settings = _gamp.resolve_settings(settings, _SETTINGS, damping=damping, max_iter=max_iter,
-                                      tol=tol, observe=observe)  # fmt: skip
+    given = dict(damping=damping, max_iter=max_iter, tol=tol, observe=observe)
+    settings = _gamp.resolve_settings(settings, _SETTINGS, **given)
     start = _start(d, Q0, S_init, v_init)
-    r = _gamp.run(_gamp.ProjectionOutput(task), _gamp.SpectralProx("nuclear"),
-                  Dataset(X, Y, None), start, 1.0, settings=settings, Q0=Q0)  # fmt: skip
+    output, denoiser = _gamp.ProjectionOutput(task), _gamp.SpectralProx("nuclear")
+    r = _gamp.run(output, denoiser, Dataset(X, Y, None), start, 1.0, settings=settings, Q0=Q0)
     if r.status == "breakdown" and r.n_iter == 1 and not r.trajectory.scale[0] > 0:
-        raise ValueError(f"v_init = {v_init!r}: the first step thresholds the whole spectrum "
-                         "(S_hat = 0); start from a smaller v_init")  # fmt: skip
+        why = f"v_init = {v_init!r}: the first step thresholds the whole spectrum (S_hat = 0)"
+        raise ValueError(why + "; start from a smaller v_init")
     return r

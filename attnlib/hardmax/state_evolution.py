@@ -22,19 +22,16 @@ shrinks the scale. The threshold of the spectral map in units of its slope is
 (``rho`` proportional to ``1 / lam``). The test error depends on ``S`` only through its
 direction (``hardmax(c h) = hardmax(h)``).
 
-Output side, ``K`` pairs with ``sigma_k^2 = 1 + delta_ab`` (as in :mod:`attnlib.se`)::
-
-    a_hat = alpha sum_k sigma_k^2 E[-dg_k/domega_k]    (exact: the projection is Lipschitz)
-    q_hat = (alpha / 2) sum_k sigma_k^2 E[g_k^2]
-    m_hat = alpha sum_k E[g_k (h0_k - (m/q) omega_k)] / (Q0 - m^2/q)     (Stein form)
-
-(``Y`` jumps with ``h0``, so ``m_hat`` must be in its Stein form.) The Stein form of
-``a_hat`` (:func:`attnlib.channels.hardmax.stein_a_hat`) is returned as a check.
+One map is the map of :mod:`attnlib.se`, then the renormalisation to ``q = Q0``: the
+output side of every task (:func:`attnlib.se.output.output_arrays`) with the zero-scale
+channel ``channels.for_task(task).at_zero_scale()`` (``a_hat`` from the exact derivative
+of the projection, the Stein form of ``a_hat`` as a check, ``m_hat`` in its Stein form:
+``Y`` jumps with ``h0``), the nuclear input side :func:`attnlib.se.input_side`, then
+``(m, q, v) -> (cos_theta, rho)``; :func:`attnlib.iterate.run` iterates it (memory 0).
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import warnings
@@ -48,7 +45,7 @@ from attnlib import _checks, _compiled_programs, _deprecation, _limits, channels
 from attnlib import tasks as _tasks
 from attnlib.qmc import qmc_normals
 from attnlib.se import SEConvergenceWarning, input_side, test_error_from_overlaps
-from attnlib.se.output import noise_dim, pairs
+from attnlib.se.output import noise_dim, output_arrays
 
 __all__ = [
     "HardmaxSE",
@@ -61,6 +58,8 @@ __all__ = [
 
 log = logging.getLogger("attnlib.hardmax")
 
+# the columns of the zero-scale output side (se.output.output_arrays of the channel)
+_COLUMNS = ("a_hat", "q_hat", "m_hat", "train_loss", "a_hat_stein")
 _BIG = 1e100  # accepted range of the scalar inputs: [1e-100, 1e100] (no overflow inside)
 
 
@@ -80,7 +79,8 @@ class HardmaxSE(NamedTuple):
       test_error: ``E||hardmax(h0) - hardmax(h)||^2`` per sequence (noise-free labels);
       train_loss: ``E c(j*)`` (0 without output noise: every label is fitted, ties allowed);
       kappa_scale: ``sqrt(q_new / q)`` per map (``< 1``: the scale contracts to 0);
-      converged, residual, n_iter: fixed-point diagnostics (not converged: every other
+      converged, residual, n_iter: the diagnostics of :class:`attnlib.iterate.FixedPoint`
+        (``residual``: the smallest ``max |F(y) - y|`` seen; not converged: every other
         field but ``alpha`` and ``Q0`` is NaN);
       integration_error: largest relative QMC standard error of ``a_hat, q_hat, m_hat``;
       trace, objective: the minimised objective in the normalisation of
@@ -118,30 +118,6 @@ class HardmaxSE(NamedTuple):
         return self.cos_theta
 
 
-@functools.partial(jax.jit, static_argnames=("task",))
-def _output_jit(task, z, alpha, Q0, x):
-    m, q = x[0], x[1]
-    R, N, _ = z.shape
-    K = task.n_pairs
-    zf = z.reshape(R * N, -1)
-    s2 = jnp.asarray(_tasks.pair_variances(task.T), dtype=jnp.float64)
-    s = jnp.sqrt(s2)
-    u1 = zf[:, :K]
-    Y, omega, _, V, csd, h0 = pairs(task, zf, Q0, x)
-    out = channels.for_task(task).projection(Y, omega, V)
-    per = jnp.stack(
-        [
-            alpha * jnp.sum(s2 * (-out.dg), axis=-1),
-            0.5 * alpha * jnp.sum(s2 * out.g**2, axis=-1),
-            alpha * jnp.sum(s * out.g * u1, axis=-1) / csd,
-            out.loss,
-            alpha * channels.hardmax.stein_a_hat(out.g, omega, h0, m, q, Q0),
-        ],
-        axis=-1,
-    )
-    return jnp.mean(per.reshape(R, N, 5), axis=1)
-
-
 def _check_task(task):
     channels.require_task(task, _tasks.Hardmax)
     channels.hardmax.regions(task.T)  # ValueError naming T beyond the exact solver
@@ -149,8 +125,12 @@ def _check_task(task):
 
 
 def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4, seed: int = 0):
-    """Per-replicate ``(a_hat, q_hat, m_hat, train_loss, a_hat_stein)``, shape ``(n_rep, 5)``,
-    of the zero-scale (projection) channel at ``(m, q, v)``; ``m^2 < q Q0``, ``q, v > 0``."""
+    """Deprecated (removed in the next release): per-replicate ``(a_hat, q_hat, m_hat,
+    train_loss, a_hat_stein)``, shape ``(n_rep, 5)``, of the zero-scale channel at ``(m,
+    q, v)``. Use ``se.output_side(channels.for_task(task).at_zero_scale(), ...)``: the
+    same output side (:class:`attnlib.se.OutputSide`, the same QMC points)."""
+    new = "se.output_side(channels.for_task(task).at_zero_scale(), alpha, Q0, m, q, v)"
+    _deprecation.warn("hardmax.output_side", new)
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
     Q0 = _checks.in_interval("Q0", Q0, 0.0, _BIG)
@@ -160,27 +140,72 @@ def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4,
     if not (math.isfinite(m) and m * m < q * Q0):
         raise ValueError(f"m must satisfy m^2 < q Q0, got m={m}, q={q}, Q0={Q0}")
     n_qmc, n_rep, seed = _checks.qmc_sizes(n_qmc, n_rep, seed)
-    z = jnp.asarray(qmc_normals(2 * task.n_pairs + noise_dim(task), n_qmc, n_rep, seed))
-    f = jnp.float64
-    x = jnp.asarray([m, q, v], dtype=jnp.float64)
-    return np.asarray(_output_jit(task, z, f(alpha), f(Q0), x))
+    pb = _ray(task, None, alpha, None, HardmaxSettings(n_qmc=n_qmc, n_rep=n_rep, seed=seed))
+    return _output(pb, Q0, (m, q, v))
 
 
-def _map(task, target, alpha, y, qmc, lam=1.0):
-    """One normalised map ``(cos_theta, log rho) -> (cos_theta', log rho')``, by-products."""
-    Q0 = float(target.Q0)
+class _Ray(NamedTuple):
+    """One hardmax state evolution: the zero-scale channel, the target, ``alpha``,
+    ``lam`` and the QMC points ``z`` ``(R, N, dim)`` of its output side."""
+
+    channel: object
+    target: object
+    alpha: float
+    lam: float
+    z: jax.Array
+
+
+def _ray(task, target, alpha, lam, s: HardmaxSettings) -> _Ray:
+    """:class:`_Ray` of ``task`` with the QMC points of the settings ``s``."""
+    z = qmc_normals(2 * task.n_pairs + noise_dim(task), s.n_qmc, s.n_rep, s.seed)
+    return _Ray(channels.for_task(task).at_zero_scale(), target, alpha, lam, jnp.asarray(z))
+
+
+def _output(pb: _Ray, Q0: float, x) -> np.ndarray:
+    """The state evolution's output side (:func:`attnlib.se.output.output_arrays`) of
+    the zero-scale channel at ``x = (m, q, v)``: per-replicate ``(a_hat, q_hat, m_hat,
+    train_loss, a_hat_stein)``."""
+    f, x = jnp.float64, jnp.asarray(x, dtype=jnp.float64)
+    return np.asarray(output_arrays(pb.channel, pb.z, f(pb.alpha), f(Q0), x, None).means)
+
+
+def _map(pb: _Ray, y):
+    """The state evolution's map at ``q = Q0`` followed by the renormalisation to ``q =
+    Q0``: ``y = (artanh cos_theta, log rho) -> y'``, and the map's by-products (the
+    output side's per-replicate means, the input side, ``kappa_scale``)."""
+    Q0 = float(pb.target.Q0)
     cos_theta, rho = float(np.tanh(y[0])), float(np.exp(y[1]))
-    m, q, v = cos_theta * Q0, Q0, rho * math.sqrt(Q0)
-    means = output_side(task, alpha, Q0, m, q, v, n_qmc=qmc[0], n_rep=qmc[1], seed=qmc[2])
+    means = _output(pb, Q0, [cos_theta * Q0, Q0, rho * math.sqrt(Q0)])
     a_hat, q_hat, m_hat = (float(t) for t in means.mean(axis=0)[:3])
     if not (a_hat > 0 and m_hat > 0 and q_hat > 0):
         raise RuntimeError(f"hardmax SE left its domain: a_hat={a_hat}, m_hat={m_hat}")
-    i = input_side(target, m_hat, q_hat, a_hat, lam, "nuclear", Q0=Q0)
+    i = input_side(pb.target, m_hat, q_hat, a_hat, pb.lam, "nuclear", Q0=Q0)
     if not i.q > 0:
         raise RuntimeError("hardmax SE: the spectral map thresholded the whole spectrum")
     g_new = i.m / math.sqrt(i.q * Q0)
     y_new = np.array([np.arctanh(min(g_new, 1 - 1e-15)), math.log(i.v / math.sqrt(i.q))])
-    return y_new, (means, i, math.sqrt(i.q / q))
+    return y_new, (means, i, math.sqrt(i.q / Q0))
+
+
+def _iterate(pb: _Ray, y0, cfg: iterate.AndersonConfig, observe=None) -> iterate.FixedPoint:
+    """:func:`_map` iterated by :func:`attnlib.iterate.run` from ``y0``; a map the input
+    side cannot resolve raises a ``ValueError`` naming ``alpha`` and ``lam``."""
+    _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
+    n = [0]
+
+    def F(y, aux):
+        _limits.tick(log, "hardmax SE at alpha %.4g: %d maps so far", pb.alpha, n[0])
+        _limits.check()  # the caller's time limit, between two maps
+        n[0] += 1
+        try:
+            y_new, aux = _map(pb, y)
+        except (ValueError, RuntimeError) as err:
+            raise ValueError(
+                f"hardmax SE at alpha = {pb.alpha!r}, lam = {pb.lam!r}: {err}"
+            ) from err
+        return y_new, aux, True
+
+    return iterate.run(F, y0, None, cfg, observe=observe)
 
 
 class HardmaxTrajectory(NamedTuple):
@@ -232,22 +257,26 @@ def trajectory(
     lam = _lam("trajectory", lam)
     n_iter = _checks.integer("n_iter", n_iter, 1)
     s = _settings(None, dict(n_qmc=n_qmc, n_rep=n_rep, seed=seed))
-    qmc = (s.n_qmc, s.n_rep, s.seed)
+    y0 = _start("start", start, target)
+    rows = []
+    pb = _ray(task, target, alpha, lam, s)
+    cfg = iterate.AndersonConfig(0.0, n_iter, 0.0, memory=0, max_step=math.inf)  # undamped
+    _iterate(pb, y0, cfg, observe=lambda y, y_new, state: rows.append(y_new))
+    rows = np.array(rows)
+    return HardmaxTrajectory(np.tanh(rows[:, 0]), np.exp(rows[:, 1]))
+
+
+def _start(name: str, start, target):
+    """``y0 = (artanh cos_theta, log rho)`` from ``start = (cos_theta, rho)``, checked (and
+    the target's type)."""
     g0, r0 = (float(t) for t in start)
     if not (0.0 < g0 < 1.0 and 0.0 < r0 < math.inf):
         raise ValueError(
-            f"start must be (cos_theta, rho) with 0 < cos_theta < 1 and rho > 0, got {start}"
+            f"{name} must be (cos_theta, rho) with 0 < cos_theta < 1 and rho > 0, got {start}"
         )
     if not (hasattr(target, "measure") and hasattr(target, "Q0")):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    y, rows = np.array([np.arctanh(g0), np.log(r0)]), []
-    for _ in range(n_iter):
-        try:
-            y, _ = _map(task, target, alpha, y, qmc, lam)
-        except (ValueError, RuntimeError) as err:
-            raise ValueError(f"hardmax SE at alpha = {alpha!r}, lam = {lam!r}: {err}") from err
-        rows.append((float(np.tanh(y[0])), float(np.exp(y[1]))))
-    return HardmaxTrajectory(*(np.array(col) for col in zip(*rows, strict=True)))
+    return np.array([np.arctanh(g0), math.log(r0)])
 
 
 class HardmaxSettings(NamedTuple):
@@ -281,13 +310,10 @@ def _settings(settings, given: dict) -> HardmaxSettings:
     that are not ``None`` in place of its fields, validated."""
     s = _checks.settings(HardmaxSettings, settings, given)
     n_qmc, n_rep, seed = _checks.qmc_sizes(s.n_qmc, s.n_rep, s.seed)
-    return HardmaxSettings(
-        tol=_checks.positive("tol", s.tol),
-        max_iter=_checks.integer("max_iter", s.max_iter, 1),
-        damping=_checks.in_interval("damping", s.damping, 0.0, 1.0, low_open=False,
-                                    high_open=True),
-        n_qmc=n_qmc, n_rep=n_rep, seed=seed, time_limit=_limits.time_limit(s.time_limit),
-    )  # fmt: skip
+    tol, max_iter = _checks.positive("tol", s.tol), _checks.integer("max_iter", s.max_iter, 1)
+    damping = _checks.in_interval("damping", s.damping, 0.0, 1.0, low_open=False, high_open=True)
+    time_limit = _limits.time_limit(s.time_limit)
+    return HardmaxSettings(tol, max_iter, damping, n_qmc, n_rep, seed, time_limit)
 
 
 def solve(
@@ -321,83 +347,45 @@ def solve(
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
     lam = _lam("solve", lam)
-    s = _settings(settings, dict(tol=tol, max_iter=max_iter, damping=damping, n_qmc=n_qmc,
-                                 n_rep=n_rep, seed=seed, time_limit=time_limit))  # fmt: skip
-    g0, r0 = (0.5, 0.3 / lam) if init is None else (float(t) for t in init)
-    if not (0.0 < g0 < 1.0 and r0 > 0.0):
-        raise ValueError(
-            f"init must be (cos_theta, rho) with 0 < cos_theta < 1 and rho > 0, got {init}"
-        )
-    if not (hasattr(target, "measure") and hasattr(target, "Q0")):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    y0 = np.array([np.arctanh(g0), math.log(r0)])
-    cfg = iterate.AndersonConfig(tol=s.tol, max_iter=s.max_iter, damping=s.damping, memory=0,
-                                 max_step=math.inf)  # fmt: skip
+    given = dict(tol=tol, max_iter=max_iter, damping=damping, n_qmc=n_qmc, n_rep=n_rep, seed=seed)
+    s = _settings(settings, {**given, "time_limit": time_limit})
+    y0 = _start("init", (0.5, 0.3 / lam) if init is None else init, target)
+    pb = _ray(task, target, alpha, lam, s)
     try:
         with _limits.limit(s.time_limit):
-            y, aux, diag = _iterate(task, target, (alpha, lam), y0, (s.n_qmc, s.n_rep, s.seed), cfg)
+            cfg = iterate.AndersonConfig(s.tol, s.max_iter, s.damping, 0, max_step=math.inf)
+            fp = _iterate(pb, y0, cfg)
     except _limits.TimeUp:
         if s.time_limit is None:  # the limit of an enclosing call: its to handle
             raise
-        warnings.warn(f"hardmax SE: stopped at time_limit = {s.time_limit:g} s (NaN)",
-                      SEConvergenceWarning, stacklevel=2)  # fmt: skip
-        return _failed(alpha, target, (False, math.nan, 0))
-    if not diag[0]:
-        warnings.warn(f"hardmax SE: residual {diag[1]:.3g} >= tol after {diag[2]} maps",
-                      SEConvergenceWarning, stacklevel=2)  # fmt: skip
-        return _failed(alpha, target, diag)
-    return _result(task, target, (alpha, lam), y, aux, diag)
+        return _failed(pb, f"stopped at time_limit = {s.time_limit:g} s (NaN)", math.nan, 0)
+    if int(fp.status) != iterate.CONVERGED:
+        res, n = float(fp.residual), int(fp.n_iter)
+        return _failed(pb, f"residual {res:.3g} >= tol after {n} maps", res, n)
+    return _result(pb, fp, s.damping)
 
 
-def _iterate(task, target, point, y0, qmc, cfg):
-    """The damped iteration of :func:`_map` (:func:`attnlib.iterate.run`, memory 0): the
-    returned ray is one damped step past the last map, ``damping y + (1 - damping) F(y)``,
-    with the by-products and the residual ``max |F(y) - y|`` of that map."""
-    _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
-    alpha, lam = point
-    last = []
-
-    def F(y, aux):
-        _limits.tick(log, "hardmax SE at alpha %.4g: %d maps so far", alpha, len(last) and last[2])
-        _limits.check()  # the caller's time limit, between two maps
-        try:
-            y_new, aux = _map(task, target, alpha, y, qmc, lam)
-        except (ValueError, RuntimeError) as err:  # the input side cannot resolve the point
-            raise ValueError(f"hardmax SE at alpha = {alpha!r}, lam = {lam!r}: {err}") from err
-        return y_new, aux, True
-
-    def observe(y, y_new, state):
-        last[:] = [y, y_new, int(state.it)]
-
-    fp = iterate.run(F, y0, None, cfg, observe=observe)
-    y, y_new, it = last
-    res = float(np.max(np.abs(y_new - y)))
-    y = cfg.damping * y + (1 - cfg.damping) * y_new
-    return y, fp.aux, (res < cfg.tol, res, it)
+def _failed(pb: _Ray, why: str, residual: float, n_iter: int) -> HardmaxSE:
+    """A ray that was not reached: every order parameter and metric NaN, and a warning."""
+    warnings.warn(f"hardmax SE: {why}", SEConvergenceWarning, stacklevel=3)
+    fields = dict.fromkeys(HardmaxSE._fields, math.nan)
+    fields.update(alpha=pb.alpha, Q0=float(pb.target.Q0), converged=False)
+    return HardmaxSE(**fields)._replace(residual=residual, n_iter=n_iter)
 
 
-def _failed(alpha, target, diag) -> HardmaxSE:
-    """A ray that was not reached: every order parameter and metric NaN."""
-    fields = {f: math.nan for f in HardmaxSE._fields}
-    fields.update(alpha=alpha, Q0=float(target.Q0), converged=False, residual=diag[1],
-                  n_iter=diag[2])  # fmt: skip
-    return HardmaxSE(**fields)
-
-
-def _result(task, target, point, y, aux, diag) -> HardmaxSE:
-    means, i, kappa = aux
-    alpha, lam = point
-    Q0 = float(target.Q0)
+def _result(pb: _Ray, fp: iterate.FixedPoint, damping: float) -> HardmaxSE:
+    """The ray one damped step past the converged map, ``damping y + (1 - damping) F(y)``,
+    with the by-products of that map."""
+    means, i, kappa = fp.aux
+    y = damping * np.asarray(fp.x) + (1 - damping) * np.asarray(fp.fx)
+    Q0 = float(pb.target.Q0)
     mean = means.mean(axis=0)
     err = means.std(axis=0, ddof=1) / math.sqrt(len(means)) if len(means) > 1 else 0 * mean
     cos_theta = float(np.tanh(y[0]))
-    te = test_error_from_overlaps(task, Q0, cos_theta * Q0, Q0, n_qmc=1 << 15)
-    return HardmaxSE(
-        alpha=alpha, Q0=Q0, cos_theta=cos_theta, rho=float(np.exp(y[1])), m_hat=float(mean[2]),
-        q_hat=float(mean[1]), a_hat=float(mean[0]), a_hat_stein=float(mean[4]),
-        Delta_eff=i.Delta_eff, threshold=lam / float(mean[2]), rank_fraction=i.rank_fraction,
-        test_error=te, train_loss=float(mean[3]), kappa_scale=kappa, converged=bool(diag[0]),
-        residual=diag[1], n_iter=diag[2],
-        integration_error=float(np.max(err[:3] / np.abs(mean[:3]))),
-        trace=0.0, objective=float(mean[3]),
-    )  # fmt: skip
+    te = test_error_from_overlaps(pb.channel.task, Q0, cos_theta * Q0, Q0, n_qmc=1 << 15)
+    f = dict(zip(_COLUMNS, map(float, mean), strict=True))
+    f.update(alpha=pb.alpha, Q0=Q0, cos_theta=cos_theta, rho=float(np.exp(y[1])), test_error=te)
+    f.update(Delta_eff=i.Delta_eff, threshold=pb.lam / f["m_hat"], rank_fraction=i.rank_fraction)
+    f.update(kappa_scale=kappa, converged=True, residual=float(fp.residual), n_iter=int(fp.n_iter))
+    f.update(integration_error=float(np.max(err[:3] / np.abs(mean[:3]))), trace=0.0)
+    return HardmaxSE(**f, objective=f["train_loss"])

@@ -10,10 +10,13 @@ r"""Output side of the state evolution, as jitted functions of arrays.
 
 With ``omega = sigma sqrt(q) u2`` and ``h0 = (m/q) omega + sigma sqrt(Q0 - m^2/q) u1``
 the Stein form is ``sigma E[g u1] / sqrt(Q0 - m^2/q)``; it stays exact when ``h*``
-jumps between minima. For piecewise-constant losses (``task.piecewise_constant``,
-:class:`attnlib.tasks.Hardmax`) ``g`` jumps on surfaces of positive probability flux
-and ``a_hat`` takes its Stein form too
-(:func:`attnlib.channels.hardmax.stein_a_hat`). Expectations use the fixed QMC points
+jumps between minima. The channel gives ``a_hat`` in the form its ``g`` needs
+(:meth:`attnlib.channels.Channel.a_hat_terms`: the hardmax loss is piecewise constant,
+``g`` jumps on surfaces of positive probability flux and ``a_hat`` takes its Stein form
+too, :func:`attnlib.channels.hardmax.stein_a_hat`; the channel of its zero-scale limit,
+the projection, has no jumps and adds the Stein form as a check). Every function taking
+a ``task`` here also takes a channel (:func:`attnlib.channels.for_task`, e.g.
+``channels.for_task(task).at_zero_scale()``). Expectations use the fixed QMC points
 ``z`` ``(R, N, 2K + noise dims)`` of :func:`attnlib.qmc.qmc_normals`; the ``R``
 scramblings give standard errors.
 The linear task is Gaussian and uses closed forms (its channel's
@@ -74,16 +77,22 @@ def check_task(task) -> _tasks.Task:
     return channels.require_task(task)
 
 
+def _channel_of(task) -> channels.Channel:
+    """``task``'s channel (:func:`attnlib.channels.for_task`), or ``task`` itself if it is
+    one (e.g. the zero-scale hardmax channel of :mod:`attnlib.hardmax`)."""
+    return task if isinstance(task, channels.Channel) else channels.for_task(task)
+
+
 def noise_dim(task) -> int:
     """Number of noise normals per sequence in the QMC points."""
-    return channels.for_task(task).noise_dim
+    return _channel_of(task).noise_dim
 
 
 def labels(task, h0, xi):
     """Labels from target pairs ``h0`` (N, K) and standard normals ``xi`` (N, noise_dim);
     returns ``(Y, start)`` with ``start`` the noisy logits (fit ``Y`` exactly when the
     noise is on the logits; :meth:`attnlib.channels.Channel.labels`)."""
-    return channels.for_task(task).labels(h0, xi)
+    return _channel_of(task).labels(h0, xi)
 
 
 def _sigmas(task):
@@ -107,8 +116,8 @@ class Pairs(NamedTuple):
 
 def pairs(task, z, Q0, x) -> Pairs:
     """:class:`Pairs` at ``x = (m, q, v)`` (traceable; see the module docstring)."""
-    K = task.n_pairs
-    s2, s = _sigmas(task)
+    K = _channel_of(task).task.n_pairs
+    s2, s = _sigmas(_channel_of(task).task)
     m, q, v = x[0], x[1], x[2]
     u1, u2, u3 = z[:, :K], z[:, K : 2 * K], z[:, 2 * K :]
     csd = jnp.sqrt(jnp.maximum(Q0 - m * m / q, 1e-300))
@@ -119,11 +128,12 @@ def pairs(task, z, Q0, x) -> Pairs:
     return Pairs(Y, omega, lab, V, csd, h0)
 
 
-def _solve_prox(task, Y, omega, V, starts, prox, *, mode):
+def _solve_prox(channel, Y, omega, V, starts, prox, *, mode):
     """Prox points: warm (Newton from ``prox``), cold (from omega and the logits), multi
     (from all three) or full (the best of the cold minima and the points ``prox``)."""
-    if task.piecewise_constant:  # exact (enumerating) prox: no starts, nothing to compare
-        p = channels.prox(task, Y, omega, V, starts)
+    task = channel.task
+    if channel.exact_prox:  # exact (enumerating) prox: no starts, nothing to compare
+        p = channel.prox(Y, omega, V, starts)
         return p.h, p.objective, jnp.asarray(0)
     if mode == "warm":
         p = channels.prox(task, Y, omega, V, prox[:, None, :])
@@ -148,33 +158,31 @@ def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
     starts from ``omega`` and the noisy logits; ``"multi"`` starts from all three and
     keeps the lowest minimum; ``"full"`` keeps the better of the cold minima and the
     points ``prox`` themselves, for ``prox`` already minimised at ``x``). Returns
-    :class:`OutputArrays` (means scaled by ``alpha``; ``m_hat`` in its Stein form).
+    :class:`OutputArrays` (means scaled by ``alpha``; ``m_hat`` in its Stein form;
+    the checks of :meth:`~attnlib.channels.Channel.a_hat_terms` as further columns).
     """
+    channel = _channel_of(task)
     R, N, _ = z.shape
-    means = channels.for_task(task).output_means(alpha, Q0, x, R)  # closed form, or None
+    means = channel.output_means(alpha, Q0, x, R)  # closed form, or None
     if means is not None:
         return OutputArrays(means, prox, jnp.zeros(prox.shape[0]), jnp.asarray(0))
-    K = task.n_pairs
+    K = channel.task.n_pairs
     zf = z.reshape(R * N, -1)
-    Y, omega, lab, V, csd, _ = pairs(task, zf, Q0, x)
-    starts = jnp.stack([omega, lab], axis=1)
-    h, obj, n_better = _solve_prox(task, Y, omega, V, starts, prox, mode=mode)
-    out, _ = channels.finish(task, Y, omega, V, h)
-    s2, s = _sigmas(task)
-    a_hat = alpha * jnp.sum(s2 * (-out.dg), axis=-1)
-    if task.piecewise_constant:  # g jumps: a_hat in its Stein form (channels.hardmax)
-        h0 = (x[0] / x[1]) * omega + s * csd * zf[:, :K]
-        a_hat = alpha * channels.hardmax.stein_a_hat(out.g, omega, h0, x[0], x[1], Q0)
-    per = jnp.stack(
-        [
-            a_hat,
-            0.5 * alpha * jnp.sum(s2 * out.g**2, axis=-1),
-            alpha * jnp.sum(s * out.g * zf[:, :K], axis=-1) / csd,
-            out.loss,
-        ],
-        axis=-1,
-    )
-    return OutputArrays(jnp.mean(per.reshape(R, N, 4), axis=1), h, obj, n_better)
+    p = pairs(channel, zf, Q0, x)
+    starts = jnp.stack([p.omega, p.lab], axis=1)
+    h, obj, n_better = _solve_prox(channel, p.Y, p.omega, p.V, starts, prox, mode=mode)
+    out, _ = channel.finish(p.Y, p.omega, p.V, h)
+    s2, s = _sigmas(channel.task)
+    a_hat, *checks = (alpha * a for a in channel.a_hat_terms(p, out, x, Q0))
+    cols = [
+        a_hat,
+        0.5 * alpha * jnp.sum(s2 * out.g**2, axis=-1),
+        alpha * jnp.sum(s * out.g * zf[:, :K], axis=-1) / p.csd,
+        out.loss,
+        *checks,
+    ]
+    per = jnp.stack(cols, axis=-1)
+    return OutputArrays(jnp.mean(per.reshape(R, N, len(cols)), axis=1), h, obj, n_better)
 
 
 @functools.partial(jax.jit, static_argnames=("task",))
@@ -185,7 +193,7 @@ def _cold_prox(task, z, Q0, x):
     zf = z.reshape(z.shape[0] * z.shape[1], -1)
     Y, omega, lab, V, _, _ = pairs(task, zf, Q0, x)
     starts = jnp.stack([omega, lab], axis=1)
-    h, obj, _ = _solve_prox(task, Y, omega, V, starts, None, mode="cold")
+    h, obj, _ = _solve_prox(_channel_of(task), Y, omega, V, starts, None, mode="cold")
     return h, obj
 
 
@@ -267,17 +275,19 @@ def _stderr(x: np.ndarray) -> float:
 
 
 def summarize(means) -> OutputSide:
-    """:class:`OutputSide` from per-replicate means ``(R, 4)``."""
-    means = np.asarray(means)
+    """:class:`OutputSide` from per-replicate means ``(R, 4)`` (further columns, a
+    channel's checks, are left out)."""
+    means = np.asarray(means)[:, :4]
     mean = means.mean(axis=0)
     return OutputSide(*(float(t) for t in mean), tuple(_stderr(c) for c in means.T))
 
 
 def qmc_points(task, n_qmc, n_rep, seed):
     """The output side's QMC points ``(R, N, 2K + noise_dim)`` as a JAX array."""
-    if channels.for_task(task).closed_form_output:  # no QMC average
+    channel = _channel_of(task)
+    if channel.closed_form_output:  # no QMC average
         return jnp.zeros((n_rep, 1, 1))
-    dim = 2 * task.n_pairs + noise_dim(task)
+    dim = 2 * channel.task.n_pairs + channel.noise_dim
     return jax.device_put(qmc_normals(dim, n_qmc, n_rep, seed))  # no program per shape
 
 
@@ -306,15 +316,19 @@ def check_overlaps(Q0, m, q):
 def output_side(
     task, alpha, Q0, m, q, v, *, n_qmc: int = 8192, n_rep: int = 4, seed: int = 0
 ) -> OutputSide:
-    """One evaluation of the output side at ``(m, q, v)`` (cold-started prox)."""
-    task = check_task(task)
+    """One evaluation of the output side at ``(m, q, v)`` (cold-started prox).
+
+    ``task``: a task or a channel (e.g. ``channels.for_task(hardmax_task).at_zero_scale()``,
+    the output side of :func:`attnlib.hardmax.solve`, ``a_hat`` from the exact derivative).
+    """
+    task = _channel_of(task)
     alpha = _checks.alpha(alpha)
     Q0 = _checks.positive("Q0", Q0)
     check_overlaps(Q0, m, q)
     v = _checks.positive("v", v)
     _checks.integer("n_qmc", n_qmc, 2)
     z = qmc_points(task, n_qmc, n_rep, seed)
-    prox = np.zeros((z.shape[0] * z.shape[1], task.n_pairs))
+    prox = np.zeros((z.shape[0] * z.shape[1], task.task.n_pairs))
     x = jnp.asarray([m, q, v], dtype=jnp.float64)
     out = output_chunks(task, z, jnp.float64(alpha), jnp.float64(Q0), x, prox, mode="cold")
     return summarize(out.means)

@@ -100,7 +100,7 @@ def cold_prox(pb: Problem, x):
 def _check_global(pb: Problem, x, prox):
     """Multi-start prox at ``x``: ``(prox, n_better)`` (the SE needs the global minimum);
     the cold prox shares its compiled program with :func:`cold_prox`."""
-    if _linear(pb) or pb.task.piecewise_constant:  # closed form / exact prox
+    if channels.for_task(pb.task).global_prox:  # closed form / exact prox
         return prox, 0
     xj = jnp.asarray(x, dtype=jnp.float64)
     cold = _cold_prox(pb.task, pb.data.z, pb.data.Q0, xj)

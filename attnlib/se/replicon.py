@@ -97,7 +97,7 @@ import numpy as np
 
 from attnlib import channels, qmc
 from attnlib import tasks as _tasks
-from attnlib.channels.losses import grad_hess_batch, loss_task, pair_weights
+from attnlib.channels.losses import grad_hess_batch, loss_task
 from attnlib.denoisers.nuclear import nuclear_spectrum
 from attnlib.se.output import _rows, pairs
 from attnlib.se.results import SEReplicaSymmetryWarning
@@ -146,24 +146,14 @@ def _jacobian_means(task, z, alpha, Q0, x, prox):
     return jnp.mean(per.reshape(R, N), axis=1)
 
 
-def _linear_factor(task, alpha, v) -> float:
-    """``out_factor`` of the linear task in closed form (``J`` diagonal, constant)."""
-    w = pair_weights(task.T)
-    s2 = _tasks.pair_variances(task.T)
-    J = 2.0 * w / (1.0 + 2.0 * w * s2 * v)
-    return float(0.5 * alpha * np.sum(s2**2 * J**2))
-
-
 def output_factor(task, z, alpha, Q0, x, prox) -> tuple[float, float]:
     """``(out_factor, stderr)`` at ``x = (m, q, v)`` on the QMC points ``z`` ``(R, N,
     dim)`` of the output side, with its prox points ``prox`` ``(R N, K)`` there (those
     of the converged map: no new prox solve). Linear task: closed form, error 0;
     piecewise-constant losses: NaN."""
-    channel = channels.for_task(task)
-    if channel.closed_form_output:
-        return _linear_factor(task, float(alpha), float(x[2])), 0.0
-    if task.piecewise_constant:
-        return math.nan, math.nan
+    closed = channels.for_task(task).replicon_factor(float(alpha), float(x[2]))
+    if closed is not None:
+        return closed
     xj, a, q0 = jnp.asarray(x, dtype=jnp.float64), jnp.float64(alpha), jnp.float64(Q0)
     pieces = qmc.chunks(z.shape[1])  # one compiled program for every number of points
     if len(pieces) == 1:
@@ -208,7 +198,7 @@ def replicon_at(pb, x, o, i, prox, spec=None) -> float:
     (:func:`attnlib.se.point.sides_at`) and prox points ``prox``; ``spec``: the
     spectrum of the point's nuclear input side if already computed. NaN where not
     defined (module docstring); 0 in the zero phase (``x[1] = q = 0``)."""
-    if pb.kappa < 1.0 or pb.task.piecewise_constant:
+    if pb.kappa < 1.0 or channels.for_task(pb.task).scale_free:
         return math.nan
     if float(x[1]) == 0.0:
         return 0.0

@@ -11,8 +11,7 @@ PENALTIES = ("nuclear", "frobenius")
 
 
 def _check_task(task) -> Task:
-    channels.require_task(task)
-    if task.piecewise_constant:  # hardmax: m_eff = 0, the counts below divide by it
+    if channels.for_task(task).scale_free:  # hardmax: m_eff = 0, the counts below divide by it
         raise ValueError(
             f"task {task!r} gives inequalities, no equation on S (m_eff = 0): no finite "
             "threshold (the hardmax error decays as a power of alpha, see attnlib.hardmax)"
