@@ -46,6 +46,7 @@ import functools
 import math
 import warnings
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import jax
@@ -393,36 +394,25 @@ def _vector(S, v, g) -> np.ndarray:
     return np.concatenate([np.ravel(S), [float(v)], np.ravel(g)])
 
 
-class _Record(NamedTuple):
-    res: list
-    v: list
-    a_hat: list
-    loss: list
-    scale: list
-    trace: list
-    last: list  # [x after damping] of the last iteration
-    n_fallback: list  # [count]
-
-
 def _map(chain, denoiser, ops, settings):
     """The GAMP map ``F(x, (hstar, _)) -> (F(x), (hstar', residual), ok)`` of
     :func:`attnlib.iterate.run` (``ok``: no breakdown), and its record of each iteration
     (``v`` and ``observe(S)`` after damping: ``x + (1 - damping) (F(x) - x)``, the
     iterate :func:`attnlib.iterate.update` makes)."""
     d = ops.X.shape[2]
-    rec = _Record([], [], [], [], [], [], [None], [0])
+    rec = SimpleNamespace(res=[], v=[], a_hat=[], loss=[], scale=[], trace=[], n_fallback=0)
 
     def F(x, memory):
         fx, hstar, aux, fallback = _step(chain, denoiser, ops, x, memory[0])
-        rec.last[0] = x + (1.0 - settings.damping) * (fx - x)
-        rec.n_fallback[0] += int(fallback)
+        rec.last = x + (1.0 - settings.damping) * (fx - x)  # the iterate after damping
+        rec.n_fallback += int(fallback)
         for field in ("res", "a_hat", "loss", "scale"):
             getattr(rec, field).append(float(getattr(aux, field)))
-        rec.v.append(float(rec.last[0][d * d]))
+        rec.v.append(float(rec.last[d * d]))
         res, a_hat = rec.res[-1], rec.a_hat[-1]
         ok = math.isfinite(res) and math.isfinite(a_hat) and a_hat > 0
         if ok and settings.observe is not None:
-            S = rec.last[0][: d * d].reshape(d, d)
+            S = rec.last[: d * d].reshape(d, d)
             rec.trace.append(np.asarray(settings.observe(S), dtype=float))
         return fx, (hstar, res), ok
 
@@ -483,14 +473,14 @@ def run(
     scale = None if Q0 is None else np.asarray(rec.scale)
     traj = GAMPTrajectory(np.asarray(rec.v), np.asarray(rec.a_hat), loss, scale)
     return GAMPResult(
-        S=np.full((d, d), np.nan) if broke else rec.last[0][: d * d].reshape(d, d),
+        S=np.full((d, d), np.nan) if broke else rec.last[: d * d].reshape(d, d),
         v=math.nan if broke else rec.v[-1],
         a_hat=math.nan if broke else rec.a_hat[-1],
         history=np.asarray(rec.res),
         converged=status == "converged",
         n_iter=len(rec.res),
         residual=rec.res[-1],
-        n_fallback=rec.n_fallback[0],
+        n_fallback=rec.n_fallback,
         trace=np.asarray(rec.trace),
         trajectory=traj,
         status=status,
