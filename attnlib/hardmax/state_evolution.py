@@ -274,8 +274,7 @@ def _start(name: str, start, target):
         raise ValueError(
             f"{name} must be (cos_theta, rho) with 0 < cos_theta < 1 and rho > 0, got {start}"
         )
-    if not (hasattr(target, "measure") and hasattr(target, "Q0")):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    _checks.target(target)
     return np.array([np.arctanh(g0), math.log(r0)])
 
 

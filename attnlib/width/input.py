@@ -41,7 +41,7 @@ def spectral_integrals(target, Delta, c, tau, cut):
     """``(m, q, int rho_R f h_R, rank_fraction)`` of ``f(x) = (c x - tau)_+ 1[x > cut]``
     (:func:`attnlib.denoisers.nuclear_integrals`); ``c`` in ``(0, 1e100]``, ``tau >= 0``,
     ``cut`` real or ``+-inf`` (``-inf``: no cut)."""
-    _check_target(target)
+    _checks.target(target)
     c = _checks.in_interval("c", c, 0.0, _checks.MAX_ABS)
     tau = _checks.nonnegative("tau", tau)
     cut = _checks.real("cut", cut)
@@ -49,11 +49,6 @@ def spectral_integrals(target, Delta, c, tau, cut):
         raise ValueError(f"cut must be a real number or +-inf, got {cut!r}")
     s = nuclear_integrals(target, Delta, c, tau, cut)
     return s.m, s.q, s.div, s.rank
-
-
-def _check_target(target):
-    if not hasattr(target, "measure") or not hasattr(target, "Q0"):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
 
 
 def constrained_input_side(target, m_hat, q_hat, a_hat, lam, kappa) -> InputSide:
@@ -70,7 +65,7 @@ def constrained_input_side(target, m_hat, q_hat, a_hat, lam, kappa) -> InputSide
       :class:`attnlib.se.InputSide` ``(m, q, v, rank_fraction, Delta_eff, c, tau)``;
       ``rank_fraction = min(kappa, mass of rho_R above tau / c)``.
     """
-    _check_target(target)
+    _checks.target(target)
     m_hat = _checks.in_interval("m_hat", m_hat, 0.0, _checks.MAX_ABS)
     q_hat = _checks.in_interval("q_hat", q_hat, 0.0, _checks.MAX_ABS)
     a_hat = _checks.positive("a_hat", a_hat)
