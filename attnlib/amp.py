@@ -69,7 +69,7 @@ import warnings
 
 import numpy as np
 
-from attnlib import _checks, _compiled_programs, channels
+from attnlib import _checks, _compiled_programs, channels, follow
 from attnlib import gamp as _gamp
 from attnlib.gamp import GAMPResult, GAMPSettings
 from attnlib.gamp import data_gradient_sum as data_gradient_sum  # the chapters' amp.* names
@@ -173,19 +173,22 @@ def robust_gamp(
         )
     dampings = [_checks.in_interval("dampings", b, 0.0, 1.0, low_open=False, high_open=True)
                 for b in dampings]  # fmt: skip
-    res = None
-    for damp in dampings:
+
+    def attempt(damp):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            r = gamp(task, data, lam, penalty, damping=damp, **gamp_kwargs)
+            return gamp(task, data, lam, penalty, damping=damp, **gamp_kwargs)
+
+    def failed(damp, r):
         if r.status == "breakdown":
             _log.info("GAMP broke down with damping %s (after %d iterations)", damp, r.n_iter)
-            res = r if res is None or res.status == "breakdown" else res
-            continue
-        res = r
-        if res.converged:
-            return res
-        _log.info("GAMP did not converge with damping %s (residual %.1e)", damp, res.residual)
+        else:
+            _log.info("GAMP did not converge with damping %s (residual %.1e)", damp, r.residual)
+
+    t = follow.retry(attempt, dampings, failed=failed)
+    if t.accepted:
+        return t.result
+    res = next((r for r in reversed(t.tried) if r.status != "breakdown"), t.result)
     warnings.warn(f"robust_gamp: no damping of {dampings} converged ({res.status})",
                   RuntimeWarning, stacklevel=2)  # fmt: skip
     return res

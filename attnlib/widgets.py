@@ -29,7 +29,7 @@ from typing import NamedTuple
 import matplotlib.pyplot as plt
 import numpy as np
 
-from attnlib import _checks, plotting, scaling, se, sliders, spectrum, targets, thresholds
+from attnlib import _checks, follow, plotting, scaling, se, sliders, spectrum, targets, thresholds
 from attnlib import tasks as _tasks
 
 __all__ = [
@@ -124,7 +124,7 @@ class _PointSolver:
     """SE points and curves of one explorer, warm-started from its own bounded caches."""
 
     def __init__(self, maxsize: int = 16):
-        # (task, target, lam, penalty, alphas) -> (results, their warm starts)
+        # (task, target, lam, penalty, alphas) -> (results, their warm starts): a Followed
         self.curves = BoundedCache(maxsize)
         self.points = BoundedCache(4 * maxsize)  # (task, target, penalty) -> last warm start
 
@@ -136,7 +136,7 @@ class _PointSolver:
             def solve_at(i, a, start):
                 return _quiet(se.solve, task, target, a, lam, penalty, init=start)
 
-            found = self.curves.put(key, se.continuation(solve_at, alphas, return_warm=True))
+            found = self.curves.put(key, follow.follow(solve_at, alphas))
         results = found[0]
         fields = {"penalty": penalty}
         for f in se.LearningCurve._fields:

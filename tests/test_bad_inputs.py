@@ -34,6 +34,7 @@ from attnlib import (
     amp,
     bayes,
     channels,
+    follow,
     gamp,
     hardmax,
     iterate,
@@ -77,6 +78,7 @@ MODULES = (
     "hardmax",
     "gamp",
     "width",
+    "follow",
 )
 D = 4  # matrix size of the baseline calls
 
@@ -672,6 +674,25 @@ def _specs():
             solve_at="callable", alphas="vector", starts="vector", secant_Q0="pos", after="callable"
         ),
     )
+    add(
+        follow.follow,
+        dict(solve_at=lambda i, a, start: point, points=[0.5, 1.0, 2.0]),
+        dict(solve_at="callable", points="vector", starts="vector", after="callable"),
+    )
+    add(
+        follow.retry,
+        dict(attempt=lambda rung: r, rungs=[1, 2]),
+        dict(attempt="callable", accept="callable", failed="callable"),
+    )
+    add(
+        follow.bisect,
+        dict(probe=lambda x, at_hi: x if x > 0.3 else None, lo=0.0, hi=1.0, xtol=1e-3),
+        dict(
+            probe="callable", lo="real", hi="real", xtol="pos", spent="callable", after="callable"
+        ),
+    )
+    start = dict(init=(0.3, 0.5, 1.0), cold=(0.3, 0.5, 1.0), Q0=1.0)
+    add(follow.start, start, dict(init="vector", Q0="pos"))
     add(
         se.test_error_from_overlaps,
         dict(task=task, Q0=1.0, m=0.5, q=0.4, n_qmc=256),

@@ -16,8 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "attnlib"
 
 LAYERS = {
-    1: "_checks _deprecation _limits _jax_config _compiled_programs _teacher finite_size qmc tasks "
-    "targets iterate spectral_map plotting",
+    1: "_checks _deprecation _limits _jax_config _compiled_programs _teacher finite_size follow "
+    "qmc tasks targets iterate spectral_map plotting",
     2: "rmt denoisers channels",
     3: "_gamp_checks gamp amp train se",
     4: "width hardmax bayes thresholds scaling spectrum",

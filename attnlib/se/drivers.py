@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from attnlib import _checks, _deprecation, _limits, channels
+from attnlib import _checks, _deprecation, _limits, channels, follow
 from attnlib.se import engine, optimal, point, replicon, robust, several
 from attnlib.se.continuation import continuation, unfinished_result
 from attnlib.se.lam0 import _interpolation_bound, check_lam0  # noqa: F401  (tests read it)
@@ -28,8 +28,6 @@ from attnlib.se.results import (
     LearningCurve,
     SEConvergenceWarning,
     SEMultipleFixedPointsWarning,  # noqa: F401  (named in the docstring)
-    SEResult,
-    WarmStart,
 )
 from attnlib.se.settings import SESettings, resolve
 
@@ -61,39 +59,16 @@ def _problem(task, target, alpha, lam, penalty, opts) -> point.Problem:
     return point.Problem(task, target, penalty, data, qmc, memory)
 
 
-def _history(warm: WarmStart, pb: point.Problem):
-    """The warm Anderson history of ``warm`` where it fits this problem, else None."""
-    if warm.history is None or warm.key != (pb.task, *pb.qmc):
-        return None
-    penalty, memory, hx, hr, k = warm.history
-    return (hx, hr, k) if (penalty, memory) == (pb.penalty, pb.memory) else None
-
-
 def _start(init, pb: point.Problem):
-    """``(x0, prox0, history)`` from ``init``: None, ``(m, q, v)``, a :class:`WarmStart`
-    (its prox points and Anderson history where they fit this problem) or a result (its
-    ``(m, q, v)`` only; a result that did not converge, or the zero phase, starts cold)."""
-    Q0 = float(pb.data.Q0)
-    prox = history = None
-    if init is None:
-        return robust.default_x0(Q0), None, None
-    if isinstance(init, SEResult):
-        if not (init.converged and init.v > 0):  # zero phase or no fixed point
-            return robust.default_x0(Q0), None, None
-        init = (init.m, init.q, init.v)
-    if isinstance(init, WarmStart):
-        prox = init.prox if init.key == (pb.task, *pb.qmc) else None
-        history = _history(init, pb)
-        init = init.x
-    x0 = np.asarray(init, dtype=float).reshape(-1)
-    if x0.shape != (3,):
-        raise ValueError(
-            f"init must be (m, q, v), an SEResult or a WarmStart, got {_checks._fmt(init)}"
-        )
-    m, q, v = x0
-    if not (np.all(np.isfinite(x0)) and q > 0 and v > 0 and m * m < q * Q0):
-        raise ValueError(f"init (m, q, v) = {tuple(x0)} must have q > 0, v > 0 and m^2 < q Q0")
-    return x0, prox, history
+    """``(x0, prox0, history)`` from ``init`` (:func:`attnlib.follow.start`): a
+    :class:`WarmStart`'s prox points and Anderson history where they fit this problem."""
+    x0, warm = follow.start(init, robust.default_x0(float(pb.data.Q0)), float(pb.data.Q0))
+    if warm is None or warm.key != (pb.task, *pb.qmc):
+        return x0, None, None
+    history = None
+    if warm.history is not None and warm.history[:2] == (pb.penalty, pb.memory):
+        history = warm.history[2:]
+    return x0, warm.prox, history
 
 
 def _check_solve_args(task, target, alpha, lam, penalty):

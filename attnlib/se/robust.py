@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from attnlib import follow
 from attnlib.se import point
 from attnlib.se.engine import LoopSettings
 
@@ -57,31 +58,37 @@ def _valid(x, Q0) -> bool:
 
 def _continuation(pb, lam, settings):
     """Walk down from the smallest converging ``lam 10^(k/2)``: ``(Attempt | None, n_iter)``."""
-    Q0 = float(pb.data.Q0)
     base = lam if lam > 0 else 1e-6
     ladder = [base * 10 ** (k / 2) for k in range(1, _LADDER + 1)]
-    n_iter = 0
-    k = 0
-    for lam_k in ladder:
-        probe = settings._replace(max_iter=min(int(settings.max_iter), _PROBE))
-        a = point.attempt(_at_lam(pb, lam_k), default_x0(Q0), None, probe)
-        n_iter += a.n_iter
-        if a.converged:
-            break
-        k += 1
-    else:
+    probe = settings._replace(max_iter=min(int(settings.max_iter), _PROBE))
+    x0 = default_x0(float(pb.data.Q0))
+    up = follow.retry(lambda lam_k: point.attempt(_at_lam(pb, lam_k), x0, None, probe), ladder)
+    n_iter = sum(a.n_iter for a in up.tried)
+    if not up.accepted:
         return None, n_iter
-    log.info("continuation from lam=%.3g down to lam=%.3g", lam_k, lam)
-    for lam_j in [*ladder[:k][::-1], lam]:
-        b = point.attempt(_at_lam(pb, lam_j), a.x, a.prox, settings)
-        n_iter += b.n_iter
-        if not b.converged:  # the same step with heavier damping
-            b = point.attempt(_at_lam(pb, lam_j), a.x, a.prox, settings._replace(damping=0.9))
-            n_iter += b.n_iter
-        if not b.converged:
-            return None, n_iter
-        a = b
-    return (a if a.converged else None), n_iter
+    log.info("continuation from lam=%.3g down to lam=%.3g", up.rung, lam)
+    walk = [*ladder[: len(up.tried) - 1][::-1], lam]
+    a, k = _descend(pb, up.result, walk, (settings, settings._replace(damping=0.9)))
+    return a, n_iter + k
+
+
+def _descend(pb: point.Problem, a: point.Attempt, lams, rungs) -> tuple:
+    """The fixed point ``a`` continued through ``lams`` (:func:`attnlib.follow.follow`),
+    each step from the last one with the first of the loop settings ``rungs`` that
+    converges (e.g. the same step with heavier damping): ``(Attempt | None, n_iter)``,
+    ``None`` where a step fails."""
+    n_iter = 0
+
+    def step(i, lam_j, b):
+        nonlocal n_iter
+        t = follow.retry(lambda s: point.attempt(_at_lam(pb, lam_j), b.x, b.prox, s), rungs)
+        n_iter += sum(c.n_iter for c in t.tried)
+        return t.result, (t.result if t.accepted else None)
+
+    if not lams:
+        return a, 0
+    done = follow.follow(step, lams, init=a, stop_at_failure=True, what="lam").results
+    return (done[-1] if len(done) == len(lams) and done[-1].converged else None), n_iter
 
 
 def _shrunk(x0, settings):
@@ -112,13 +119,17 @@ def _fallback_starts(pb, lam, a, x0, settings):
 
 
 def _first(pb, starts, n_iter, best):
-    for x_s, s in starts:
-        log.info("retry from %s with damping %.2f", np.round(x_s, 4), float(s.damping))
-        a = point.attempt(pb, x_s, None, s)
-        n_iter, best = n_iter + a.n_iter, min(best, a.residual)
-        if a.converged:
-            return Found(a, None, n_iter, a.residual), n_iter, best
-    return None, n_iter, best
+    """The first of the attempts from ``starts`` (``(x, settings)`` pairs) that converges:
+    ``(Found | None, n_iter, best residual)``."""
+
+    def attempt(start):
+        log.info("retry from %s with damping %.2f", np.round(start[0], 4), float(start[1].damping))
+        return point.attempt(pb, start[0], None, start[1])
+
+    t = follow.retry(attempt, starts)
+    n_iter += sum(a.n_iter for a in t.tried)
+    best = min([best, *(a.residual for a in t.tried)])
+    return (Found(t.result, None, n_iter, t.result.residual) if t.accepted else None), n_iter, best
 
 
 def find(pb: point.Problem, lam, start, settings: LoopSettings) -> Found:

@@ -54,7 +54,7 @@ import warnings
 
 import numpy as np
 
-from attnlib import channels
+from attnlib import channels, follow
 from attnlib.se import point, robust
 from attnlib.se.engine import LoopSettings
 from attnlib.se.lam0 import _lam0_refusal
@@ -107,21 +107,18 @@ def _from_lam0(pb, lam, settings):
 def _walk(pb, lam, settings):
     """Continuation from ``lam * 10^WALK[0]`` down to ``lam``: an Attempt or None (the
     first ``lam`` of the walk where the default start converges within
-    ``robust._PROBE`` maps starts it)."""
+    ``robust._PROBE`` maps starts it; :func:`attnlib.se.robust._descend` the rest)."""
     Q0 = float(pb.data.Q0)
     base = lam if lam > 0 else 1e-6
     probe = settings._replace(max_iter=min(int(settings.max_iter), robust._PROBE))
-    a = None
-    for k in (*WALK, 0):
-        lam_k = base * 10.0**k if k else lam
-        x0, prox0 = (robust.default_x0(Q0), None) if a is None else (a.x, a.prox)
-        b = point.attempt(robust._at_lam(pb, lam_k), x0, prox0, probe if a is None else settings)
-        if not b.converged:
-            if a is not None:
-                return None
-            continue
-        a = b
-    return a
+    lams = [*(base * 10.0**k for k in WALK), lam]
+    first = follow.retry(
+        lambda lam_k: point.attempt(robust._at_lam(pb, lam_k), robust.default_x0(Q0), None, probe),
+        lams,
+    )
+    if not first.accepted:
+        return None
+    return robust._descend(pb, first.result, lams[len(first.tried) :], (settings,))[0]
 
 
 def distinct(x, y, Q0) -> bool:

@@ -35,7 +35,7 @@ import time
 import warnings
 from typing import NamedTuple
 
-from attnlib import _checks, _limits, se
+from attnlib import _checks, _limits, follow, se
 from attnlib.tasks import Task
 from attnlib.thresholds._common import (
     PENALTIES,
@@ -222,30 +222,26 @@ def _stop_warning(why, lo, hi, xtol) -> None:
 
 
 def _bisect(task, target, bracket, hi_point, xtol, se_kwargs, *, budget):
-    """Halve ``bracket = (lo, hi)`` until ``hi - lo <= xtol`` or the budget is spent (or
-    an interrupt: the bracket of the finished probes is kept); the last fixed point at
-    ``hi`` (``hi_point``: a fixed point and its warm start)."""
-    lo, hi = bracket
-    n = 0
-    while hi - lo > xtol:
-        why = budget.spent(n + 2)  # the two end-point solves came first
-        mid = 0.5 * (lo + hi)
-        try:
-            r = None if why else _lam0_fixed_point(task, target, mid, hi_point[1], se_kwargs)
-        except (KeyboardInterrupt, _limits.TimeUp) as err:
-            why = budget.why(err)
-        if why is not None:
-            _stop_warning(why, lo, hi, xtol)
-            break
-        n += 1
-        if r is None:
-            lo = mid
-        else:
-            hi, hi_point = mid, r
-        log.info("interpolation_se: probe %d at alpha %.5g: %s; bracket [%.5g, %.5g], %.0f s",
-                 n, mid, "fixed point" if r else "interpolates", lo, hi,
-                 time.perf_counter() - budget.start)  # fmt: skip
-    return lo, hi, hi_point[0], n
+    """Halve ``bracket = (lo, hi)`` (:func:`attnlib.follow.bisect`) until ``hi - lo <= xtol``
+    or the budget is spent (or an interrupt: the bracket of the finished probes is kept);
+    the last fixed point at ``hi`` (``hi_point``: a fixed point and its warm start)."""
+
+    def probe(alpha, at_hi):
+        return _lam0_fixed_point(task, target, alpha, at_hi[1], se_kwargs)
+
+    def after(n, alpha, r, lo, hi):
+        msg = "interpolation_se: probe %d at alpha %.5g: %s; bracket [%.5g, %.5g], %.0f s"
+        what = "fixed point" if r else "interpolates"
+        log.info(msg, n, alpha, what, lo, hi, time.perf_counter() - budget.start)
+
+    def spent(n):  # the two end-point solves came first
+        return budget.spent(n + 2)
+
+    b = follow.bisect(probe, *bracket, xtol=xtol, at_hi=hi_point, spent=spent, after=after)
+    if b.stopped is not None:
+        why = b.stopped if isinstance(b.stopped, str) else budget.why(b.stopped)
+        _stop_warning(why, b.lo, b.hi, xtol)
+    return b.lo, b.hi, b.at_hi[0], b.n_probes
 
 
 def _ends(task, target, se_kwargs, budget):

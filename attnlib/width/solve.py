@@ -9,12 +9,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnlib import _checks, _limits, se
+from attnlib import _checks, _limits, follow, se
 from attnlib.se import engine as se_engine
 from attnlib.se import point, robust
 from attnlib.se.continuation import unfinished_result
 from attnlib.se.output import check_task, qmc_points
-from attnlib.se.results import SEConvergenceWarning, SEResult, WarmStart
+from attnlib.se.results import SEConvergenceWarning, SEResult
 from attnlib.se.settings import SESettings, resolve
 from attnlib.width.input import constrained_trace
 
@@ -97,31 +97,11 @@ def _attempt(pb, x0, prox, settings):
     return sides, a.x, a.prox, a.n_iter, a.residual
 
 
-def _init_point(init):
-    """``(x0, warm)`` from ``init`` (validated before any solve): ``x0 = (m, q, v)`` with
-    ``q, v > 0``; ``warm`` the :class:`~attnlib.se.WarmStart` when ``init`` is one. Accepts
-    a ``WarmStart``, ``(m, q, v)``, or a result (an :class:`SEResult` or a
-    :class:`WidthResult`: its ``(m, q, v)`` only)."""
-    given, warm = init, None
-    if isinstance(init, WidthResult):
-        init = init.se
-    if isinstance(init, SEResult):
-        init = (init.m, init.q, init.v)
-    if isinstance(init, WarmStart):
-        warm, init = init, init.x
-    try:
-        x0 = np.asarray(init, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        x0 = np.zeros(0)
-    if x0.shape != (3,) or not np.all(np.isfinite(x0)) or x0[1] <= 0 or x0[2] <= 0:
-        raise ValueError(f"init must be (m, q, v) with q, v > 0 or a result, got {given!r}")
-    return x0, warm
-
-
 def _start(init, pb):
-    """``(x0, prox0)`` from ``init`` (:func:`_init_point`): a ``WarmStart``'s prox points
-    where they fit this problem's QMC points, else the cold prox points at ``x0``."""
-    x0, warm = _init_point(init)
+    """``(x0, prox0)`` from ``init`` (:func:`attnlib.follow.start`; a result that did not
+    converge starts cold): a ``WarmStart``'s prox points where they fit this problem's QMC
+    points, else the cold prox points at ``x0``."""
+    x0, warm = follow.start(init, robust.default_x0(float(pb.data.Q0)))
     prox = warm.prox if warm is not None and warm.key == (pb.task, *pb.qmc) else None
     return x0, (point.cold_prox(pb, x0) if prox is None else prox)
 
@@ -132,8 +112,7 @@ def _check(task, target, alpha, lam, kappa, init=None):
     _checks.alpha(alpha)
     _checks.nonnegative("lam", lam)
     _checks.in_interval("kappa", kappa, 0.0, 1.0)
-    if init is not None:
-        _init_point(init)
+    follow.start(init, None)  # a ValueError naming init before any solve
 
 
 def _check_convex(convex, alpha, lam):

@@ -30,7 +30,8 @@ GAMP-RIE is run with heavier damping (0.5, then 0.8, then 0.9) where a run blows
 The library's :func:`attnlib.amp.robust_gamp` is the ERM's GAMP and retries until a run
 *converges*; this script keeps a stable run that stops at ``max_iter`` (23 of the 36 runs
 of ``bayes_gamp.npz`` and all 6 of ``bayes_gamp_a005.npz``, whose spread the chapter
-reports), so the acceptance test is its own: the library has no GAMP-RIE retry.
+reports), so its acceptance test is its own, on the same retry ladder
+(:func:`attnlib.follow.retry`).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ import numpy as np
 from data import _common as C
 
 import attnlib
-from attnlib import bayes, sweep, targets, tasks
+from attnlib import bayes, follow, sweep, targets, tasks
 from attnlib.se import drivers
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
@@ -110,12 +111,20 @@ def _gamp_rie(task, data, S0, max_iter: int, where: str):
     """GAMP-RIE with the first damping of ``DAMPINGS`` whose run stays finite with ``v``
     below the prior variance bound (the last one otherwise); and that damping."""
     bound = 2 * (TARGET.Q0 - TARGET.measure().moment(1) ** 2)
-    for damping in DAMPINGS:
-        r = bayes.gamp_rie(task, data, TARGET, S0=S0, max_iter=max_iter, tol=1e-5, damping=damping)
-        if np.all(np.isfinite(r.trajectory.v)) and r.trajectory.v[-1] < bound:
-            break
+
+    def run(damping):
+        return bayes.gamp_rie(
+            task, data, TARGET, S0=S0, max_iter=max_iter, tol=1e-5, damping=damping
+        )
+
+    def stays_finite(r):
+        return np.all(np.isfinite(r.trajectory.v)) and r.trajectory.v[-1] < bound
+
+    def diverged(damping, r):
         C.log(f"   gamp {where}: diverged at damping {damping}")
-    return r, damping
+
+    t = follow.retry(run, DAMPINGS, accept=stays_finite, failed=diverged)
+    return t.result, t.rung
 
 
 def gamp_point(setting: str, alpha: float, d: int, seed: int, max_iter: int = 150) -> dict:
