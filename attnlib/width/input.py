@@ -32,7 +32,7 @@ import math
 from attnlib import _checks
 from attnlib.denoisers.constrained import binding_cut, rank_cutoff
 from attnlib.denoisers.nuclear import nuclear_integrals
-from attnlib.se.input import InputSide, input_trace
+from attnlib.se.input import InputSide, input_trace, map_parameters
 
 __all__ = ["rank_cutoff", "constrained_input_side", "constrained_trace", "spectral_integrals"]
 
@@ -66,18 +66,9 @@ def constrained_input_side(target, m_hat, q_hat, a_hat, lam, kappa) -> InputSide
       ``rank_fraction = min(kappa, mass of rho_R above tau / c)``.
     """
     _checks.target(target)
-    m_hat = _checks.in_interval("m_hat", m_hat, 0.0, _checks.MAX_ABS)
     q_hat = _checks.in_interval("q_hat", q_hat, 0.0, _checks.MAX_ABS)
-    a_hat = _checks.positive("a_hat", a_hat)
-    lam = _checks.nonnegative("lam", lam)
     kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
-    if not m_hat <= _checks.MAX_ABS * a_hat:
-        raise ValueError(
-            f"c = m_hat / a_hat must be <= 1e100, got m_hat={m_hat!r}, a_hat={a_hat!r}"
-        )
-    if m_hat**2 == 0.0:
-        raise ValueError(f"m_hat**2 must be > 0 (Delta_eff = q_hat / m_hat**2), got {m_hat=!r}")
-    Delta, c, tau = q_hat / m_hat**2, m_hat / a_hat, lam / a_hat
+    m_hat, Delta, c, tau = map_parameters(m_hat, q_hat, a_hat, lam)
     try:
         cut = binding_cut(target, Delta, c, tau, kappa)
         m, q, fh, rank = spectral_integrals(target, Delta, c, tau, cut)
