@@ -156,11 +156,11 @@ def _attempts(attempts, s: SESettings) -> tuple:
             f"attempts must be a non-empty sequence of (damping, max_iter) pairs, got {attempts!r}"
         )
     interval = dict(low_open=False, high_open=True)
-    return tuple(
-        (_checks.in_interval("attempts: damping", d, 0.0, 1.0, **interval),
-         _checks.integer("attempts: max_iter", k, 1))
-        for d, k in pairs
-    )  # fmt: skip
+    checked = []
+    for d, k in pairs:
+        d = _checks.in_interval("attempts: damping", d, 0.0, 1.0, **interval)
+        checked.append((d, _checks.integer("attempts: max_iter", k, 1)))
+    return tuple(checked)
 
 
 def _convex_start(task, target, alpha, lam, s: SESettings):
@@ -172,8 +172,8 @@ def _convex_start(task, target, alpha, lam, s: SESettings):
         return robust.default_x0(float(target.Q0)), None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SEConvergenceWarning)
-        r, w = se.solve(task, target, alpha, lam, settings=s._replace(on_fail="warn"),
-                        return_warm=True)  # fmt: skip
+        quiet = s._replace(on_fail="warn")
+        r, w = se.solve(task, target, alpha, lam, settings=quiet, return_warm=True)
     if r.converged and r.q == 0.0:
         return None, r
     return (w if r.converged else robust.default_x0(float(target.Q0))), None
@@ -276,8 +276,8 @@ def solve(
         except _limits.TimeUp:
             if s.time_limit is None:  # the limit of an enclosing call: its to handle
                 raise
-    _fail(f"width.solve stopped at time_limit = {s.time_limit:g} s at alpha={alpha}, "
-          f"lam={lam}, kappa={kappa} (fields are NaN)", s.on_fail)  # fmt: skip
+    where = f"time_limit = {s.time_limit:g} s at alpha={alpha}, lam={lam}, kappa={kappa}"
+    _fail(f"width.solve stopped at {where} (fields are NaN)", s.on_fail)
     nan = unfinished_result(alpha, lam, "nuclear", float(target.Q0))
     out = WidthResult(float(kappa), math.nan, False, nan, nan if convex is None else convex)
     return (out, None) if return_warm else out
