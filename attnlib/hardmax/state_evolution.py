@@ -110,12 +110,9 @@ class HardmaxSE(NamedTuple):
     trace: float = math.nan
     objective: float = math.nan
 
-    @property
-    def gamma(self) -> float:
-        """Deprecated name of :attr:`cos_theta` (a ``DeprecationWarning``; removed in the
-        next release)."""
-        _deprecation.warn("HardmaxSE.gamma", "HardmaxSE.cos_theta (cos Theta, book/notation.md)")
-        return self.cos_theta
+    gamma = _deprecation.renamed_field(
+        "HardmaxSE", "gamma", "cos_theta", " (cos Theta, book/notation.md)"
+    )
 
 
 def _check_task(task):
@@ -216,11 +213,7 @@ class HardmaxTrajectory(NamedTuple):
     cos_theta: np.ndarray
     rho: np.ndarray
 
-    @property
-    def gamma(self) -> np.ndarray:
-        """Deprecated name of :attr:`cos_theta` (a ``DeprecationWarning``)."""
-        _deprecation.warn("HardmaxTrajectory.gamma", "HardmaxTrajectory.cos_theta")
-        return self.cos_theta
+    gamma = _deprecation.renamed_field("HardmaxTrajectory", "gamma", "cos_theta")
 
 
 def _lam(fn: str, lam):

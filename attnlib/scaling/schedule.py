@@ -37,11 +37,7 @@ class LamSchedule:
         object.__setattr__(self, "alpha_ref", alpha_ref)
         self.__post_init__()
 
-    @property
-    def ell(self) -> float:
-        """Deprecated name of :attr:`nu` (a ``DeprecationWarning``)."""
-        _deprecation.warn("LamSchedule.ell", "LamSchedule.nu (book/notation.md)")
-        return self.nu
+    ell = _deprecation.renamed_field("LamSchedule", "ell", "nu", " (book/notation.md)")
 
     def __post_init__(self):
         _checks.positive("lam0", self.lam0)
