@@ -143,6 +143,14 @@ def task(value):
     return value
 
 
+def target(value):
+    """Return ``value`` if it is an :class:`attnlib.targets.Target` (by its interface, as
+    :func:`task`: ``measure`` and ``Q0``), else a ValueError naming ``target``."""
+    if not hasattr(value, "measure") or not hasattr(value, "Q0"):
+        raise ValueError(f"target must be an attnlib.targets.Target, got {value!r}")
+    return value
+
+
 def dataset(task_, data, d: int | None = None):
     """Validate a data set against a task; return ``(data.X, data.Y, d)``.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 
-__all__ = ["warn", "renamed_keyword"]
+__all__ = ["warn", "renamed_keyword", "renamed_field"]
 
 
 def warn(old: str, new: str, *, stacklevel: int = 3) -> None:
@@ -21,6 +21,17 @@ def warn(old: str, new: str, *, stacklevel: int = 3) -> None:
         DeprecationWarning,
         stacklevel=stacklevel,
     )
+
+
+def renamed_field(owner: str, old: str, new: str, note: str = "") -> property:
+    """The read-only attribute ``old`` of the class ``owner``: the field ``new``, with a
+    :class:`DeprecationWarning` naming ``owner.new`` (and ``note`` after it)."""
+
+    def get(self):
+        warn(f"{owner}.{old}", f"{owner}.{new}{note}")
+        return getattr(self, new)
+
+    return property(get, doc=f"Deprecated name of :attr:`{new}` (a ``DeprecationWarning``).")
 
 
 def renamed_keyword(function: str, new: str, value, old: str, old_value, *, stacklevel=4):

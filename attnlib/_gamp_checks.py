@@ -67,30 +67,27 @@ def resolve(cls, settings, default, given: dict):
 def run_arguments(output, denoiser, data, start, extra):
     """Check :func:`attnlib.gamp.run`'s ``output``, ``denoiser``, ``data``, ``start`` and
     ``extra = (lam, Q0, weights)``; returns the last three, checked."""
+    steps = "an attnlib.gamp output step (ERMOutput, ProjectionOutput, PosteriorOutput)"
     if not all(hasattr(output, a) for a in ("task", "jittable", "warm", "fallbacks")):
-        raise ValueError("output must be an attnlib.gamp output step (ERMOutput, "
-                         f"ProjectionOutput, PosteriorOutput), got {output!r}")  # fmt: skip
+        raise ValueError(f"output must be {steps}, got {output!r}")
+    maps = "a callable (B, a_hat, lam) -> (S, v) with a jittable attribute (SpectralProx, RIE)"
     if not callable(denoiser) or not hasattr(denoiser, "jittable"):
-        raise ValueError("denoiser must be a callable (B, a_hat, lam) -> (S, v) with a "
-                         f"jittable attribute (SpectralProx, RIE), got {denoiser!r}")  # fmt: skip
+        raise ValueError(f"denoiser must be {maps}, got {denoiser!r}")
     _, _, d = _checks.dataset(output.task, data)
     if not (isinstance(start, tuple) and hasattr(start, "S") and hasattr(start, "v")):
         raise ValueError(f"start must be an attnlib.gamp.Start, got {start!r}")
     _checks.square_matrix("start.S", start.S, d, True, against="data.X")
     _checks.in_interval("start.v", start.v, 0.0, _checks.MAX_ABS)
+    per_pair = dict(ndim=2, shape=(np.shape(data.X)[0], output.task.n_pairs), against="data")
     g = getattr(start, "g", None)
     if g is not None:
-        want = (np.shape(data.X)[0], output.task.n_pairs)
-        _checks.finite_array("start.g", g, ndim=2, shape=want, against="data",
-                             max_abs=_checks.MAX_ABS)  # fmt: skip
+        _checks.finite_array("start.g", g, **per_pair, max_abs=_checks.MAX_ABS)
     lam, Q0, weights = extra
     lam = _checks.in_interval("lam", lam, 0.0, _checks.MAX_ABS, low_open=False)
     if Q0 is not None:
         Q0 = _checks.in_interval("Q0", Q0, 1.0 / _checks.MAX_ABS, _checks.MAX_ABS, low_open=False)
     if weights is not None:
-        want = (np.shape(data.X)[0], output.task.n_pairs)
-        w = _checks.finite_array("weights", weights, ndim=2, shape=want, against="data",
-                                 max_abs=_checks.MAX_ABS)  # fmt: skip
+        w = _checks.finite_array("weights", weights, **per_pair, max_abs=_checks.MAX_ABS)
         if not np.all(np.asarray(w) > 0):
             raise ValueError("weights must be positive")
     return lam, Q0, weights

@@ -27,30 +27,14 @@ def _ipywidgets():
     return ipywidgets, _display
 
 
-def _slider(kind, value, low, high, step, description, **kw):
+def _slider(kind, value, low, high, step, description):
+    """A slider that updates on release; ``kind`` ``"log"``: ``low``, ``high`` and
+    ``step`` in ``log10``."""
     w, _ = _ipywidgets()
-
     cls = {"float": w.FloatSlider, "int": w.IntSlider, "log": w.FloatLogSlider}[kind]
-    if kind == "log":
-        return cls(
-            value=value,
-            base=10,
-            min=low,
-            max=high,
-            step=step,
-            description=description,
-            continuous_update=False,
-            **kw,
-        )
-    return cls(
-        value=value,
-        min=low,
-        max=high,
-        step=step,
-        description=description,
-        continuous_update=False,
-        **kw,
-    )
+    log = {"base": 10} if kind == "log" else {}
+    opts = dict(value=value, min=low, max=high, step=step, description=description, **log)
+    return cls(continuous_update=False, **opts)
 
 
 def _explorer(settings, controls, draw):

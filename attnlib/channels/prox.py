@@ -94,9 +94,9 @@ _STAGES = (8, 64)
 _MIN_STAGE = 64
 
 
-def _newton_loop(task, b: Batch, st, tol, limits):
-    """Masked Newton steps until fewer than ``limits[2]`` problems are left or ``max_iter``."""
-    max_iter, it0, keep_going_above = limits
+def _newton_loop(task, b: Batch, st, tol, *, it0, max_iter, keep_going_above):
+    """Masked Newton steps from the count ``it0`` until at most ``keep_going_above``
+    problems are left or ``max_iter``."""
 
     def body(c):
         st, it = c
@@ -116,12 +116,13 @@ def _newton_stages(task, b: Batch, st, tol, max_iter):
     it = jnp.asarray(0)
     for i, M in enumerate(sizes):
         nxt = sizes[i + 1] if i + 1 < len(sizes) else 0
+        stages = dict(it0=it, max_iter=max_iter, keep_going_above=nxt)
         if M == N:
-            st, it = _newton_loop(task, b, st, tol, (max_iter, it, nxt))
+            st, it = _newton_loop(task, b, st, tol, **stages)
             continue
         idx = jnp.argsort(st[2], stable=True)[:M]  # unfinished problems first
         sub_b = Batch(*(a[idx] for a in b))
-        sub, it = _newton_loop(task, sub_b, tuple(a[idx] for a in st), tol, (max_iter, it, nxt))
+        sub, it = _newton_loop(task, sub_b, tuple(a[idx] for a in st), tol, **stages)
         st = tuple(a.at[idx].set(x) for a, x in zip(st, sub, strict=True))
     return st, it
 

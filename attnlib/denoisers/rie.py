@@ -55,22 +55,16 @@ class MMSE(NamedTuple):
     cubic: float
 
 
-def _check_target(target):
-    if not hasattr(target, "measure") or not hasattr(target, "Q0"):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    return target
-
-
 def prior_variance(target) -> float:
     """``Q0 - (Tr S0 / d)^2``: ``mmse_den`` at infinite noise (the prior's own error)."""
-    _check_target(target)
+    _checks.target(target)
     mean = target.measure().moment(1)
     return float(target.Q0 - mean * mean)
 
 
 def mmse_den_parts(target, Delta: float) -> MMSE:
     """Both formulas of :func:`mmse_den` at ``Delta > 0`` (their gap is the quadrature error)."""
-    _check_target(target)
+    _checks.target(target)
     Delta = _checks.positive("Delta", Delta)
     spec = rmt.deformed_spectrum(target, Delta)
     overlap = float(target.Q0 - integrate(spec, rmt.conditional_overlap(spec)).q)
@@ -84,7 +78,7 @@ def mmse_den(target, Delta: float) -> float:
     Uses ``Delta - (4 pi^2/3) Delta^2 int rho_R^3`` (no cancellation against ``Q0`` at
     small ``Delta``). ``Delta = 0`` returns 0.
     """
-    _check_target(target)
+    _checks.target(target)
     Delta = _checks.nonnegative("Delta", Delta)
     if Delta == 0.0:
         return 0.0
@@ -97,7 +91,7 @@ def rie_function(target, Delta: float, x) -> np.ndarray:
     Outside the support of ``rho_R`` (finite-``d`` eigenvalues beyond the edge)
     ``h_R`` is the real Stieltjes transform there, so ``f`` stays continuous.
     """
-    _check_target(target)
+    _checks.target(target)
     Delta = _checks.positive("Delta", Delta)
     x = np.asarray(_checks.finite_array("x", x), dtype=float)
     h = rmt.stieltjes(target, Delta, x.astype(complex)).real
@@ -149,8 +143,7 @@ class RIE:
     jittable = False
 
     def __post_init__(self):
-        if not hasattr(self.target, "measure") or not hasattr(self.target, "Q0"):
-            raise ValueError(f"target must be an attnlib.targets.Target, got {self.target!r}")
+        _checks.target(self.target)
 
     def __call__(self, B, a_hat, lam):
         d = B.shape[0]

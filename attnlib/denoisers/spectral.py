@@ -1,16 +1,10 @@
 r"""The integrals of a spectral map against ``rho_R``, once for every penalty.
 
 A spectral denoiser keeps the eigenvectors of ``R = S0 + sqrt(Delta) W_goe`` and maps
-each eigenvalue ``x`` through a scalar ``f``. At large ``d`` its overlaps are integrals
-against the limiting spectrum ``rho_R`` (:func:`attnlib.rmt.deformed_spectrum`), with
-``h_R`` the Hilbert transform of ``rho_R`` and ``x - 2 Delta h_R(x)`` the conditional
-overlap ``E[v^T S0 v | x]`` of an eigenvector ``v`` of ``R``::
-
-    q     = int rho_R f^2                    (lim Tr F(R)^2 / d)
-    m     = int rho_R f (x - 2 Delta h_R)    (lim Tr F(R) S0 / d)
-    div   = int rho_R f h_R                  (lim div F / d^2)
-    trace = int rho_R f                      (lim Tr F(R) / d)
-    rank  = int_{f != 0} rho_R               (lim rank F(R) / d)
+each eigenvalue ``x`` through a scalar ``f``. At large ``d`` its overlaps ``q``, ``m``,
+``div``, ``trace`` and ``rank`` are integrals against the limiting spectrum ``rho_R``
+(formulas in :mod:`attnlib.rmt.integrals`), with ``x - 2 Delta h_R(x)`` the conditional
+overlap ``E[v^T S0 v | x]`` of an eigenvector ``v`` of ``R``.
 
 Every input side of attnlib is this integrator with its own ``f``: the soft threshold of
 the nuclear + PSD penalty, cut at a quantile of ``rho_R`` for the rank-constrained

@@ -57,8 +57,7 @@ def gamp(
     contraction per step) is ``trajectory.scale[-1]``, ``a_hat`` is before the rescaling."""
     channels.require_task(task, Hardmax)
     X, Y, d = _checks.dataset(task, data)
-    if not hasattr(target, "Q0"):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    _checks.target(target)
     Q0 = _checks.in_interval("target.Q0", target.Q0, 1e-100, 1e100, low_open=False)
     given = dict(damping=damping, max_iter=max_iter, tol=tol, observe=observe)
     settings = _gamp.resolve_settings(settings, _SETTINGS, **given)

@@ -110,12 +110,9 @@ class HardmaxSE(NamedTuple):
     trace: float = math.nan
     objective: float = math.nan
 
-    @property
-    def gamma(self) -> float:
-        """Deprecated name of :attr:`cos_theta` (a ``DeprecationWarning``; removed in the
-        next release)."""
-        _deprecation.warn("HardmaxSE.gamma", "HardmaxSE.cos_theta (cos Theta, book/notation.md)")
-        return self.cos_theta
+    gamma = _deprecation.renamed_field(
+        "HardmaxSE", "gamma", "cos_theta", " (cos Theta, book/notation.md)"
+    )
 
 
 def _check_task(task):
@@ -216,11 +213,7 @@ class HardmaxTrajectory(NamedTuple):
     cos_theta: np.ndarray
     rho: np.ndarray
 
-    @property
-    def gamma(self) -> np.ndarray:
-        """Deprecated name of :attr:`cos_theta` (a ``DeprecationWarning``)."""
-        _deprecation.warn("HardmaxTrajectory.gamma", "HardmaxTrajectory.cos_theta")
-        return self.cos_theta
+    gamma = _deprecation.renamed_field("HardmaxTrajectory", "gamma", "cos_theta")
 
 
 def _lam(fn: str, lam):
@@ -274,8 +267,7 @@ def _start(name: str, start, target):
         raise ValueError(
             f"{name} must be (cos_theta, rho) with 0 < cos_theta < 1 and rho > 0, got {start}"
         )
-    if not (hasattr(target, "measure") and hasattr(target, "Q0")):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    _checks.target(target)
     return np.array([np.arctanh(g0), math.log(r0)])
 
 

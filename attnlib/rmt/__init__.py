@@ -26,13 +26,10 @@ The edges of ``rho_R`` are ``H(u)`` at the boundary points of ``U`` (``F(u, 0) =
 and each connected piece of the support carries the ``mu``-mass of the matching
 piece of ``U``. The curve parameter ``u`` is smooth across square-root edges.
 
-A target enters through its limiting measure: the Wishart family through its
-algebraic Stieltjes transform (implemented here with the branch cut exactly on the
-Marchenko-Pastur support, so that it is also valid on the real axis; it equals
-``Wishart.stieltjes`` off the axis), every other target through the atoms of
-``target.measure(n_atoms)`` (an atomic measure: for small ``Delta`` isolated atoms
-become separate small bumps of ``rho_R``). Isolated eigenvalues of the target
-(spikes) are handled by :func:`outliers`.
+A target enters through its limiting measure (:mod:`~attnlib.rmt.law`: closed form for
+the Wishart family, else the atoms of ``target.measure(n_atoms)``, which for small
+``Delta`` become separate small bumps of ``rho_R``); its isolated eigenvalues (spikes)
+through :func:`outliers`.
 
 Package layout (one idea per module): :mod:`~attnlib.rmt.semicircle`,
 :mod:`~attnlib.rmt.law` (``mu`` and ``G_mu``), :mod:`~attnlib.rmt.roots` (bracketed

@@ -165,6 +165,12 @@ def _G(law: _Law, z, nder: int = 0) -> list[np.ndarray]:
                     im = 2 * v[sl] * ((d * q) @ w)
                     out[1][sl] = -re + 1j * im
         return [o.reshape(shape) for o in out]
+    return [o.reshape(shape) for o in _atom_sums(z, t, w, out)]
+
+
+def _atom_sums(z, t, w, out) -> list[np.ndarray]:
+    """``out[k] = d^k/dz^k sum_j w_j / (z - t_j)`` at flat ``z`` (in place; chunked)."""
+    nder = len(out) - 1
     with np.errstate(all="ignore"):
         for sl in _chunks(z.size, t.size):
             r = 1.0 / (z[sl, None] - t[None, :])
@@ -173,7 +179,7 @@ def _G(law: _Law, z, nder: int = 0) -> list[np.ndarray]:
                 out[k][sl] = (-1) ** k * math.factorial(k) * (rk @ w)
                 if k < nder:
                     rk = rk * r
-    return [o.reshape(shape) for o in out]
+    return out
 
 
 def _G_real(law: _Law, u, nder: int = 0) -> list[np.ndarray]:
@@ -181,18 +187,9 @@ def _G_real(law: _Law, u, nder: int = 0) -> list[np.ndarray]:
     u = np.asarray(u, dtype=float)
     if law.kind == "wishart":
         return [np.real(g) for g in _G(law, u + 0j, nder)]
-    t, w = law.atoms, law.weights
     flat = u.ravel()
     out = [np.empty(flat.shape) for _ in range(nder + 1)]
-    with np.errstate(all="ignore"):
-        for sl in _chunks(flat.size, t.size):
-            r = 1.0 / (flat[sl, None] - t[None, :])
-            rk = r
-            for k in range(nder + 1):
-                out[k][sl] = (-1) ** k * math.factorial(k) * (rk @ w)
-                if k < nder:
-                    rk = rk * r
-    return [o.reshape(u.shape) for o in out]
+    return [o.reshape(u.shape) for o in _atom_sums(flat, law.atoms, law.weights, out)]
 
 
 def _on_support(law: _Law, u) -> np.ndarray:

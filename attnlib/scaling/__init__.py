@@ -25,22 +25,10 @@ which is the only property of the family that the exponents below depend on, in 
 window ``1 << k*(t) << n_modes`` of thresholds ``t`` (``k*(t)`` the number of modes
 above ``t``).
 
-Recovered modes. In the state evolution the learned matrix is ``S_hat = F(R)`` with
-``R = S0 + sqrt(Delta_eff) W_goe`` and ``f(x) = (c x - tau)_+``: the eigenvectors of ``R``
-with eigenvalue above ``t = tau / c`` are kept. Writing ``omega(x) = u + i v`` for the
-subordination function at ``x + i0`` (``u = x - Delta h_R(x)``, ``v = pi Delta rho_R(x)``),
-``G_R(x) = sum_k pi_k / (omega - lambda_k)`` (plus the zero eigenvalues), so the density
-of ``R`` splits into the spectral components of the modes, ``rho_R = sum_k rho_k + rho_null``
-with
-
-    rho_k(x) / rho_R(x) = pi_k Delta / ((u - lambda_k)^2 + v^2) = E[ ||P_k v_x||^2 | x ],
-
-``P_k`` the projector on the eigenspace of mode ``k`` and ``v_x`` a unit eigenvector of ``R``
-at ``x`` (the share of mode ``k`` among the eigenvectors at ``x``). The learned fraction of
-mode ``k`` is ``phi_k = int_{x > t} rho_k / pi_k``, the limit of
-``||P_+ P_k||_F^2 / (pi_k d)`` with ``P_+`` the projector on the range of ``S_hat``. A mode
-is *recovered* when ``phi_k > 1/2`` (:func:`recovered_modes`); the same
-fractions of a trained matrix are :func:`recovered_modes_trained`.
+Recovered modes. The eigenvectors of ``R`` kept by the learned spectral map split into
+the spectral components of the modes; a mode is *recovered* when more than half of its
+eigenspace is learned (:func:`recovered_modes`, :func:`recovered_modes_trained`; the
+derivation in :mod:`attnlib.scaling.recovery`).
 
 Scaling laws. :func:`excess_risk_curve` runs the state evolution along ``alpha`` with a
 penalty schedule ``lam = lam0 (alpha / alpha_ref)^{-nu}`` (:class:`LamSchedule`; at fixed
@@ -48,22 +36,10 @@ penalty schedule ``lam = lam0 (alpha / alpha_ref)^{-nu}`` (:class:`LamSchedule`;
 ``e - e0 ~ C alpha^{-zeta}`` by least squares in log-log coordinates, and
 :func:`predicted_exponent` gives the derived ``zeta`` (derivation in book/08_scaling_laws).
 
-LASSO comparison (vector compressed sensing). ``y = A x0 + sqrt(noise) w`` with ``A`` an
-``n x N`` matrix of i.i.d. ``N(0, 1/N)`` entries (each measurement has variance
-``||x0||^2 / N``, like a pre-activation ``h``), ``delta = n / N``, and the LASSO
-``min_x (1/2) ||y - A x||^2 + lam ||x||_1``. The entries of ``x0`` follow the target's
-spectral measure (a fraction ``pi_k`` of the entries equals ``lambda_k``), so the vector
-and the matrix problems share their "spectrum". The state evolution of Bayati and
-Montanari / Donoho, Maleki and Montanari (:func:`lasso_se`) reads, with the soft
-threshold ``eta(x; theta) = sign(x) (|x| - theta)_+`` and ``X = X0 + tau Z``::
-
-    tau^2 = (noise + E[(eta(X; theta) - X0)^2]) / delta,
-    theta = lam / (delta - P(|X| > theta)),
-
-the second line being the calibration between ``lam`` and the threshold (the LASSO
-normalisation above is the textbook one with ``A -> A / sqrt(delta)``,
-``lam -> lam / delta``, ``noise -> noise / delta``). :func:`lasso_solve` is a small
-FISTA solver used to check it at finite ``N``.
+LASSO comparison (vector compressed sensing): the LASSO on a vector whose entries
+follow the target's spectral measure, its state evolution :func:`lasso_se` (the
+equations in :mod:`attnlib.scaling.lasso_se`) and :func:`lasso_solve`, a small FISTA
+solver used to check it at finite ``N``.
 """
 
 from attnlib.scaling.curve import ExcessRiskCurve, excess_risk_curve

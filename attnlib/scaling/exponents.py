@@ -36,12 +36,7 @@ class ExponentPrediction(NamedTuple):
     phase: str
     r: float
 
-    @property
-    def f(self) -> float:
-        """Deprecated name of :attr:`zeta` (a ``DeprecationWarning``; removed in the next
-        release)."""
-        _deprecation.warn("ExponentPrediction.f", "ExponentPrediction.zeta (book/notation.md)")
-        return self.zeta
+    f = _deprecation.renamed_field("ExponentPrediction", "f", "zeta", " (book/notation.md)")
 
 
 def _counting_exponent(gamma, share_exponent) -> float:

@@ -117,9 +117,9 @@ def _top_eigenvalue(A) -> float:
     return nv
 
 
-def _check_point(A, y, lam, x, check) -> LassoFit:
-    """The polished point if it is a minimiser to ``tol``, else ``x`` with its residual."""
-    gm, tol, it = check
+def _check_point(A, y, lam, x, *, gm, tol, it) -> LassoFit:
+    """The polished point if it is a minimiser to ``tol`` (``gm``: the relative gradient
+    mapping; ``it``: the iterations done), else ``x`` with its residual."""
     xp = _lasso_polish(A, y, lam, x)
     if xp is not None:
         res_p = gm(xp, A @ xp)
@@ -129,9 +129,8 @@ def _check_point(A, y, lam, x, check) -> LassoFit:
     return LassoFit(x, it, residual < tol, residual)
 
 
-def _fista(A, y, lam, x, limits) -> LassoFit:
-    """FISTA with restarts from ``x``; ``limits = (tol, max_iter)`` (see :func:`lasso_solve`)."""
-    tol, max_iter = limits
+def _fista(A, y, lam, x, *, tol, max_iter) -> LassoFit:
+    """FISTA with restarts from ``x`` (``tol``, ``max_iter``: see :func:`lasso_solve`)."""
     L = [1.1 * _top_eigenvalue(A)]  # raised by backtracking if a prox step fails to descend
 
     def gm(x, Ax):
@@ -159,7 +158,7 @@ def _fista(A, y, lam, x, limits) -> LassoFit:
         Az = Ax_new + mom * (Ax_new - Ax)
         x, Ax, t, fx = x_new, Ax_new, t_new, f_new
         if it % 50 == 0:
-            fit = _check_point(A, y, lam, x, (gm, tol, it))
+            fit = _check_point(A, y, lam, x, gm=gm, tol=tol, it=it)
             if fit.converged:
                 return fit
             residual = fit.residual
@@ -185,13 +184,15 @@ def lasso_solve(
         raise ValueError(f"A must be a non-empty (n, N) matrix, got shape {A.shape}")
     y = _checks.finite_array("y", y, 1, (A.shape[0],), against="A", max_abs=_checks.MAX_ABS)
     lam = _checks.positive("lam", lam)
-    limits = (_checks.positive("tol", tol), _checks.integer("max_iter", max_iter, 1))
+    limits = dict(
+        tol=_checks.positive("tol", tol), max_iter=_checks.integer("max_iter", max_iter, 1)
+    )
     N = A.shape[1]
     if x_init is None:
         x = np.zeros(N)
     else:
         x = _checks.finite_array("x_init", x_init, 1, (N,), against="A", max_abs=_checks.MAX_ABS)
-    fit = _fista(A, np.asarray(y, dtype=float), lam, np.asarray(x, dtype=float), limits)
+    fit = _fista(A, np.asarray(y, dtype=float), lam, np.asarray(x, dtype=float), **limits)
     if not fit.converged:
         warnings.warn(
             f"lasso_solve: residual {fit.residual:.2e} > tol {limits[0]:.1e} after "

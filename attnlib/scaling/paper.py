@@ -75,9 +75,10 @@ def paper_exponent(gamma, a, b) -> PaperExponent:
     rates = ((a - 1.0) * (1.0 - 0.5 / gamma), a - 2.0, (0.5 - tau) * (2.0 - 1.0 / gamma), -2 * tau)
     if tau >= 0.5:
         return PaperExponent(0.0, "zero", rates)
+    if tau > s and tau > mu:
+        return PaperExponent(rates[2], "threshold", rates)
     if tau > s:
-        return PaperExponent(rates[2], "threshold", rates) if tau > mu else (
-            PaperExponent(rates[3], "shrinkage", rates))  # fmt: skip
+        return PaperExponent(rates[3], "shrinkage", rates)
     if a < 2.0:
         return PaperExponent(rates[0], "minimax", rates)
     return PaperExponent(rates[1], "variance", rates)

@@ -37,11 +37,7 @@ class LamSchedule:
         object.__setattr__(self, "alpha_ref", alpha_ref)
         self.__post_init__()
 
-    @property
-    def ell(self) -> float:
-        """Deprecated name of :attr:`nu` (a ``DeprecationWarning``)."""
-        _deprecation.warn("LamSchedule.ell", "LamSchedule.nu (book/notation.md)")
-        return self.nu
+    ell = _deprecation.renamed_field("LamSchedule", "ell", "nu", " (book/notation.md)")
 
     def __post_init__(self):
         _checks.positive("lam0", self.lam0)
@@ -88,8 +84,8 @@ def threshold_window(
     lam_k = target.mode_eigenvalues()
     k_lo, k_hi = _checks.integer("k_lo", k_lo, 1), _checks.integer("k_hi", k_hi, 1)
     if not k_lo <= k_hi <= lam_k.size:
-        raise ValueError(f"k_lo, k_hi must satisfy 1 <= k_lo <= k_hi <= {lam_k.size}, "
-                         f"got {k_lo}, {k_hi}")  # fmt: skip
+        bound = f"1 <= k_lo <= k_hi <= {lam_k.size}"
+        raise ValueError(f"k_lo, k_hi must satisfy {bound}, got {k_lo}, {k_hi}")
     t_lo, t_hi = lam_k[k_lo - 1], lam_k[k_hi - 1]
     rho_lo = float(np.sum(target.mode_weights()[:k_lo]))
     try:
@@ -99,6 +95,6 @@ def threshold_window(
     except (OverflowError, ZeroDivisionError):
         lam0 = a_lo = a_hi = math.nan
     if not all(0.0 < x < math.inf for x in (lam0, a_lo, a_hi)):
-        raise ValueError(f"nu, m_eff, ratio: the window (lam0, alpha_lo, alpha_hi) = "
-                         f"{(lam0, a_lo, a_hi)} is not finite and positive")  # fmt: skip
+        window = "nu, m_eff, ratio: the window (lam0, alpha_lo, alpha_hi)"
+        raise ValueError(f"{window} = {(lam0, a_lo, a_hi)} is not finite and positive")
     return lam0, a_lo, a_hi

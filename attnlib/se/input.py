@@ -35,6 +35,7 @@ __all__ = [
     "input_side",
     "input_trace",
     "host_input",
+    "map_parameters",
     "frobenius_arrays",
 ]
 
@@ -54,13 +55,14 @@ def _nuclear(target, Delta, c, tau, m_hat):
     return s.m, s.q, s.div / m_hat, s.rank
 
 
-def input_side(target, m_hat, q_hat, a_hat, lam, penalty="nuclear", *, Q0=None) -> InputSide:
-    """Input side: overlaps of the spectral estimator ``F(c (S0 + sqrt(Delta_eff) W))``."""
+def map_parameters(m_hat, q_hat, a_hat, lam) -> tuple[float, float, float, float]:
+    """``(m_hat, Delta_eff, c, tau) = (m_hat, q_hat / m_hat^2, m_hat / a_hat, lam / a_hat)``
+    from the conjugates and ``lam``, checked (a ``ValueError`` naming them, also where
+    ``Delta_eff`` or ``c`` would exceed ``1e100``)."""
     m_hat = _checks.in_interval("m_hat", m_hat, 0.0, _checks.MAX_ABS)
     q_hat = _checks.nonnegative("q_hat", q_hat)
     a_hat = _checks.positive("a_hat", a_hat)
     lam = _checks.nonnegative("lam", lam)
-    _checks.choice("penalty", penalty, PENALTIES)
     if m_hat**2 == 0.0 or not q_hat <= _checks.MAX_ABS * m_hat**2:
         raise ValueError(
             f"q_hat / m_hat**2 (the effective noise) must be <= {_checks.MAX_ABS:g}, "
@@ -71,9 +73,13 @@ def input_side(target, m_hat, q_hat, a_hat, lam, penalty="nuclear", *, Q0=None) 
             f"c = m_hat / a_hat must be <= {_checks.MAX_ABS:g}, got m_hat={m_hat!r}, "
             f"a_hat={a_hat!r}"
         )
-    Delta = q_hat / m_hat**2
-    c = m_hat / a_hat
-    tau = lam / a_hat
+    return m_hat, q_hat / m_hat**2, m_hat / a_hat, lam / a_hat
+
+
+def input_side(target, m_hat, q_hat, a_hat, lam, penalty="nuclear", *, Q0=None) -> InputSide:
+    """Input side: overlaps of the spectral estimator ``F(c (S0 + sqrt(Delta_eff) W))``."""
+    m_hat, Delta, c, tau = map_parameters(m_hat, q_hat, a_hat, lam)
+    _checks.choice("penalty", penalty, PENALTIES)
     if penalty == "frobenius":
         Q0 = target.Q0 if Q0 is None else Q0
         k = SpectralMap(c, tau, "frobenius").slope

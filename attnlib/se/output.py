@@ -187,9 +187,7 @@ def output_arrays(task, z, alpha, Q0, x, prox, *, mode="warm") -> OutputArrays:
 
 @functools.partial(jax.jit, static_argnames=("task",))
 def _cold_prox(task, z, Q0, x):
-    """Prox points ``(R N, K)`` at ``x`` from the cold starts (``omega`` and the noisy
-    logits) on the QMC points ``z`` ``(R, N, dim)``, and their objectives ``(R N,)``:
-    the prox of :func:`output_arrays` ``mode="cold"`` without the averages."""
+    """:func:`cold_prox` on one piece of the QMC points (one compiled program)."""
     zf = z.reshape(z.shape[0] * z.shape[1], -1)
     Y, omega, lab, V, _, _ = pairs(task, zf, Q0, x)
     starts = jnp.stack([omega, lab], axis=1)
@@ -199,9 +197,7 @@ def _cold_prox(task, z, Q0, x):
 
 @functools.partial(jax.jit, static_argnames=("task",))
 def _lower_minima(task, z, Q0, x, prox, cold):
-    """``(prox', n_better)``: per problem the better of the warm prox points ``prox`` and
-    the cold ones ``cold = (h, objective)`` of :func:`cold_prox` at the same ``x``
-    (the prox of :func:`output_arrays` ``mode="full"``, computed in two programs)."""
+    """:func:`lower_minima` on one piece of the QMC points (one compiled program)."""
     zf = z.reshape(z.shape[0] * z.shape[1], -1)
     Y, omega, _, V, _, _ = pairs(task, zf, Q0, x)
     f_warm = channels.prox_objective(task, Y, prox, omega, V)

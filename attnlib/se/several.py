@@ -212,8 +212,8 @@ def _spread(results, k) -> float:
     """The largest relative gap in test error and mse between ``results[k]`` and the
     others (what a tie among them adds to its error)."""
     b = results[k]
-    gaps = [abs(getattr(r, f) - getattr(b, f)) / max(abs(getattr(b, f)), 1e-300)
-            for r in results for f in ("test_error", "mse")]  # fmt: skip
+    scale = {f: max(abs(getattr(b, f)), 1e-300) for f in ("test_error", "mse")}
+    gaps = (abs(getattr(r, f) - getattr(b, f)) / s for r in results for f, s in scale.items())
     return float(max(gaps))
 
 
@@ -234,8 +234,8 @@ def decide(results) -> int | None:
 
 
 def _listed(results) -> str:
-    return ", ".join(f"({r.m:.5g}, {r.q:.5g}, {r.v:.5g}, {r.objective:.6g} +- "
-                     f"{objective_error(r):.2g})" for r in results)  # fmt: skip
+    one = "({:.5g}, {:.5g}, {:.5g}, {:.6g} +- {:.2g})"
+    return ", ".join(one.format(r.m, r.q, r.v, r.objective, objective_error(r)) for r in results)
 
 
 def _undecided(pb, lam, results, n_iter, on_fail) -> SEResult:

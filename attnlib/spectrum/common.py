@@ -34,12 +34,6 @@ def _check_task(task):
     return _checks.task(task)
 
 
-def _check_target(target):
-    if not hasattr(target, "measure") or not hasattr(target, "outliers"):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
-    return target
-
-
 def spectral_map(se_result) -> SpectralMap:
     """The learned spectral map of an SE result (checked: ``c > 0``, ``tau >= 0``)."""
     r = _check_se(se_result)

@@ -14,7 +14,6 @@ from attnlib import _checks, channels, se, train
 from attnlib.spectrum.common import (
     _DEFAULT_NODES,
     _check_se,
-    _check_target,
     _check_task,
     _deformed,
     _profile,
@@ -108,10 +107,9 @@ def optimal_scale(task, Q0: float, m: float, q: float) -> tuple[float, float]:
     return best_c, best_e
 
 
-def _assemble(task, overlaps, star, parts_mse, kept, **extra):
-    """``overlaps = (Q0, m, q)`` of ``S_hat``, ``star = (c*, e_test(c* S_hat))``."""
-    Q0, m, q = overlaps
-    c_star, e_star = star
+def _assemble(task, Q0, m, q, *, c_star, e_star, parts_mse, kept, **extra):
+    """The decomposition from the overlaps ``(Q0, m, q)`` of ``S_hat``, ``c*`` and
+    ``e_test(c* S_hat)``, the mse parts ``(over, under, approx)`` and the kept masses."""
     e_hat = se.test_error_from_overlaps(task, Q0, m, q)
     mse_star = Q0 - 2 * c_star * m + c_star**2 * q
     tot = float(np.sum(parts_mse))
@@ -151,7 +149,7 @@ def decompose(task, target, se_result, *, n_nodes: int = _DEFAULT_NODES) -> Erro
     quadrature error (a test checks it).
     """
     task = _check_task(task)
-    target = _check_target(target)
+    target = _checks.target(target)
     r = _check_se(se_result)
     n_nodes = _checks.integer("n_nodes", n_nodes, 16)
     Q0 = float(target.Q0)
@@ -167,7 +165,10 @@ def decompose(task, target, se_result, *, n_nodes: int = _DEFAULT_NODES) -> Erro
     over = float(np.sum(w[kept] * (1 - wr[kept]) * e[kept]))
     approx = float(np.sum(w[kept] * wr[kept] * e[kept]))
     kept_mass = (float(np.sum(w[kept])), float(np.sum(w[kept] * wr[kept])))
-    return _assemble(task, (Q0, r.m, r.q), (c_star, e_star), (over, under, approx), kept_mass)
+    parts = (over, under, approx)
+    return _assemble(
+        task, Q0, r.m, r.q, c_star=c_star, e_star=e_star, parts_mse=parts, kept=kept_mass
+    )
 
 
 def decompose_trained(
@@ -221,4 +222,6 @@ def decompose_trained(
         extra = {"e_test_mc": st.mean, "e_test_mc_stderr": st.stderr}
     kept_mass = (float(np.mean(kept)), float(np.sum(wr[kept]) / d))
     parts = (over, under, approx)
-    return _assemble(task, (Q0, m, q), (c_star, e_star), parts, kept_mass, **extra)
+    return _assemble(
+        task, Q0, m, q, c_star=c_star, e_star=e_star, parts_mse=parts, kept=kept_mass, **extra
+    )

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attnlib import _checks, _deprecation, rmt
-from attnlib.spectrum.common import _DEFAULT_NODES, _check_target, _deformed, _profile, _zero_mass
+from attnlib.spectrum.common import _DEFAULT_NODES, _deformed, _profile, _zero_mass
 
 __all__ = [
     "DirectionProfile",
@@ -70,7 +70,7 @@ def overlap_density(target, Delta: float, x, theta=None, *, lam=None):
     ``DeprecationWarning``.
     """
     theta = _deprecation.renamed_keyword("spectrum.overlap_density", "theta", theta, "lam", lam)
-    target = _check_target(target)
+    target = _checks.target(target)
     Delta = _checks.positive("Delta", Delta)
     x = _points("x", x)
     theta = _points("theta", theta)
@@ -95,7 +95,7 @@ def direction_profile(target, Delta: float, x=None, *, n_nodes: int = _DEFAULT_N
     ``x=None`` evaluates at the quadrature nodes of :func:`attnlib.rmt.deformed_spectrum`.
     Returns a :class:`DirectionProfile`.
     """
-    target = _check_target(target)
+    target = _checks.target(target)
     Delta = _checks.positive("Delta", Delta)
     if x is None:
         x, _, rho, h, _ = _deformed(target, Delta, _checks.integer("n_nodes", n_nodes, 16))

@@ -15,7 +15,6 @@ from attnlib.spectral_map import SpectralMap
 from attnlib.spectrum.common import (
     _DEFAULT_NODES,
     _check_se,
-    _check_target,
     _deformed,
     spectral_map,
 )
@@ -167,7 +166,7 @@ def learned_spectrum(target, se_result, *, n_nodes: int = _DEFAULT_NODES) -> Lea
     Returns:
       :class:`LearnedSpectrum`: atom at zero, bulk density and edges, outliers.
     """
-    target = _check_target(target)
+    target = _checks.target(target)
     r = _check_se(se_result)
     n_nodes = _checks.integer("n_nodes", n_nodes, 16)
     slope, shift, thr = spectral_function(r)

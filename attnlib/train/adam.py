@@ -20,6 +20,7 @@ import optax
 from attnlib import _checks
 from attnlib.train.objective import _direct_objective, _factorized_objective, _sym
 from attnlib.train.progress import Progress
+from attnlib.train.settings import TrainSettings
 
 __all__ = ["OptaxConfig", "make_config"]
 
@@ -55,24 +56,24 @@ class OptaxConfig(NamedTuple):
     time_limit: float | None = None
 
 
-def make_config(task, kind: str, method: str, **options) -> OptaxConfig:
-    """Checked :class:`OptaxConfig`; ``options``: ``steps``, ``learning_rate`` (a float
-    ``> 0`` or a callable schedule), ``decay``, ``tol``, ``chunk``, ``keep_path``, ``time_limit``.
-    ``steps`` is rounded up to a multiple of ``chunk``."""
-    steps = _checks.integer("steps", options["steps"], 1)
-    chunk = _checks.integer("chunk", options["chunk"], 1)
-    lr = options["learning_rate"]
+def make_config(task, kind: str, method: str, s: TrainSettings) -> OptaxConfig:
+    """Checked :class:`OptaxConfig` from the resolved :class:`TrainSettings` ``s``
+    (``learning_rate``: a float ``> 0`` or a callable schedule); ``steps`` is
+    ``s.max_iter`` rounded up to a multiple of ``chunk``."""
+    steps = _checks.integer("max_iter", s.max_iter, 1)
+    chunk = _checks.integer("chunk", s.chunk, 1)
+    lr = s.learning_rate
     return OptaxConfig(
         task=_checks.task(task),
         kind=_checks.choice("kind", kind, tuple(_OBJECTIVES)),
         method=_checks.choice("method", method, ("adam", "sgd")),
         learning_rate=lr if callable(lr) else _checks.positive("learning_rate", lr),
-        decay=_checks.in_interval("decay", options["decay"], 0.0, 1.0),
+        decay=_checks.in_interval("decay", s.decay, 0.0, 1.0),
         steps=-(-steps // chunk) * chunk,
-        tol=_checks.nonnegative("tol", options["tol"]),
+        tol=_checks.nonnegative("tol", s.tol),
         chunk=chunk,
-        keep_path=bool(options.get("keep_path", False)),
-        time_limit=_time_limit(options.get("time_limit")),
+        keep_path=bool(s.keep_path),
+        time_limit=_time_limit(s.time_limit),
     )
 
 

@@ -58,9 +58,7 @@ def train_direct(
     s = resolve("train_direct", settings, {**given, "steps": steps}, _DEFAULTS)
     lam = _checks.nonnegative("lam", lam)
     _checks.choice("method", method, ("adam", "gd"))
-    opts = dict(steps=s.max_iter, decay=s.decay, tol=s.tol, chunk=s.chunk,
-                keep_path=s.keep_path, time_limit=s.time_limit)  # fmt: skip
-    make_config(task, "direct", "sgd", learning_rate=1.0, **opts)  # checks the options
+    make_config(task, "direct", "sgd", s._replace(learning_rate=1.0))  # checks the options
     dt = _checks.float_dtype("dtype", s.dtype)
     X, Y, d = _checks.dataset(task, data)
     Xc, Yc = jnp.asarray(X, dtype=dt), jnp.asarray(Y, dtype=dt)
@@ -69,12 +67,10 @@ def train_direct(
     else:
         S0 = _sym(jnp.asarray(_checks.square_matrix("S_init", S_init, d, symmetric=True)))
         S0 = jnp.asarray(S0, dtype=dt)
-    learning_rate = s.learning_rate
-    if learning_rate is None:
+    if s.learning_rate is None:
         learning_rate, gd_decay = _default_rate(task, X, Y, S0, lam, method)
-        opts["decay"] = opts["decay"] if gd_decay is None else gd_decay
-    sgd = "adam" if method == "adam" else "sgd"
-    cfg = make_config(task, "direct", sgd, learning_rate=learning_rate, **opts)
+        s = s._replace(learning_rate=learning_rate, decay=s.decay if gd_decay is None else gd_decay)
+    cfg = make_config(task, "direct", "adam" if method == "adam" else "sgd", s)
     S, history, residual, done, path = _run_optax(cfg, S0, Xc, Yc, lam)
     run = _Run(_sym(S), None, history, residual < cfg.tol, done, residual, path)
     return _finish(task, X, Y, run, "train_direct", cfg.tol)

@@ -109,11 +109,10 @@ def _initial_state(static: _Static, X, Y, S_init, lam_j) -> _FistaState:
     return _FistaState(x, x, jnp.asarray(1.0), L, Fx)
 
 
-def _iterate(static: _Static, state, problem, max_iter, tol, progress):
-    """FISTA chunks until the gradient mapping is below ``tol``, ``max_iter``, the time
-    limit or a non-finite gradient mapping (a breakdown, for :func:`_finish` to report):
-    ``(state, history, done, residual)``."""
-    X, Y, lam = problem
+def _iterate(static: _Static, state, X, Y, lam, *, max_iter, tol, progress):
+    """FISTA chunks on the data ``(X, Y)`` until the gradient mapping is below ``tol``,
+    ``max_iter``, the time limit or a non-finite gradient mapping (a breakdown, for
+    :func:`_finish` to report): ``(state, history, done, residual)``."""
     lam_j = jnp.asarray(lam, jnp.float64)
     history, done, residual = [], 0, math.inf
     while done < max_iter:
@@ -180,6 +179,8 @@ def train_convex(
     lam_j = jnp.asarray(lam, jnp.float64)
     state = _initial_state(static, X, Y, S_init, lam_j)
     progress = Progress("train_convex", max_iter, s.time_limit)
-    state, history, done, residual = _iterate(static, state, (X, Y, lam), max_iter, tol, progress)
+    state, history, done, residual = _iterate(
+        static, state, X, Y, lam, max_iter=max_iter, tol=tol, progress=progress
+    )
     run = _Run(state.x, None, np.concatenate(history), residual < tol, done, residual)
     return _finish(task, X, Y, run, "train_convex", tol)

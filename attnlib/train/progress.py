@@ -33,10 +33,10 @@ class Progress:
         now = time.perf_counter()
         if now - self.last >= LOG_EVERY_S:
             self.last = now
-            log.info("%s: %d of at most %d steps, residual %.3g, %.0f s",
-                     self.solver, done, self.total, residual, now - self.start)  # fmt: skip
+            msg = "%s: %d of at most %d steps, residual %.3g, %.0f s"
+            log.info(msg, self.solver, done, self.total, residual, now - self.start)
         if self.limit is not None and now - self.start >= self.limit:
-            log.warning("%s: stopped at time_limit = %g s after %d steps (residual %.3g)",
-                        self.solver, self.limit, done, residual)  # fmt: skip
+            msg = "%s: stopped at time_limit = %g s after %d steps (residual %.3g)"
+            log.warning(msg, self.solver, self.limit, done, residual)
             return True
         return False

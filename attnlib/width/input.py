@@ -32,7 +32,7 @@ import math
 from attnlib import _checks
 from attnlib.denoisers.constrained import binding_cut, rank_cutoff
 from attnlib.denoisers.nuclear import nuclear_integrals
-from attnlib.se.input import InputSide, input_trace
+from attnlib.se.input import InputSide, input_trace, map_parameters
 
 __all__ = ["rank_cutoff", "constrained_input_side", "constrained_trace", "spectral_integrals"]
 
@@ -41,7 +41,7 @@ def spectral_integrals(target, Delta, c, tau, cut):
     """``(m, q, int rho_R f h_R, rank_fraction)`` of ``f(x) = (c x - tau)_+ 1[x > cut]``
     (:func:`attnlib.denoisers.nuclear_integrals`); ``c`` in ``(0, 1e100]``, ``tau >= 0``,
     ``cut`` real or ``+-inf`` (``-inf``: no cut)."""
-    _check_target(target)
+    _checks.target(target)
     c = _checks.in_interval("c", c, 0.0, _checks.MAX_ABS)
     tau = _checks.nonnegative("tau", tau)
     cut = _checks.real("cut", cut)
@@ -49,11 +49,6 @@ def spectral_integrals(target, Delta, c, tau, cut):
         raise ValueError(f"cut must be a real number or +-inf, got {cut!r}")
     s = nuclear_integrals(target, Delta, c, tau, cut)
     return s.m, s.q, s.div, s.rank
-
-
-def _check_target(target):
-    if not hasattr(target, "measure") or not hasattr(target, "Q0"):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
 
 
 def constrained_input_side(target, m_hat, q_hat, a_hat, lam, kappa) -> InputSide:
@@ -70,19 +65,10 @@ def constrained_input_side(target, m_hat, q_hat, a_hat, lam, kappa) -> InputSide
       :class:`attnlib.se.InputSide` ``(m, q, v, rank_fraction, Delta_eff, c, tau)``;
       ``rank_fraction = min(kappa, mass of rho_R above tau / c)``.
     """
-    _check_target(target)
-    m_hat = _checks.in_interval("m_hat", m_hat, 0.0, _checks.MAX_ABS)
+    _checks.target(target)
     q_hat = _checks.in_interval("q_hat", q_hat, 0.0, _checks.MAX_ABS)
-    a_hat = _checks.positive("a_hat", a_hat)
-    lam = _checks.nonnegative("lam", lam)
     kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
-    if not m_hat <= _checks.MAX_ABS * a_hat:
-        raise ValueError(
-            f"c = m_hat / a_hat must be <= 1e100, got m_hat={m_hat!r}, a_hat={a_hat!r}"
-        )
-    if m_hat**2 == 0.0:
-        raise ValueError(f"m_hat**2 must be > 0 (Delta_eff = q_hat / m_hat**2), got {m_hat=!r}")
-    Delta, c, tau = q_hat / m_hat**2, m_hat / a_hat, lam / a_hat
+    m_hat, Delta, c, tau = map_parameters(m_hat, q_hat, a_hat, lam)
     try:
         cut = binding_cut(target, Delta, c, tau, kappa)
         m, q, fh, rank = spectral_integrals(target, Delta, c, tau, cut)

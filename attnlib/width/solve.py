@@ -78,13 +78,14 @@ class WidthResult(NamedTuple):
         return self.se.integration_error
 
 
-def _problem(task, target, point_, qmc, memory) -> point.Problem:
-    """The state-evolution problem at ``point_ = (alpha, lam, kappa)``: the convex one
-    with the nuclear map cut at ``x_kappa`` (``kappa``, :func:`attnlib.se.point.denoiser`)."""
-    alpha, lam, kappa = point_
+def _problem(task, target, alpha, lam, *, kappa, s: SESettings) -> point.Problem:
+    """The state-evolution problem at ``(alpha, lam, kappa)`` with the QMC points and
+    Anderson memory of ``s``: the convex one with the nuclear map cut at ``x_kappa``
+    (``kappa``, :func:`attnlib.se.point.denoiser`)."""
+    qmc = (int(s.n_qmc), int(s.n_rep), int(s.seed))
     z = qmc_points(task, *qmc)
     data = se_engine.Data(z, np.float64(alpha), np.float64(lam), np.float64(target.Q0))
-    return point.Problem(task, target, "nuclear", data, qmc, memory, float(kappa))
+    return point.Problem(task, target, "nuclear", data, qmc, int(s.anderson), float(kappa))
 
 
 def _attempt(pb, x0, prox, settings):
@@ -107,8 +108,7 @@ def _start(init, pb):
 
 def _check(task, target, alpha, lam, kappa, init=None):
     check_task(task)
-    if not hasattr(target, "measure") or not hasattr(target, "Q0"):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    _checks.target(target)
     _checks.alpha(alpha)
     _checks.nonnegative("lam", lam)
     _checks.in_interval("kappa", kappa, 0.0, 1.0)
@@ -156,25 +156,24 @@ def _attempts(attempts, s: SESettings) -> tuple:
             f"attempts must be a non-empty sequence of (damping, max_iter) pairs, got {attempts!r}"
         )
     interval = dict(low_open=False, high_open=True)
-    return tuple(
-        (_checks.in_interval("attempts: damping", d, 0.0, 1.0, **interval),
-         _checks.integer("attempts: max_iter", k, 1))
-        for d, k in pairs
-    )  # fmt: skip
+    checked = []
+    for d, k in pairs:
+        d = _checks.in_interval("attempts: damping", d, 0.0, 1.0, **interval)
+        checked.append((d, _checks.integer("attempts: max_iter", k, 1)))
+    return tuple(checked)
 
 
-def _convex_start(task, target, point_, s: SESettings):
+def _convex_start(task, target, alpha, lam, s: SESettings):
     """``(start, zero)``: the start of the constrained map without ``init``, the convex fixed
     point's warm start where it exists (``lam > 0``, off the zero phase), else the default
     start; ``zero``: the convex result where it is the zero phase (``S = 0`` has rank 0, so
     it is the constrained minimiser too), else ``None``."""
-    alpha, lam = point_
     if lam == 0.0:
         return robust.default_x0(float(target.Q0)), None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SEConvergenceWarning)
-        r, w = se.solve(task, target, alpha, lam, settings=s._replace(on_fail="warn"),
-                        return_warm=True)  # fmt: skip
+        quiet = s._replace(on_fail="warn")
+        r, w = se.solve(task, target, alpha, lam, settings=quiet, return_warm=True)
     if r.converged and r.q == 0.0:
         return None, r
     return (w if r.converged else robust.default_x0(float(target.Q0))), None
@@ -206,10 +205,9 @@ def solve_constrained(
     _check(task, target, alpha, lam, kappa, init)
     attempts = _attempts(attempts, s)
     alpha, lam, kappa = float(alpha), float(lam), float(kappa)
-    qmc = (int(s.n_qmc), int(s.n_rep), int(s.seed))
-    pb = _problem(task, target, (alpha, lam, kappa), qmc, int(s.anderson))
+    pb = _problem(task, target, alpha, lam, kappa=kappa, s=s)
     if init is None:
-        init, zero = _convex_start(task, target, (alpha, lam), s)
+        init, zero = _convex_start(task, target, alpha, lam, s)
         if zero is not None:
             return (zero, None) if return_warm else zero
     x0, prox = _start(init, pb)
@@ -273,22 +271,21 @@ def solve(
     _check_convex(convex, alpha, lam)
     with _limits.limit(s.time_limit):
         try:
-            out, w = _width_point(task, target, (alpha, lam, kappa), (init, convex), s)
+            out, w = _width_point(task, target, alpha, lam, kappa, init=init, convex=convex, s=s)
             return (out, w) if return_warm else out
         except _limits.TimeUp:
             if s.time_limit is None:  # the limit of an enclosing call: its to handle
                 raise
-    _fail(f"width.solve stopped at time_limit = {s.time_limit:g} s at alpha={alpha}, "
-          f"lam={lam}, kappa={kappa} (fields are NaN)", s.on_fail)  # fmt: skip
+    where = f"time_limit = {s.time_limit:g} s at alpha={alpha}, lam={lam}, kappa={kappa}"
+    _fail(f"width.solve stopped at {where} (fields are NaN)", s.on_fail)
     nan = unfinished_result(alpha, lam, "nuclear", float(target.Q0))
     out = WidthResult(float(kappa), math.nan, False, nan, nan if convex is None else convex)
     return (out, None) if return_warm else out
 
 
-def _width_point(task, target, point_, starts, s: SESettings):
-    """:func:`solve` at ``point_ = (alpha, lam, kappa)`` from ``starts = (init, convex)``:
+def _width_point(task, target, alpha, lam, kappa, *, init, convex, s: SESettings):
+    """:func:`solve` at ``(alpha, lam, kappa)`` from ``init`` and ``convex``:
     ``(WidthResult, WarmStart | None)``."""
-    (alpha, lam, kappa), (init, convex) = point_, starts
     s = s._replace(time_limit=None)  # the enclosing limit holds
     warm = None
     if convex is None:
