@@ -53,6 +53,8 @@ class SESettings(NamedTuple):
     rtol: float | None = None
     max_n_qmc: int = 2**17
     time_limit: float | None = None
+    refine: int = 1
+    refine_steps: int = 1
 
 
 def _check(s: SESettings) -> SESettings:
@@ -66,6 +68,8 @@ def _check(s: SESettings) -> SESettings:
     max_n_qmc = _checks.integer("max_n_qmc", s.max_n_qmc, 2)
     if s.time_limit is not None:
         _checks.positive("time_limit", s.time_limit)
+    _checks.integer("refine", s.refine, 1)
+    _checks.integer("refine_steps", s.refine_steps, 1)
     if s.rtol is not None:
         _checks.positive("rtol", s.rtol)
         _checks.integer("max_n_qmc", max_n_qmc, n_qmc)

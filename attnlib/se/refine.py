@@ -1,0 +1,115 @@
+r"""The coarse-to-fine solve: Newton corrections of a fixed point on many more QMC points.
+
+The fixed point ``x*`` of the map ``F_n`` (the output side averaged over ``n`` QMC
+points) carries the QMC error of ``n`` points, amplified by ``(I - J)^{-1}``
+(:mod:`attnlib.se.propagation`). Iterating the map on ``N = factor n`` points would
+remove most of it, at the cost of many maps on ``N`` points. One Newton step does it at
+the cost of about one map on ``N`` points:
+
+    x1 = x* + (I - J)^{-1} (F_N(x*) - x*),
+
+with ``J = G C`` the map's Jacobian that the error propagation computes anyway
+(finite differences on the first :data:`attnlib.se.propagation.PROBE_POINTS` points,
+the nuclear input side's closed form). ``x1`` is the fixed point of ``F_N`` up to the
+error of ``J`` times ``x* - x_N`` (second order in the QMC error where ``J`` is exact).
+With ``steps = 2`` the map is evaluated once more on the ``N`` points at ``x1``
+(warm-started prox) and the step repeated.
+
+The ``N`` points are scramblings of the same Sobol sequences as the ``n`` ones, so the
+``n`` points are their first ``n / R`` points per scrambling (scrambled Sobol sets are
+nested): their prox points and averages at ``x*`` are reused, and only the ``N - n``
+new points are solved (cold-started prox, the lower minimum of the two cold starts),
+on the pieces of :data:`attnlib.qmc.CHUNK` points that the ``n``-point solve compiled
+(no new program when ``n / R`` is a multiple of it, as at the default).
+
+The metrics are then those of ``x1`` with the output side's averages moved to ``x1``
+linearly (``C (x1 - x_base)``), and their error is the ``N`` points' scramblings'
+spread propagated through the same ``(I - J)^{-1}`` (:func:`attnlib.se.propagation.metric_errors`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from attnlib.se import propagation
+from attnlib.se.input import host_input, input_side
+from attnlib.se.output import _join, output_chunks, qmc_points, summarize
+
+__all__ = ["Refined", "refine"]
+
+log = logging.getLogger("attnlib.se")
+
+
+class Refined(NamedTuple):
+    """A refined fixed point: the problem on ``N`` points ``pb``, ``x``, the sides
+    ``(OutputSide, image, (prox, means, image))`` at ``x`` and the Jacobians ``(C, G)``."""
+
+    pb: Any
+    x: np.ndarray
+    sides: tuple
+    jac: tuple
+
+
+def _image(pb, lam, conj) -> np.ndarray:
+    """The input side ``(m, q, v, rank)`` at ``conj = (m_hat, q_hat, a_hat)``."""
+    if pb.penalty == "nuclear":
+        return host_input(pb.target, conj, lam, pb.kappa)
+    i = input_side(pb.target, *conj, lam, pb.penalty, Q0=float(pb.data.Q0))
+    return np.array([i.m, i.q, i.v, i.rank_fraction])
+
+
+def _valid(x, Q0) -> bool:
+    return bool(np.all(np.isfinite(x)) and x[1] > 0 and x[2] > 0 and x[0] ** 2 < x[1] * Q0)
+
+
+def _conj(means) -> np.ndarray:
+    return np.asarray(means).mean(axis=0)[[2, 1, 0]]
+
+
+def _fine_at(pb, lam, x, z_new, prox_new, mode):
+    """Output means ``(R, 4)`` and prox points on the new points ``z_new`` at ``x``."""
+    xj = jnp.asarray(x, dtype=jnp.float64)
+    out = output_chunks(pb.task, z_new, pb.data.alpha, pb.data.Q0, xj, prox_new, mode=mode)
+    return np.asarray(out.means), np.asarray(out.prox)
+
+
+def refine(pb, lam, x, fixed, factor: int, steps: int = 1) -> Refined | None:
+    """Newton corrections of the fixed point ``x`` of ``pb`` (a
+    :class:`attnlib.se.point.Problem`) on ``factor`` times its QMC points (module
+    docstring); ``fixed = (prox, means, image)`` of the map's evaluation at ``x``.
+    None where a step leaves the domain ``m^2 < q Q0``, ``q, v > 0`` or the input side
+    is undefined (the caller keeps ``x``)."""
+    n, R, seed = pb.qmc
+    per, Q0 = n // R, float(pb.data.Q0)
+    z = qmc_points(pb.task, factor * n, R, seed)
+    z_new = np.asarray(z)[:, per:]  # the first per points of each scrambling: pb's own
+    prox_n, means_n = np.asarray(fixed[0]), np.asarray(fixed[1])
+    blank = np.zeros((R * z_new.shape[1], pb.task.n_pairs))
+    means_new, prox_new = _fine_at(pb, lam, x, z_new, blank, "cold")
+    w = per / (factor * per)
+    means = w * means_n + (1.0 - w) * means_new
+    jac = propagation.jacobians(pb, lam, x, prox_n, _conj(means))
+    C, G = jac
+    step = np.linalg.inv(np.eye(3) - G @ C[:3])
+    base, x_new = np.asarray(x, dtype=float), None
+    for k in range(steps):
+        image = _image(pb, lam, _conj(means))
+        x_new = base + step @ (image[:3] - base)
+        if not (_valid(image[:3], Q0) and _valid(x_new, Q0)):
+            log.debug("refine: step %d left the domain at x = %s", k, x_new)
+            return None
+        if k + 1 < steps:
+            means_n, prox_n = _fine_at(pb, lam, x_new, np.asarray(z)[:, :per], prox_n, "warm")
+            means_new, prox_new = _fine_at(pb, lam, x_new, z_new, prox_new, "warm")
+            means, base = w * means_n + (1.0 - w) * means_new, x_new
+    means = means + (C[[2, 1, 0, 3]] @ (x_new - base))[None, :]  # moved to x_new, linearly
+    image = _image(pb, lam, _conj(means))
+    if not _valid(image[:3], Q0):
+        return None
+    prox = _join([prox_n, prox_new], R)
+    fine = pb._replace(data=pb.data._replace(z=z), qmc=(factor * n, R, seed))
+    return Refined(fine, x_new, (summarize(means), image, (prox, means, image)), jac)
