@@ -13,7 +13,11 @@ The reference of a point: plain solves (``refine=1``, no Newton correction) at
 number). References are stored in ``se_accuracy_reference.json`` beside this script and
 reused (delete it to recompute).
 
-    python benchmarks/se_accuracy.py [POINT ...] [--configs NAME,...] [--seeds S]
+    python benchmarks/se_accuracy.py [POINT ...] [--configs NAME,...] [--seeds S] [--save]
+
+``--save`` writes every solve's deviations, reported errors and CPU times to
+``se_accuracy_runs.json``. "max |dev|/rep": the largest deviation over the solve's own
+reported error; "w/ ref err": over that error combined with the reference's.
 """
 
 import json
@@ -109,12 +113,14 @@ def main():
         i = args.index("--seeds")
         seeds = range(int(args[i + 1]))
         del args[i : i + 2]
+    if "--save" in args:
+        args.remove("--save")
     if "--configs" in args:
         i = args.index("--configs")
         configs = args[i + 1].split(",")
         del args[i : i + 2]
     names = args or list(POINTS)
-    refs = _load()
+    refs, raw = _load(), {}
     print(f"load average at start: {os.getloadavg()}")
     for name in names:
         ref = reference(name, refs)
@@ -130,10 +136,17 @@ def main():
             base = np.median(cpu) if base is None else base
             a = np.abs(dev)
             ratio = np.max(a / rep[:, None])
+            ref_rel = np.array([ref[f][1] / abs(ref[f][0]) for f in METRICS])
+            both = np.max(a / np.hypot(rep[:, None], ref_rel[None, :]))
+            raw.setdefault(name, {})[c] = dict(dev=dev.tolist(), rep=rep.tolist(), cpu=cpu.tolist())
             print(f"{c:>6} | {np.median(a[:, 0]):10.2e} {np.median(a[:, 1]):10.2e} | "
                   f"{a[:, 0].max():9.2e} {a[:, 1].max():9.2e} | {np.median(rep):10.2e} | "
-                  f"{ratio:13.2f} | {np.median(cpu) / base:9.2f} | {np.median(cpu):6.2f}",
+                  f"{ratio:13.2f} | {both:10.2f} | {np.median(cpu) / base:9.2f} | "
+                  f"{np.median(cpu):6.2f}",
                   flush=True)  # fmt: skip
+    if "--save" in sys.argv:
+        with open(REF_FILE.replace("reference", "runs"), "w") as f:
+            json.dump(raw, f)
     print(f"load average at end: {os.getloadavg()}")
 
 

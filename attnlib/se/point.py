@@ -239,7 +239,8 @@ def final(pb: Problem, lam, a: Attempt, extra: dict) -> SEResult:
         fine = refine.refine(pb, lam, a.x, a.sides[2], factor, steps)
         if fine is not None:
             sides = sides_at(lam, fine.sides)
-            return result(fine.pb, lam, fine.x, extra, sides, jac=fine.jac, coarse=(pb, a.prox))
+            r = result(fine.pb, lam, fine.x, extra, sides, jac=fine.jac, coarse=(pb, a.prox))
+            return r._replace(integration_error=math.hypot(r.integration_error, fine.untaken))
         log.info("refine: the Newton correction left the domain; the %d-point fixed point "
                  "is kept", pb.qmc[0])  # fmt: skip
     return result(pb, lam, a.x, extra, sides_at(lam, a.sides))

@@ -46,12 +46,15 @@ log = logging.getLogger("attnlib.se")
 
 class Refined(NamedTuple):
     """A refined fixed point: the problem on ``N`` points ``pb``, ``x``, the sides
-    ``(OutputSide, image, (prox, means, image))`` at ``x`` and the Jacobians ``(C, G)``."""
+    ``(OutputSide, image, (prox, means, image))`` at ``x``, the Jacobians ``(C, G)``, and
+    ``untaken``: the relative change of the mse that the part of the last Newton step
+    not taken (to stay in the domain) would have made (0 after a full step)."""
 
     pb: Any
     x: np.ndarray
     sides: tuple
     jac: tuple
+    untaken: float = 0.0
 
 
 def _image(pb, lam, conj) -> np.ndarray:
@@ -64,6 +67,18 @@ def _image(pb, lam, conj) -> np.ndarray:
 
 def _valid(x, Q0) -> bool:
     return bool(np.all(np.isfinite(x)) and x[1] > 0 and x[2] > 0 and x[0] ** 2 < x[1] * Q0)
+
+
+def _within(x, dx, Q0, halvings: int = 10):
+    """``(x + t dx, (1 - t) dx)`` for the largest ``t`` in ``1, 1/2, 1/4, ...`` that keeps
+    the point in the domain (a full Newton step can cross ``m^2 = q Q0`` where the mse
+    is small), or ``(None, None)``."""
+    t = 1.0
+    for _ in range(halvings + 1):
+        if _valid(x + t * dx, Q0):
+            return x + t * dx, (1.0 - t) * dx
+        t *= 0.5
+    return None, None
 
 
 def _conj(means) -> np.ndarray:
@@ -95,12 +110,14 @@ def refine(pb, lam, x, fixed, factor: int, steps: int = 1) -> Refined | None:
     jac = propagation.jacobians(pb, lam, x, prox_n, _conj(means))
     C, G = jac
     step = np.linalg.inv(np.eye(3) - G @ C[:3])
-    base, x_new = np.asarray(x, dtype=float), None
+    base, x_new, short = np.asarray(x, dtype=float), None, 0.0
     for k in range(steps):
         image = _image(pb, lam, _conj(means))
-        x_new = base + step @ (image[:3] - base)
-        if not (_valid(image[:3], Q0) and _valid(x_new, Q0)):
-            log.debug("refine: step %d left the domain at x = %s", k, x_new)
+        if not _valid(image[:3], Q0):
+            return None
+        x_new, short = _within(base, step @ (image[:3] - base), Q0)
+        if x_new is None:
+            log.debug("refine: step %d leaves the domain from x = %s", k, base)
             return None
         if k + 1 < steps:
             means_n, prox_n = _fine_at(pb, lam, x_new, np.asarray(z)[:, :per], prox_n, "warm")
@@ -112,4 +129,6 @@ def refine(pb, lam, x, fixed, factor: int, steps: int = 1) -> Refined | None:
         return None
     prox = _join([prox_n, prox_new], R)
     fine = pb._replace(data=pb.data._replace(z=z), qmc=(factor * n, R, seed))
-    return Refined(fine, x_new, (summarize(means), image, (prox, means, image)), jac)
+    m, q = x_new[0], x_new[1]
+    untaken = abs(-2.0 * short[0] + short[1]) / abs(Q0 - 2.0 * m + q)  # relative, in the mse
+    return Refined(fine, x_new, (summarize(means), image, (prox, means, image)), jac, untaken)
