@@ -79,8 +79,10 @@ def reference(name, refs):
     ref["reported"] = float(np.mean([r.integration_error for r in rs]))
     ref["cpu_s"] = time.process_time() - t0
     refs[name] = ref
+    stored = _load()  # another run may have added references meanwhile
+    stored[name] = ref
     with open(REF_FILE, "w") as f:
-        json.dump(refs, f, indent=1)
+        json.dump(stored, f, indent=1)
     return ref
 
 
