@@ -267,7 +267,8 @@ def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None, jac=None,
         spec = nuclear_spectrum(pb.target, i.Delta_eff, i.c, i.tau)
         trace = nuclear_integrals(pb.target, i.Delta_eff, i.c, i.tau, spec=spec).trace
     if len(sides) > 2:
-        error = propagation.metric_error(pb, lam, x, sides[2], (o.train_loss, te, mse), spec, jac)
+        metrics = (o.train_loss, te, mse)
+        error = propagation.metric_error(pb, lam, x, sides[2], metrics, spec, jac=jac)
     elif _linear(pb):
         error = 0.0
     elif q == 0.0:  # the zero phase: x = 0 exactly

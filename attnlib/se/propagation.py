@@ -184,11 +184,11 @@ def _test_gradient(pb, x, steps):
     return np.array([dm, dq])
 
 
-def metric_error(pb, lam, x, fixed, metrics, spec=None, jac=None) -> float:
+def metric_error(pb, lam, x, fixed, metrics, spec=None, *, jac=None) -> float:
     """The largest of :func:`metric_errors`: ``SEResult.integration_error`` (NaN where
     the Jacobians cannot be evaluated, e.g. a singular ``I - J``)."""
     try:
-        return float(np.max(metric_errors(pb, lam, x, fixed, metrics, spec, jac)))
+        return float(np.max(metric_errors(pb, lam, x, fixed, metrics, spec, jac=jac)))
     except (ValueError, ArithmeticError, np.linalg.LinAlgError) as err:
         log.warning("no error estimate at x = %s: %s", np.round(np.asarray(x), 6), err)
         return math.nan
@@ -204,7 +204,7 @@ def jacobians(pb, lam, x, prox, conj, spec=None) -> tuple:
     return C, _input_jacobian(pb, lam, np.asarray(conj, dtype=float), spec)
 
 
-def metric_errors(pb, lam, x, fixed, metrics, spec=None, jac=None) -> np.ndarray:
+def metric_errors(pb, lam, x, fixed, metrics, spec=None, *, jac=None) -> np.ndarray:
     """Relative errors of ``metrics = (train_loss, te, mse)`` (``te`` a
     :class:`attnlib.channels.TestErrors`) at the fixed point ``x = (m, q, v)``:
     the per-scrambling QMC deviations propagated through ``(I - J)^{-1}`` (module
