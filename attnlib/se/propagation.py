@@ -100,7 +100,8 @@ def _steps(x, Q0):
 
 
 def _output_jacobian(pb, x, prox, steps):
-    """``d (a_hat, q_hat, m_hat, train_loss) / d (m, q, v)`` ``(4, 3)`` by forward
+    """``d (a_hat, q_hat, m_hat, train_loss) / d (m, q, v)`` ``(R, 4, 3)`` (one per
+    scrambling) by forward
     differences on the first :data:`PROBE_POINTS` points of every scrambling (warm prox
     from ``prox``; at the default, all 8192 points, the shape of the solve's own
     compiled program)."""
@@ -112,11 +113,11 @@ def _output_jacobian(pb, x, prox, steps):
     def out(xi):
         xj = jnp.asarray(xi, dtype=jnp.float64)
         res = output_arrays(pb.task, z, pb.data.alpha, pb.data.Q0, xj, p, mode="warm")
-        return np.asarray(res.means).mean(axis=0)
+        return np.asarray(res.means)
 
     base = out(x)
     cols = [(out(x + np.eye(3)[i] * steps[i]) - base) / steps[i] for i in range(3)]
-    return np.stack(cols, axis=1)
+    return np.stack(cols, axis=-1)  # (R, 4, 3): one Jacobian per scrambling
 
 
 def _nuclear_jacobian(lam, conj, spec):
@@ -195,13 +196,15 @@ def metric_error(pb, lam, x, fixed, metrics, spec=None, *, jac=None) -> float:
 
 
 def jacobians(pb, lam, x, prox, conj, spec=None) -> tuple:
-    """``(C, G)`` at ``x = (m, q, v)``: ``C = d (m_hat, q_hat, a_hat, train_loss) / d (m,
-    q, v)`` ``(4, 3)`` (:func:`_output_jacobian`, rows reordered) and ``G = d (m, q, v) /
-    d (m_hat, q_hat, a_hat)`` ``(3, 3)`` (:func:`_input_jacobian` at ``conj``); the map's
-    Jacobian is ``J = G C[:3]``."""
+    """``(C, G, dC)`` at ``x = (m, q, v)``: ``C = d (m_hat, q_hat, a_hat, train_loss) / d
+    (m, q, v)`` ``(4, 3)`` (:func:`_output_jacobian`, rows reordered, the mean over the
+    scramblings), ``G = d (m, q, v) / d (m_hat, q_hat, a_hat)`` ``(3, 3)``
+    (:func:`_input_jacobian` at ``conj``) and ``dC`` ``(R, 4, 3)``: each scrambling's
+    ``C`` minus their mean (the QMC error of ``C``); the map's Jacobian is ``J = G C[:3]``."""
     steps = _steps(np.asarray(x, dtype=float), float(pb.data.Q0))
-    C = _output_jacobian(pb, np.asarray(x, dtype=float), prox, steps)[[2, 1, 0, 3]]
-    return C, _input_jacobian(pb, lam, np.asarray(conj, dtype=float), spec)
+    per = _output_jacobian(pb, np.asarray(x, dtype=float), prox, steps)[:, [2, 1, 0, 3]]
+    C = per.mean(axis=0)
+    return C, _input_jacobian(pb, lam, np.asarray(conj, dtype=float), spec), per - C
 
 
 def metric_errors(pb, lam, x, fixed, metrics, spec=None, *, jac=None) -> np.ndarray:
@@ -222,7 +225,7 @@ def metric_errors(pb, lam, x, fixed, metrics, spec=None, *, jac=None) -> np.ndar
     dev = means - means.mean(axis=0)  # (R, 4): a_hat, q_hat, m_hat, train_loss
     steps = _steps(x, float(pb.data.Q0))
     conj = means.mean(axis=0)[[2, 1, 0]]
-    C, G = jacobians(pb, lam, x, prox, conj, spec) if jac is None else jac
+    C, G = (jacobians(pb, lam, x, prox, conj, spec) if jac is None else jac)[:2]
     dx = np.linalg.solve(np.eye(3) - G @ C[:3], G @ dev[:, [2, 1, 0]].T).T  # (R, 3)
     train_loss, te, mse = metrics
     d_train = dx @ C[3] + dev[:, 3]

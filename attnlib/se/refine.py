@@ -35,9 +35,10 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from attnlib import qmc
 from attnlib.se import propagation
 from attnlib.se.input import host_input, input_side
-from attnlib.se.output import _join, output_chunks, qmc_points, summarize
+from attnlib.se.output import _join, _rows, output_arrays, qmc_points, summarize
 
 __all__ = ["Refined", "refine"]
 
@@ -46,9 +47,12 @@ log = logging.getLogger("attnlib.se")
 
 class Refined(NamedTuple):
     """A refined fixed point: the problem on ``N`` points ``pb``, ``x``, the sides
-    ``(OutputSide, image, (prox, means, image))`` at ``x``, the Jacobians ``(C, G)``, and
-    ``untaken``: the relative change of the mse that the part of the last Newton step
-    not taken (to stay in the domain) would have made (0 after a full step)."""
+    ``(OutputSide, image, (prox, means, image))`` at ``x``, the Jacobians ``(C, G, dC)``
+    (:func:`attnlib.se.propagation.jacobians`), and ``untaken``: the relative error of the
+    mse that the Newton step adds, in quadrature: the change the part of the last step
+    not taken (to stay in the domain) would have made, and the standard error of the
+    step from the QMC error of ``J`` (``(I - J)^{-1} dJ (x - x*)`` over the scramblings'
+    Jacobians ``dJ = G dC``)."""
 
     pb: Any
     x: np.ndarray
@@ -85,11 +89,29 @@ def _conj(means) -> np.ndarray:
     return np.asarray(means).mean(axis=0)[[2, 1, 0]]
 
 
-def _fine_at(pb, lam, x, z_new, prox_new, mode):
-    """Output means ``(R, 4)`` and prox points on the new points ``z_new`` at ``x``."""
-    xj = jnp.asarray(x, dtype=jnp.float64)
-    out = output_chunks(pb.task, z_new, pb.data.alpha, pb.data.Q0, xj, prox_new, mode=mode)
-    return np.asarray(out.means), np.asarray(out.prox)
+def _fine_at(pb, x, z_new, prox_new, mode):
+    """Output means of each piece of :func:`attnlib.qmc.chunks` on the new points
+    ``z_new`` ``(R, M, dim)`` at ``x``, ``(pieces, R, 4)``, and the prox points there."""
+    xj, R = jnp.asarray(x, dtype=jnp.float64), z_new.shape[0]
+    outs = [
+        output_arrays(pb.task, z_new[:, sl], pb.data.alpha, pb.data.Q0, xj,
+                      _rows(prox_new, R, sl), mode=mode)
+        for sl in qmc.chunks(z_new.shape[1])
+    ]  # fmt: skip
+    return np.stack([np.asarray(o.means) for o in outs]), _join([o.prox for o in outs], R)
+
+
+def _groups(means_n, pieces, per: int, n_new: int) -> np.ndarray:
+    """The output means as independent-ish groups ``(G, 4)`` whose plain mean is the
+    mean over all points: every piece of every scrambling (``G = R (pieces + 1)``) where
+    the pieces hold ``per`` points each, as the ``n``-point set's (the spread of the
+    means of consecutive blocks of a scrambled Sobol sequence overstates the error of
+    their mean where QMC beats ``n^-1/2``: conservative, with more degrees of freedom
+    than ``R`` scramblings give); else the ``R`` scramblings' weighted means."""
+    if n_new == per * len(pieces):
+        return np.concatenate([means_n[None], pieces]).reshape(-1, 4)
+    w = per / (per + n_new)
+    return w * means_n + (1.0 - w) * np.average(pieces, axis=0)
 
 
 def refine(pb, lam, x, fixed, factor: int, steps: int = 1) -> Refined | None:
@@ -104,11 +126,10 @@ def refine(pb, lam, x, fixed, factor: int, steps: int = 1) -> Refined | None:
     z_new = np.asarray(z)[:, per:]  # the first per points of each scrambling: pb's own
     prox_n, means_n = np.asarray(fixed[0]), np.asarray(fixed[1])
     blank = np.zeros((R * z_new.shape[1], pb.task.n_pairs))
-    means_new, prox_new = _fine_at(pb, lam, x, z_new, blank, "cold")
-    w = per / (factor * per)
-    means = w * means_n + (1.0 - w) * means_new
+    pieces, prox_new = _fine_at(pb, x, z_new, blank, "cold")
+    means = _groups(means_n, pieces, per, z_new.shape[1])
     jac = propagation.jacobians(pb, lam, x, prox_n, _conj(means))
-    C, G = jac
+    C, G, dC = jac
     step = np.linalg.inv(np.eye(3) - G @ C[:3])
     base, x_new, short = np.asarray(x, dtype=float), None, 0.0
     for k in range(steps):
@@ -120,15 +141,20 @@ def refine(pb, lam, x, fixed, factor: int, steps: int = 1) -> Refined | None:
             log.debug("refine: step %d leaves the domain from x = %s", k, base)
             return None
         if k + 1 < steps:
-            means_n, prox_n = _fine_at(pb, lam, x_new, np.asarray(z)[:, :per], prox_n, "warm")
-            means_new, prox_new = _fine_at(pb, lam, x_new, z_new, prox_new, "warm")
-            means, base = w * means_n + (1.0 - w) * means_new, x_new
+            first, prox_n = _fine_at(pb, x_new, np.asarray(z)[:, :per], prox_n, "warm")
+            pieces, prox_new = _fine_at(pb, x_new, z_new, prox_new, "warm")
+            means, base = _groups(first.mean(axis=0), pieces, per, z_new.shape[1]), x_new
     means = means + (C[[2, 1, 0, 3]] @ (x_new - base))[None, :]  # moved to x_new, linearly
     image = _image(pb, lam, _conj(means))
     if not _valid(image[:3], Q0):
         return None
     prox = _join([prox_n, prox_new], R)
     fine = pb._replace(data=pb.data._replace(z=z), qmc=(factor * n, R, seed))
-    m, q = x_new[0], x_new[1]
-    untaken = abs(-2.0 * short[0] + short[1]) / abs(Q0 - 2.0 * m + q)  # relative, in the mse
-    return Refined(fine, x_new, (summarize(means), image, (prox, means, image)), jac, untaken)
+    mse = abs(Q0 - 2.0 * x_new[0] + x_new[1])
+    untaken = abs(-2.0 * short[0] + short[1]) / mse  # relative, in the mse
+    # the Newton step's error from the QMC error of J: dx' = (I - J)^{-1} dJ dx
+    d = np.einsum("ij,rjk,k->ri", step @ G, dC[:, :3], np.asarray(x_new) - np.asarray(x))
+    d_mse = -2.0 * d[:, 0] + d[:, 1]
+    step_err = float(np.std(d_mse, ddof=1) / np.sqrt(len(d_mse))) / mse if len(d) > 1 else 0.0
+    extra = float(np.hypot(untaken, step_err))
+    return Refined(fine, x_new, (summarize(means), image, (prox, means, image)), jac, extra)
