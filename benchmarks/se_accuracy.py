@@ -99,7 +99,7 @@ def run(name, ref, config, seeds):
     for s in seeds:
         t0 = time.process_time()
         r = se.solve(
-            task, target, alpha, lam, seed=s, init=tuple(ref["x"]), settings=se.SESettings(**config)
+            task, target, alpha, lam, seed=s, init=tuple(ref["x"]), settings=_settings(config)
         )
         cpu.append(time.process_time() - t0)
         dev.append([(getattr(r, f) - ref[f][0]) / ref[f][0] for f in METRICS])

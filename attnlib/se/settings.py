@@ -42,10 +42,12 @@ class SESettings(NamedTuple):
       and the metrics and ``integration_error`` are those of the corrected point on the
       larger set; ``refine=1``: no correction (the solve before this field existed).
       Measured (``benchmarks/se_accuracy.py``, 16 seeds against references at ``2^17``
-      points): at seq2seq T = 2, noise 0.1, alpha 0.3, lam 1e-3 the median deviation of
-      the mse fell from 2.6 % to 0.67 % (``refine=4``), 0.35 % (8), for 1.12 and 1.19
-      times the CPU time; a warm point of a learning curve (6 maps) costs 1.8 times
-      the uncorrected one at ``refine=4``, 2.7 times at 8;
+      points; median / largest relative deviation of the mse, CPU time relative to
+      ``refine=1``): seq2seq T = 2, noise 0.1, alpha 0.3, lam 1e-3: 2.6 / 7.2 % at
+      ``refine=1``, 0.67 / 1.4 % at 4 (1.12x), 0.35 / 0.86 % at 8 (1.19x); seq2seq T = 3,
+      noise 0.1, Wishart(0.3), alpha 0.3, lam 0.01: 2.0 / 6.4 %, 0.87 / 2.2 % (1.7x),
+      0.28 / 1.4 % (2.6x). A warm point of a learning curve (6 maps) costs 1.8 times the
+      uncorrected one at ``refine=4``, 2.7 times at 8;
     - ``time_limit``: seconds of wall clock for the whole call (``None``: no limit); past
       it the call returns what it has: an unfinished point is NaN with
       ``converged=False`` and an :class:`attnlib.se.SEConvergenceWarning` (a curve keeps
