@@ -176,9 +176,8 @@ def solve(
       (``rtol`` then doubles ``n_qmc``). Small ``lam`` (``<= 1e-3``) is always searched.
     """
     s = resolve(settings, tol=tol, max_iter=max_iter, damping=damping, anderson=anderson,
-                n_qmc=n_qmc, n_rep=n_rep, seed=seed, on_fail=on_fail, rtol=rtol,
-                max_n_qmc=max_n_qmc, time_limit=time_limit, refine=refine,
-                refine_steps=refine_steps)  # fmt: skip
+                n_qmc=n_qmc, n_rep=n_rep, seed=seed, on_fail=on_fail, rtol=rtol, refine=refine,
+                max_n_qmc=max_n_qmc, time_limit=time_limit, refine_steps=refine_steps)  # fmt: skip
     r, w = _solve_within(task, target, (alpha, lam, penalty), init, s)
     return (r, w) if return_warm else r
 
