@@ -619,7 +619,7 @@ def _specs():
     add(
         se.learning_curve,
         dict(task=lin, target=tg, alphas=[1.0, 2.0], lam=0.3),
-        dict(task="task", target="target", alphas="vector", lam="pos"),
+        dict(task="task", target="target", alphas="vector", lam="pos", refine="int"),
         n=8,
     )
     add(

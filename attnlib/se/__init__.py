@@ -29,9 +29,11 @@ map is ``d^2 int rho_R f h_R`` (Gaussian integration by parts).
 Expectations over the pairs use scrambled Sobol points (fixed seeds) mapped through
 the normal inverse CDF; ``R`` independent scramblings give their standard error, which
 the fixed point amplifies: ``integration_error`` is the error of the metrics at the
-fixed point, propagated through the map's Jacobian (:mod:`attnlib.se.propagation`), and
-``solve(..., rtol=...)`` (or :func:`solve_accurate`) raises ``n_qmc`` until it meets
-``rtol``. Results hold numbers only; ``return_warm=True`` returns the warm start
+fixed point, propagated through the map's Jacobian (:mod:`attnlib.se.propagation`). The
+fixed point found on ``n_qmc`` points is then corrected by a Newton step on
+``SESettings.refine`` times as many points (:mod:`attnlib.se.refine`; ``refine=1``: no
+correction), and ``solve(..., rtol=...)`` (or :func:`solve_accurate`) raises ``n_qmc``
+until it meets ``rtol``. Results hold numbers only; ``return_warm=True`` returns the warm start
 (:class:`WarmStart`) beside them, which ``init=`` takes. Settings: one
 :class:`SESettings` (``settings=``), its fields also as shorthand keywords. Progress is
 logged on the ``attnlib.se`` logger (``logging.getLogger("attnlib.se").setLevel(logging.DEBUG)``).

@@ -101,7 +101,7 @@ def solve(
     damping: float | None = None, anderson: int | None = None, n_qmc: int | None = None,
     n_rep: int | None = None, seed: int | None = None, on_fail: str | None = None,
     rtol: float | None = None, max_n_qmc: int | None = None, time_limit: float | None = None,
-    return_warm: bool = False,
+    refine: int | None = None, refine_steps: int | None = None, return_warm: bool = False,
 ):  # fmt: skip
     r"""Solve the state evolution at ``(alpha, lam)``: the ERM's asymptotic metrics.
 
@@ -120,7 +120,7 @@ def solve(
         field of ``settings``); :class:`attnlib.se.SESettings` documents them and holds
         the defaults. With ``rtol``, ``n_qmc`` doubles (warm-started solves) until
         ``integration_error <= rtol`` or up to ``max_n_qmc`` (then a ``RuntimeWarning``
-        gives the accuracy reached).
+        gives the accuracy reached). Also ``refine``, ``refine_steps`` (the same).
       time_limit: seconds (the shorthand of the field of ``settings``): past it the solve
         stops between two SE maps and returns NaN with ``converged=False`` and an
         :class:`SEConvergenceWarning` (the deprecated ``on_fail="raise"``: ``RuntimeError``).
@@ -151,8 +151,8 @@ def solve(
       (``rtol`` then doubles ``n_qmc``). Small ``lam`` (``<= 1e-3``) is always searched.
     """
     s = resolve(settings, tol=tol, max_iter=max_iter, damping=damping, anderson=anderson,
-                n_qmc=n_qmc, n_rep=n_rep, seed=seed, on_fail=on_fail, rtol=rtol,
-                max_n_qmc=max_n_qmc, time_limit=time_limit)  # fmt: skip
+                n_qmc=n_qmc, n_rep=n_rep, seed=seed, on_fail=on_fail, rtol=rtol, refine=refine,
+                max_n_qmc=max_n_qmc, time_limit=time_limit, refine_steps=refine_steps)  # fmt: skip
     r, w = _solve_within(task, target, (alpha, lam, penalty), init, s)
     return (r, w) if return_warm else r
 
@@ -187,6 +187,7 @@ def _solve(task, target, point_, init, s: SESettings):
     check_lam0(task, target, [alpha], lam, penalty)
     qmc = (int(s.n_qmc), int(s.n_rep), int(s.seed))
     pb = _problem(task, target, alpha, lam, penalty, (qmc, int(s.anderson)))
+    pb = pb._replace(refine=(int(s.refine), int(s.refine_steps)))
     start = _start(init, pb)
     loop = engine.loop_settings(s)
     found = robust.find(pb, lam, start, loop)

@@ -16,7 +16,7 @@ import numpy as np
 
 from attnlib import _limits, channels, iterate
 from attnlib.denoisers.nuclear import nuclear_integrals, nuclear_spectrum
-from attnlib.se import engine, propagation, replicon
+from attnlib.se import engine, propagation, refine, replicon
 from attnlib.se.continuation import unfinished_result
 from attnlib.se.input import InputSide, input_side, input_trace
 from attnlib.se.output import cold_prox as _cold_prox
@@ -35,6 +35,7 @@ __all__ = [
     "sides_at",
     "objective_of",
     "result",
+    "final",
     "failed",
     "warm_start",
 ]
@@ -68,6 +69,7 @@ class Problem(NamedTuple):
     qmc: tuple  # (n_qmc, n_rep, seed)
     memory: int
     kappa: float = 1.0  # < 1: the nuclear map cut at x_kappa (a student of width kappa)
+    refine: tuple = (1, 1)  # (factor, steps) of the Newton corrections (attnlib.se.refine)
 
 
 class Attempt(NamedTuple):
@@ -227,12 +229,33 @@ def objective_of(penalty, alpha, lam, train_loss, trace_q) -> float:
     return float(train_loss + scale * lam * trace_q / alpha) if lam > 0 else float(train_loss)
 
 
-def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None) -> SEResult:
+def final(pb: Problem, lam, a: Attempt, extra: dict) -> SEResult:
+    """:func:`result` at the converged attempt ``a``, after the Newton corrections on
+    ``pb.refine = (factor, steps)`` times more QMC points (:func:`attnlib.se.refine.refine`;
+    ``factor = 1``: none) where the output side is a QMC average; where a correction
+    leaves the domain, the uncorrected point."""
+    factor, steps = pb.refine
+    if factor > 1 and not _linear(pb) and not pb.task.piecewise_constant:
+        fine = refine.refine(pb, lam, a.x, a.sides[2], factor, steps)
+        if fine is not None:
+            sides = sides_at(lam, fine.sides)
+            r = result(fine.pb, lam, fine.x, extra, sides, jac=fine.jac, coarse=(pb, a.prox))
+            return r._replace(integration_error=math.hypot(r.integration_error, fine.untaken))
+        log.info("refine: the Newton correction left the domain; the %d-point fixed point "
+                 "is kept", pb.qmc[0])  # fmt: skip
+    return result(pb, lam, a.x, extra, sides_at(lam, a.sides))
+
+
+def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None, jac=None,
+           coarse=None) -> SEResult:  # fmt: skip
     """:class:`SEResult` at a fixed point ``x`` with ``sides = (OutputSide, InputSide[,
     fixed])`` (:func:`sides_at`; without ``fixed``, as in the zero phase, ``x`` is exact
     and ``integration_error`` is the metrics' own QMC error, else their error at the
-    fixed point, :func:`attnlib.se.propagation.metric_error`); ``trace``: ``lim Tr
-    S_hat / d`` if known (else computed from the convex input side)."""
+    fixed point, :func:`attnlib.se.propagation.metric_error`, with the Jacobians ``jac``
+    if given); ``trace``: ``lim Tr S_hat / d`` if known (else computed from the convex
+    input side); ``coarse = (Problem, prox)``: the problem and prox points on which the
+    replicon is evaluated (a refined point's coarse ones; default ``pb`` and the prox
+    points of ``sides``)."""
     Q0 = float(pb.data.Q0)
     m, q, v = (float(t) for t in x)
     o, i = sides[:2]
@@ -244,7 +267,8 @@ def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None) -> SEResult:
         spec = nuclear_spectrum(pb.target, i.Delta_eff, i.c, i.tau)
         trace = nuclear_integrals(pb.target, i.Delta_eff, i.c, i.tau, spec=spec).trace
     if len(sides) > 2:
-        error = propagation.metric_error(pb, lam, x, sides[2], (o.train_loss, te, mse), spec)
+        metrics = (o.train_loss, te, mse)
+        error = propagation.metric_error(pb, lam, x, sides[2], metrics, spec, jac=jac)
     elif _linear(pb):
         error = 0.0
     elif q == 0.0:  # the zero phase: x = 0 exactly
@@ -255,7 +279,7 @@ def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None) -> SEResult:
         trace = 0.0 if q == 0.0 else input_trace(pb.target, i.Delta_eff, i.c, i.tau, pb.penalty)
     alpha = float(pb.data.alpha)
     tq = trace if pb.penalty == "nuclear" else q
-    rep = _replicon(pb, x, sides, spec)
+    rep = _replicon(pb, x, sides, spec, coarse)
     return SEResult(
         alpha=alpha, lam=float(lam), penalty=pb.penalty, m=m, q=q, v=v,
         m_hat=o.m_hat, q_hat=o.q_hat, a_hat=o.a_hat, Delta_eff=i.Delta_eff, tau=i.tau,
@@ -268,10 +292,13 @@ def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None) -> SEResult:
     )  # fmt: skip
 
 
-def _replicon(pb: Problem, x, sides, spec) -> float:
+def _replicon(pb: Problem, x, sides, spec, coarse=None) -> float:
     """:func:`attnlib.se.replicon.replicon_at` with the prox points of ``sides`` (NaN
-    without them, but for the closed forms and the zero phase, which need none)."""
+    without them, but for the closed forms and the zero phase, which need none), or on
+    ``coarse = (Problem, prox)``."""
     prox = sides[2][0] if len(sides) > 2 else None
+    if coarse is not None:
+        pb, prox = coarse
     if prox is None and not _linear(pb) and float(x[1]) != 0.0:
         return math.nan
     return replicon.replicon_at(pb, x, sides[0], sides[1], prox, spec)

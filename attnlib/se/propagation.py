@@ -49,13 +49,16 @@ from attnlib.se.test_error import test_errors
 __all__ = [
     "PROBE_POINTS",
     "STEP",
+    "jacobians",
     "metric_errors",
     "metric_error",
     "own_error",
 ]
 
-PROBE_POINTS = 1024
-"""QMC points of the finite-difference Jacobians (first scrambling, first points)."""
+PROBE_POINTS = 2048
+"""QMC points per scrambling of the finite-difference output Jacobian (the first ones of
+every scrambling; :data:`attnlib.qmc.CHUNK`, so that the default solve's program serves)
+and of the test error's gradient (one scrambling)."""
 log = logging.getLogger("attnlib.se")
 
 STEP = 1e-3
@@ -79,25 +82,42 @@ def own_error(train_loss, train_sem, te) -> float:
 
 
 def _steps(x, Q0):
-    """Finite-difference steps ``(dm, dq, dv)`` that stay in ``m^2 < q Q0``."""
+    """Finite-difference steps ``(dm, dq, dv)`` that stay in ``m^2 < q Q0``: ``STEP``
+    relative in ``m / Q0``, ``q`` and ``v``, and at most ``STEP`` times the conditional
+    variance ``Q0 - m^2 / q`` of the target pairs given the student's, in the change of
+    that variance (``m`` towards 0 and ``q`` up both raise it): near ``m^2 = q Q0`` (a
+    small mse) a step of ``STEP Q0`` in ``m`` would change it by more than itself, and
+    the forward differences would be those of a different point (measured: the map's
+    Jacobian at seq2seq T = 2, alpha 1, lam 0.01, mse 0.002 Q0, had an eigenvalue
+    between -17 and -0.4 over seeds and probe sizes). Floored at ``1e-9 Q0`` (rounding)."""
     m, q, v = x
-    return np.array([-math.copysign(STEP * Q0, m), q * math.expm1(STEP), v * math.expm1(STEP)])
+    gap = max(Q0 - m * m / q, 0.0)
+    dm = STEP * Q0 if m == 0.0 else min(STEP * Q0, STEP * gap * q / (2.0 * abs(m)))
+    dq = q * math.expm1(STEP)
+    dq = dq if m == 0.0 else min(dq, STEP * gap * q * q / (m * m))
+    floor = 1e-9 * Q0
+    return np.array([-math.copysign(max(dm, floor), m), max(dq, floor), v * math.expm1(STEP)])
 
 
 def _output_jacobian(pb, x, prox, steps):
-    """``d (a_hat, q_hat, m_hat, train_loss) / d (m, q, v)`` ``(4, 3)`` by forward
-    differences on the first :data:`PROBE_POINTS` points (warm prox from ``prox``)."""
-    n = min(PROBE_POINTS, pb.data.z.shape[1])
-    z, p = np.asarray(pb.data.z)[:1, :n], np.asarray(prox)[:n]  # numpy: no program per n
+    """``d (a_hat, q_hat, m_hat, train_loss) / d (m, q, v)`` ``(R, 4, 3)`` (one per
+    scrambling) by forward
+    differences on the first :data:`PROBE_POINTS` points of every scrambling (warm prox
+    from ``prox``; at the default, all 8192 points, the shape of the solve's own
+    compiled program)."""
+    R, per = pb.data.z.shape[:2]
+    n = min(PROBE_POINTS, per)
+    z = np.asarray(pb.data.z)[:, :n]  # numpy: no program per n
+    p = np.asarray(prox).reshape(R, per, -1)[:, :n].reshape(R * n, -1)
 
     def out(xi):
         xj = jnp.asarray(xi, dtype=jnp.float64)
         res = output_arrays(pb.task, z, pb.data.alpha, pb.data.Q0, xj, p, mode="warm")
-        return np.asarray(res.means[0])
+        return np.asarray(res.means)
 
     base = out(x)
     cols = [(out(x + np.eye(3)[i] * steps[i]) - base) / steps[i] for i in range(3)]
-    return np.stack(cols, axis=1)
+    return np.stack(cols, axis=-1)  # (R, 4, 3): one Jacobian per scrambling
 
 
 def _nuclear_jacobian(lam, conj, spec):
@@ -165,25 +185,38 @@ def _test_gradient(pb, x, steps):
     return np.array([dm, dq])
 
 
-def metric_error(pb, lam, x, fixed, metrics, spec=None) -> float:
+def metric_error(pb, lam, x, fixed, metrics, spec=None, *, jac=None) -> float:
     """The largest of :func:`metric_errors`: ``SEResult.integration_error`` (NaN where
     the Jacobians cannot be evaluated, e.g. a singular ``I - J``)."""
     try:
-        return float(np.max(metric_errors(pb, lam, x, fixed, metrics, spec)))
+        return float(np.max(metric_errors(pb, lam, x, fixed, metrics, spec, jac=jac)))
     except (ValueError, ArithmeticError, np.linalg.LinAlgError) as err:
         log.warning("no error estimate at x = %s: %s", np.round(np.asarray(x), 6), err)
         return math.nan
 
 
-def metric_errors(pb, lam, x, fixed, metrics, spec=None) -> np.ndarray:
+def jacobians(pb, lam, x, prox, conj, spec=None) -> tuple:
+    """``(C, G, dC)`` at ``x = (m, q, v)``: ``C = d (m_hat, q_hat, a_hat, train_loss) / d
+    (m, q, v)`` ``(4, 3)`` (:func:`_output_jacobian`, rows reordered, the mean over the
+    scramblings), ``G = d (m, q, v) / d (m_hat, q_hat, a_hat)`` ``(3, 3)``
+    (:func:`_input_jacobian` at ``conj``) and ``dC`` ``(R, 4, 3)``: each scrambling's
+    ``C`` minus their mean (the QMC error of ``C``); the map's Jacobian is ``J = G C[:3]``."""
+    steps = _steps(np.asarray(x, dtype=float), float(pb.data.Q0))
+    per = _output_jacobian(pb, np.asarray(x, dtype=float), prox, steps)[:, [2, 1, 0, 3]]
+    C = per.mean(axis=0)
+    return C, _input_jacobian(pb, lam, np.asarray(conj, dtype=float), spec), per - C
+
+
+def metric_errors(pb, lam, x, fixed, metrics, spec=None, *, jac=None) -> np.ndarray:
     """Relative errors of ``metrics = (train_loss, te, mse)`` (``te`` a
     :class:`attnlib.channels.TestErrors`) at the fixed point ``x = (m, q, v)``:
     the per-scrambling QMC deviations propagated through ``(I - J)^{-1}`` (module
     docstring). ``fixed = (prox, means, image)``: the prox points, per-scrambling
     output means ``(R, 4)`` (``a_hat, q_hat, m_hat, train_loss``) and the input side
     ``(m, q, v, rank)`` of the map's evaluation at ``x``; ``spec``: the nuclear input
-    side's spectrum there (:func:`attnlib.denoisers.nuclear_spectrum`; computed if None). 0 for the
-    linear task (closed forms); NaN with a single scrambling (no error estimate)."""
+    side's spectrum there (:func:`attnlib.denoisers.nuclear_spectrum`; computed if None);
+    ``jac``: the :func:`jacobians` ``(C, G)`` if already computed. 0 for the linear task
+    (closed forms); NaN with a single scrambling (no error estimate)."""
     if channels.for_task(pb.task).closed_form_output:
         return np.zeros(3)
     prox, means, _ = fixed
@@ -191,9 +224,8 @@ def metric_errors(pb, lam, x, fixed, metrics, spec=None) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     dev = means - means.mean(axis=0)  # (R, 4): a_hat, q_hat, m_hat, train_loss
     steps = _steps(x, float(pb.data.Q0))
-    C = _output_jacobian(pb, x, prox, steps)[[2, 1, 0, 3]]  # rows m_hat, q_hat, a_hat, loss
     conj = means.mean(axis=0)[[2, 1, 0]]
-    G = _input_jacobian(pb, lam, conj, spec)
+    C, G = (jacobians(pb, lam, x, prox, conj, spec) if jac is None else jac)[:2]
     dx = np.linalg.solve(np.eye(3) - G @ C[:3], G @ dev[:, [2, 1, 0]].T).T  # (R, 3)
     train_loss, te, mse = metrics
     d_train = dx @ C[3] + dev[:, 3]

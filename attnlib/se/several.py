@@ -187,7 +187,7 @@ def others(pb: point.Problem, lam, a: point.Attempt, settings: LoopSettings) -> 
 
 
 def _result(pb, lam, a, extra) -> SEResult:
-    return point.result(pb, lam, a.x, extra, point.sides_at(lam, a.sides))
+    return point.final(pb, lam, a, extra)
 
 
 def objective_error(r: SEResult) -> float:

@@ -1,0 +1,73 @@
+"""The coarse-to-fine solve (attnlib.se.refine): a Newton correction of the fixed point on
+more QMC points moves it towards an independent, converged reference, within its own
+reported error, and that error is smaller than the uncorrected one."""
+
+import numpy as np
+import pytest
+
+from attnlib import se, tasks
+from attnlib.targets import Wishart
+
+METRICS = ("test_error", "mse")
+
+
+def _within(r, ref, k=3.0):
+    """Whether ``r`` lies within ``k`` combined errors (``r``'s reported error and the
+    reference's) of ``ref`` on the test error and the mse."""
+    for f in METRICS:
+        a, b = getattr(r, f), getattr(ref, f)
+        err = np.hypot(r.integration_error * abs(a), ref.integration_error * abs(b))
+        if not abs(a - b) <= k * err:
+            return False
+    return True
+
+
+def test_refined_point_is_within_its_error_of_a_converged_reference():
+    """Seq2seq T = 2, Wishart(0.5), alpha 0.3, lam 0.1 at the default 8192 points (4
+    scramblings), corrected on 4 x 8192 points, against a plain solve (no correction)
+    with an independent seed (1000) at 2^16 points: the reference's own error is below
+    the corrected one's, and the combined error covers the deviation with a factor 3 (a
+    normal deviate beyond 3 sigma: 0.3 %). The corrected error must fall below the
+    uncorrected one by a factor 1.5 (expected 2 for the n^-1/2 rate of the
+    scramblings' spread). The shapes are the default solve's (no new program)."""
+    task, target, alpha, lam = tasks.Seq2Seq(T=2), Wishart(0.5), 0.3, 0.1
+    plain = se.SESettings(refine=1)
+    coarse, warm = se.solve(task, target, alpha, lam, settings=plain, return_warm=True)
+    fine = se.solve(task, target, alpha, lam, settings=plain._replace(refine=4), init=warm)
+    ref = se.solve(task, target, alpha, lam, settings=plain._replace(n_qmc=2**16, seed=1000),
+                   init=warm)  # fmt: skip
+    assert coarse.converged and fine.converged and ref.converged
+    assert ref.integration_error < fine.integration_error
+    assert _within(fine, ref), (fine.mse, ref.mse, fine.integration_error, ref.integration_error)
+    assert fine.integration_error < coarse.integration_error / 1.5
+    # the correction moved the point (by more than rounding)
+    assert abs(fine.mse - coarse.mse) > 1e-6 * coarse.mse
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=False,
+    reason="measured (benchmarks/se_accuracy.py, the same recipe): the largest deviation "
+    "4.7x its solve's reported error (an error from 4 scramblings has 3 degrees of "
+    "freedom): issue 34's criterion is not met yet",
+)
+def test_every_refined_solve_is_within_3x_its_error_over_16_seeds():
+    """Seq2seq T = 3, noise 0.1, Wishart(0.3), alpha 0.3, lam 0.01 (the issue's tail
+    example) at the default settings, 16 seeds: every single solve's deviation from the
+    reference is within 3 times its reported error combined with the reference's. The
+    reference: plain solves (no correction) at 2^17 points with the seeds 1000..1003,
+    averaged; its error is the standard deviation over them over 2."""
+    task, target, alpha, lam = tasks.Seq2Seq(T=3, noise=0.1), Wishart(0.3), 0.3, 0.01
+    first, warm = se.solve(task, target, alpha, lam, return_warm=True)
+    plain = se.SESettings(n_qmc=2**17, refine=1)
+    refs = [se.solve(task, target, alpha, lam, settings=plain._replace(seed=1000 + k),
+                     init=(first.m, first.q, first.v)) for k in range(4)]  # fmt: skip
+    assert all(r.converged for r in refs)
+    for s in range(16):
+        r = se.solve(task, target, alpha, lam, seed=s, init=(first.m, first.q, first.v))
+        assert r.converged
+        for f in METRICS:
+            vals = np.array([getattr(b, f) for b in refs])
+            ref, ref_err = vals.mean(), vals.std(ddof=1) / 2.0
+            err = np.hypot(r.integration_error * abs(getattr(r, f)), ref_err)
+            assert abs(getattr(r, f) - ref) <= 3 * err, (s, f, getattr(r, f), ref, err)
