@@ -33,8 +33,9 @@ fixed point, propagated through the map's Jacobian (:mod:`attnlib.se.propagation
 fixed point found on ``n_qmc`` points can be corrected by a Newton step on
 ``SESettings.refine`` times as many points (:mod:`attnlib.se.refine`; the default
 ``refine=1``: no correction), and ``solve(..., rtol=...)`` (or
-:func:`solve_accurate`) raises ``n_qmc`` until it meets ``rtol``. Results hold numbers only; ``return_warm=True`` returns the warm start
-(:class:`WarmStart`) beside them, which ``init=`` takes. Settings: one
+:func:`solve_accurate`) raises ``n_qmc`` until it meets ``rtol``. Results hold numbers
+only; ``return_warm=True`` returns the warm start (:class:`WarmStart`) beside them,
+which ``init=`` takes. Settings: one
 :class:`SESettings` (``settings=``), its fields also as shorthand keywords. Progress is
 logged on the ``attnlib.se`` logger (``logging.getLogger("attnlib.se").setLevel(logging.DEBUG)``).
 """
