@@ -118,8 +118,10 @@ def _runaway_refusal(task, target, alpha, penalty) -> str | None:
         verdict = rate.verdict
     if verdict <= 0:
         return None
-    measured = "" if rate is None else (
-        f" (the rate is {rate.rate:.3f} +- {rate.stderr:.1e} per map, > 1)"
+    measured = (
+        ""
+        if rate is None
+        else (f" (the rate is {rate.rate:.3f} +- {rate.stderr:.1e} per map, > 1)")
     )
     return (
         f"lam = 0 at alpha = {alpha:.4g} is below the interpolation threshold: the ERM "

@@ -56,6 +56,7 @@ log = logging.getLogger("attnlib.se")
 
 _V_START = 1e2  # v of the first map; raised tenfold per map up to _V_BIG
 _V_BIG = 1e6
+_MOVE = 100.0  # with tol: (m/Q0, log q) must also move by at most _MOVE * tol per map
 _RHO_MAX = 0.95  # the contraction assumed at most when bounding the change to come
 # decided verdicts by (task, target, alpha), at most _MEMORY of them: the bisection of
 # attnlib.thresholds.interpolation_se decides a point before it solves there, and the
@@ -117,10 +118,12 @@ def _verdict(rate, stderr, tail, margin) -> int:
 
 
 def _start(task, target, x0, prox, z):
-    """``(x, prox)`` to start from: a warm start, or the default start at ``v = 1e2``."""
-    if x0 is not None:
-        return np.array([x0[0], x0[1], _V_BIG]), prox
+    """``(x, prox)`` to start from at ``v = 1e2``: the ``(m, q)`` and prox points of a warm
+    start, or the default start (the ramp to ``1e6`` is run again either way: a jump of
+    ``(m, q)`` at ``v = 1e6`` leaves prox points that do not fit the labels)."""
     Q0 = float(target.Q0)
+    if x0 is not None:
+        return np.array([x0[0], x0[1], _V_START]), prox
     x = np.array([0.3 * Q0, 0.5 * Q0, _V_START])
     n = z.shape[0] * z.shape[1]
     if prox is None or prox.shape[0] != n:
@@ -137,7 +140,8 @@ def growth_rate(
 
     Iterates until the verdict is decided with ``margin`` (a decision with ``tol = 0``,
     the default) or, with ``tol > 0``, until ``stderr``-free precision ``tail <= tol``
-    (to locate ``r* = 1``); at most ``max_maps`` maps. ``n_qmc, n_rep, seed``: the QMC
+    (to locate ``r* = 1``) and ``(m/Q0, log q)`` move by at most ``100 tol`` per map; at
+    most ``max_maps`` maps. ``n_qmc, n_rep, seed``: the QMC
     points of the output side (as in :func:`attnlib.se.solve`). ``warm``: the ``warm``
     field of an earlier result for the same task, target and points (another ``alpha``).
     Cost: one state-evolution map each, 5-20 maps (seq2lab ``T = 3``, ``n_qmc = 2048``:
@@ -165,7 +169,8 @@ def growth_rate(
             rate, tail = r, track.tail()
             stderr = float(np.std(per, ddof=1) / math.sqrt(per.size)) if per.size > 1 else 0.0
             verdict = _verdict(rate, stderr, tail, margin)
-            done = tail <= tol if tol > 0 else verdict != 0
+            moved = abs(m - x[0]) / Q0 + abs(math.log(q / x[1]))  # (m, q) under this map
+            done = tail <= tol and moved <= _MOVE * tol if tol > 0 else verdict != 0
             if done:
                 break
         if not (math.isfinite(m) and q > 0 and m * m < q * Q0):

@@ -21,10 +21,12 @@ to the threshold. The threshold is therefore the smallest ``alpha`` at which the
 loss: a sharp yes/no question, answered without a small ``lam`` and without a
 ratio heuristic, and bisected between the two proven bounds
 ``1/(4 m_eff) <= alpha_interp(Delta) <= tangent_cone_dimension(kappa0) / m_eff``.
-Each probe is warm-started from the fixed point at the current upper end of the
-bracket (continuation in ``alpha`` from the non-interpolating side, where the
-fixed point exists), which keeps the solves reliable close to the threshold,
-where ``v`` is large.
+Each probe answers it without a solve: at large ``v`` the ``lam = 0`` map multiplies
+``v`` by a rate ``r*`` that has a limit, and there is a fixed point iff ``r* < 1``
+(:mod:`attnlib.se.runaway`; for the linear task and seq2seq ``r* = 1`` is the closed
+form of :func:`attnlib.thresholds.interpolation_formula`). A probe below the
+threshold used to be a solve that ran to its iteration limit (minutes for seq2lab);
+it is now 7-30 state-evolution maps.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from attnlib.thresholds._common import (
     _labels_leave_range,
     _target_kappa0,
 )
+from attnlib.thresholds._escape import interpolates
 from attnlib.thresholds.geometry import tangent_cone_dimension
 from attnlib.width.capacity import rank_manifold_dimension
 
@@ -146,10 +149,11 @@ class InterpolationThreshold(NamedTuple):
     """Result of :func:`interpolation_se_bracket`.
 
     ``lo < alpha_interp <= hi``: at ``lo`` the ``lam = 0`` state evolution has no
-    fixed point (the data are interpolated), at ``hi`` it has one, ``fixed_point``
-    (an :class:`attnlib.se.SEResult`: its ``train_loss > 0`` is the ``lam -> 0+``
-    train loss there, ``v`` its finite variance). ``alpha = (lo + hi) / 2``;
-    ``n_solves`` state-evolution solves were used.
+    fixed point (its ``v`` runs away: the data are interpolated), at ``hi`` it has one,
+    ``fixed_point`` (an :class:`attnlib.se.SEResult`: its ``train_loss > 0`` is the
+    ``lam -> 0+`` train loss there, ``v`` its finite variance; None where that one solve
+    failed or was cut short, with a ``RuntimeWarning``). ``alpha = (lo + hi) / 2``;
+    ``n_solves`` probes were used (the two ends included).
     """
 
     alpha: float
@@ -159,9 +163,10 @@ class InterpolationThreshold(NamedTuple):
     n_solves: int
 
 
-def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
+def _lam0_fixed_point(task, target, alpha, init, se_kwargs, *, rate=True):
     """The ``lam = 0`` state-evolution fixed point at ``alpha`` and its warm start (``init``:
-    a warm start, or None), or ``None`` if there is none.
+    a warm start, or None), or ``None`` if there is none. With ``rate``, ``None`` at once
+    where the state evolution's ``v`` runs away at a rate above 1 (no solve).
 
     ``None`` when the solver stops without reaching a fixed point (neither ``converged``
     nor a relative residual below ``1e-5``; below the threshold
@@ -170,6 +175,8 @@ def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
     repeated; every other warning is passed on), or when the point it stops at has
     ``v >= 1e8`` or a train loss that is not positive.
     """
+    if rate and interpolates(task, target, alpha, se_kwargs):  # v runs away: no solve
+        return None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -177,6 +184,10 @@ def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
                 task, target, alpha, 0.0, "nuclear", init=init, return_warm=True, **se_kwargs
             )
         except RuntimeError:  # no valid iterate at all
+            r = None
+        except ValueError as err:  # refused by se.solve's own check: below the threshold
+            if "below the interpolation threshold" not in str(err):
+                raise
             r = None
     for msg in caught:  # not ``w``: that is the warm start returned below
         if not issubclass(msg.category, se.SEConvergenceWarning):
@@ -221,65 +232,82 @@ def _stop_warning(why, lo, hi, xtol) -> None:
     )
 
 
-def _bisect(task, target, bracket, hi_point, xtol, se_kwargs, *, budget):
+def _bisect(task, target, bracket, xtol, se_kwargs, *, budget):
     """Halve ``bracket = (lo, hi)`` until ``hi - lo <= xtol`` or the budget is spent (or
-    an interrupt: the bracket of the finished probes is kept); the last fixed point at
-    ``hi`` (``hi_point``: a fixed point and its warm start)."""
+    an interrupt: the bracket of the finished probes is kept). Each probe is the rate at
+    which the ``lam = 0`` state evolution's ``v`` runs away (> 1: ``lo``, else ``hi``;
+    :func:`attnlib.thresholds._escape.interpolates`), not a solve; the fixed point at the
+    final ``hi`` is solved once at the end."""
     lo, hi = bracket
     n = 0
     while hi - lo > xtol:
         why = budget.spent(n + 2)  # the two end-point solves came first
         mid = 0.5 * (lo + hi)
         try:
-            r = None if why else _lam0_fixed_point(task, target, mid, hi_point[1], se_kwargs)
+            runs = None if why else interpolates(task, target, mid, se_kwargs)
         except (KeyboardInterrupt, _limits.TimeUp) as err:
             why = budget.why(err)
         if why is not None:
             _stop_warning(why, lo, hi, xtol)
             break
         n += 1
-        if r is None:
-            lo = mid
-        else:
-            hi, hi_point = mid, r
+        lo, hi = (mid, hi) if runs else (lo, mid)
         log.info("interpolation_se: probe %d at alpha %.5g: %s; bracket [%.5g, %.5g], %.0f s",
-                 n, mid, "fixed point" if r else "interpolates", lo, hi,
+                 n, mid, "interpolates" if runs else "fixed point", lo, hi,
                  time.perf_counter() - budget.start)  # fmt: skip
-    return lo, hi, hi_point[0], n
+    return lo, hi, _fixed_point_at(task, target, hi, se_kwargs), n
+
+
+def _fixed_point_at(task, target, alpha, se_kwargs):
+    """The ``lam = 0`` fixed point at ``alpha`` (an end of the bracket); None where the
+    solve fails or is cut short by the time limit (a ``RuntimeWarning`` says so)."""
+    try:
+        r = _lam0_fixed_point(task, target, alpha, None, se_kwargs, rate=False)
+    except (KeyboardInterrupt, _limits.TimeUp):  # the bracket is kept
+        r = None
+    if r is None:
+        warnings.warn(
+            f"interpolation_se: the lam = 0 fixed point at {alpha:.5g} was not found "
+            "(fixed_point is None); the bracket stands (it rests on the runaway rate)",
+            RuntimeWarning,
+            stacklevel=5,
+        )
+        return None
+    return r[0]
 
 
 def _ends(task, target, se_kwargs, budget):
     """The probes at both ends of ``[1/(4 m_eff), 1.02 x small-noise bound]``: an
     :class:`InterpolationThreshold` where they settle it (NaN where there is no bracket),
-    else ``(lo, hi, top)``."""
+    else ``(lo, hi)``."""
     lo = interpolation(task)
     hi = 1.02 * interpolation_small_noise(task, target)
     try:
-        top = _lam0_fixed_point(task, target, hi, None, se_kwargs)
-        bottom = None if top is None else _lam0_fixed_point(task, target, lo, top[1], se_kwargs)
+        top = not interpolates(task, target, hi, se_kwargs)
+        bottom = top and not interpolates(task, target, lo, se_kwargs)
     except (KeyboardInterrupt, _limits.TimeUp) as err:
         _stop_warning(budget.why(err) + " before a bracket was found (NaN)", lo, hi, 0.0)
         return InterpolationThreshold(math.nan, lo, hi, None, 0)
-    if top is None:  # the theory failure policy: NaN and a warning
+    if not top:  # the theory failure policy: NaN and a warning
         warnings.warn(
-            f"interpolation_se: no lam = 0 state-evolution fixed point at alpha = {hi:.4g}, "
-            f"above the small-noise bound; the threshold cannot be bracketed: NaN (it lies "
-            f"in [{lo:.4g}, {hi:.4g}])",
+            f"interpolation_se: the lam = 0 state evolution's v runs away at alpha = "
+            f"{hi:.4g}, above the small-noise bound; the threshold cannot be bracketed: NaN "
+            f"(it lies in [{lo:.4g}, {hi:.4g}])",
             se.SEConvergenceWarning,
             stacklevel=4,
         )
         return InterpolationThreshold(math.nan, lo, hi, None, 1)
-    if bottom is not None:
-        bottom = bottom[0]
+    if bottom:
         warnings.warn(
-            f"interpolation_se: the state evolution has a non-interpolating fixed point at "
-            f"1/(4 m_eff) = {lo:.4g} (train loss {bottom.train_loss:.3g}), below which "
-            "interpolation is proven; returning 1/(4 m_eff)",
+            f"interpolation_se: the lam = 0 state evolution's v does not run away at "
+            f"1/(4 m_eff) = {lo:.4g}, below which interpolation is proven; returning "
+            "1/(4 m_eff)",
             RuntimeWarning,
             stacklevel=4,
         )
-        return InterpolationThreshold(lo, lo, lo, bottom, 2)
-    return lo, hi, top
+        fixed = _fixed_point_at(task, target, lo, se_kwargs)
+        return InterpolationThreshold(lo, lo, lo, fixed, 2)
+    return lo, hi
 
 
 def interpolation_se_bracket(
@@ -296,17 +324,18 @@ def interpolation_se_bracket(
     the bound, a ``RuntimeWarning`` says so and the bracket is ``[1/(4 m_eff)] * 2``.
     If it finds none at the upper end, ``alpha`` is NaN (the theory failure policy), the
     bracket the two bounds, and an :class:`attnlib.se.SEConvergenceWarning` says so.
-    Each probe is one :func:`attnlib.se.solve` (``se_kwargs`` passed on), and the number
-    of probes is about ``2 + log2(width / xtol)`` (9 for softmax ``T = 2``,
-    ``Wishart(0.5)``, ``xtol = 1e-3``).
-    Measured on two shared cores: seconds a probe for the linear task, tens of seconds
-    for softmax ``T = 2`` (probes below the threshold run to ``max_iter``), and for
-    ``T = 3`` 9.5 minutes for the whole bracket at ``xtol = 0.005``. Nuclear + PSD
-    penalty, labels with noise on the logits or the target.
+    Each probe is the runaway rate of :func:`attnlib.se.runaway.growth_rate` at the QMC
+    points ``n_qmc, n_rep, seed`` of ``se_kwargs`` (the solves' defaults otherwise),
+    warm-started from the last probe; the number of probes is about ``2 + log2(width /
+    xtol)`` (9 for ``xtol = 1e-3``). Then one :func:`attnlib.se.solve` at ``hi``
+    (``se_kwargs`` passed on) gives ``fixed_point``. The QMC error of the threshold is
+    the rate's standard error (logged with each probe) over ``|d rate / d alpha|``
+    (about 2 for seq2lab). Nuclear + PSD penalty, labels with noise on the logits or
+    the target.
 
     Limits: ``time_limit`` (seconds of wall clock; a probe running at that time stops
-    between two SE maps) and ``max_solves`` (state-evolution solves, the two ends
-    included) stop the bisection early, with a ``RuntimeWarning`` and the bracket of the
+    between two SE maps; the bracket is kept if the final solve is cut short) and
+    ``max_solves`` (probes, the two ends included) stop the bisection early, with a ``RuntimeWarning`` and the bracket of the
     finished probes (``hi - lo`` then exceeds ``xtol``); so does a ``KeyboardInterrupt``
     (finished work is kept). Before the two ends are probed, the result is NaN. Each
     probe is logged at INFO level on the logger ``attnlib.thresholds``
@@ -328,8 +357,7 @@ def interpolation_se_bracket(
         ends = _ends(task, target, se_kwargs, budget)
         if isinstance(ends, InterpolationThreshold):
             return ends
-        lo, hi, top = ends
-        lo, hi, point, n = _bisect(task, target, (lo, hi), top, xtol, se_kwargs, budget=budget)
+        lo, hi, point, n = _bisect(task, target, ends, xtol, se_kwargs, budget=budget)
     return InterpolationThreshold(0.5 * (lo + hi), lo, hi, point, n + 2)
 
 
