@@ -376,6 +376,7 @@ def test_interpolation_se_survives_a_warning_of_the_top_probe():
     assert b.fixed_point.train_loss > 0 and math.isfinite(b.fixed_point.v)
 
 
+@pytest.mark.slow  # 57 s on a loaded 2-core machine: the failing solve's fallbacks
 def test_interpolation_se_keeps_the_bracket_when_the_fixed_point_fails():
     """The bracket rests on the runaway rate of the lam = 0 state evolution, not on solves:
     with 2 SE maps allowed the solve at hi fails, and the result keeps the bracket (linear

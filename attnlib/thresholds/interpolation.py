@@ -335,11 +335,11 @@ def interpolation_se_bracket(
 
     Limits: ``time_limit`` (seconds of wall clock; a probe running at that time stops
     between two SE maps; the bracket is kept if the final solve is cut short) and
-    ``max_solves`` (probes, the two ends included) stop the bisection early, with a ``RuntimeWarning`` and the bracket of the
-    finished probes (``hi - lo`` then exceeds ``xtol``); so does a ``KeyboardInterrupt``
-    (finished work is kept). Before the two ends are probed, the result is NaN. Each
-    probe is logged at INFO level on the logger ``attnlib.thresholds``
-    (``logging.basicConfig(level=logging.INFO)`` shows them).
+    ``max_solves`` (probes, the two ends included) stop the bisection early, with a
+    ``RuntimeWarning`` and the bracket of the finished probes (``hi - lo`` then exceeds
+    ``xtol``); so does a ``KeyboardInterrupt`` (finished work is kept). Before the two
+    ends are probed, the result is NaN. Each probe is logged at INFO level on the logger
+    ``attnlib.thresholds`` (``logging.basicConfig(level=logging.INFO)`` shows them).
     """
     task = _check_task(task)
     _check_psd_target(target)
