@@ -65,6 +65,9 @@ log = logging.getLogger("attnlib.thresholds")
 # solver's default tolerance is 1e-6) and its variance v below _V_MAX
 _RESIDUAL_OK = 1e-5
 _V_MAX = 1e8
+# seconds (wall clock) given to the one solve at the end of the bisection, at hi: close
+# to the threshold v is large and the solve slow (seq2lab T = 3: minutes at xtol 1e-3)
+_FINAL_SOLVE_S = 120.0
 
 
 def interpolation(task: Task, kappa: float | None = None, penalty: str = "nuclear") -> float:
@@ -260,9 +263,11 @@ def _bisect(task, target, bracket, xtol, se_kwargs, *, budget):
 
 def _fixed_point_at(task, target, alpha, se_kwargs):
     """The ``lam = 0`` fixed point at ``alpha`` (an end of the bracket); None where the
-    solve fails or is cut short by the time limit (a ``RuntimeWarning`` says so)."""
+    solve fails or is cut short by the time limit or ``_FINAL_SOLVE_S`` (a
+    ``RuntimeWarning`` says so)."""
     try:
-        r = _lam0_fixed_point(task, target, alpha, None, se_kwargs, rate=False)
+        with _limits.limit(_FINAL_SOLVE_S):
+            r = _lam0_fixed_point(task, target, alpha, None, se_kwargs, rate=False)
     except (KeyboardInterrupt, _limits.TimeUp):  # the bracket is kept
         r = None
     if r is None:
@@ -328,9 +333,9 @@ def interpolation_se_bracket(
     points ``n_qmc, n_rep, seed`` of ``se_kwargs`` (the solves' defaults otherwise),
     warm-started from the last probe; the number of probes is about ``2 + log2(width /
     xtol)`` (9 for ``xtol = 1e-3``). Then one :func:`attnlib.se.solve` at ``hi``
-    (``se_kwargs`` passed on) gives ``fixed_point``. The QMC error of the threshold is
-    the rate's standard error (logged with each probe) over ``|d rate / d alpha|``
-    (about 2 for seq2lab). Nuclear + PSD penalty, labels with noise on the logits or
+    (``se_kwargs`` passed on; at most 120 s) gives ``fixed_point``. The QMC error of
+    the threshold is the rate's standard error (logged with each probe) over ``|d rate
+    / d alpha|`` (about 1-2 for seq2lab). Nuclear + PSD penalty, labels with noise on the logits or
     the target.
 
     Limits: ``time_limit`` (seconds of wall clock; a probe running at that time stops
