@@ -17,6 +17,11 @@ while ``(m, q)`` settle: the state evolution has no fixed point, the ERM interpo
 back from infinity: along the curve of ``(m, q)`` fixed points at each ``v`` the rate
 goes from ``+infinity`` (``v -> 0``: ``v'`` stays finite) to ``r* < 1``, so it crosses 1,
 and there is a finite fixed point. ``alpha_interp`` is the root of ``r*(alpha) = 1``.
+Several limit fixed points can coexist (seq2lab ``T = 2`` with noise on the target,
+``Wishart(0.5)``, ``alpha = 0.30``: rates 1.07 from the default start and 0.91 from the
+limit point at ``alpha = 0.35``). One that runs away (``r* > 1``) is enough for
+interpolation: its train loss tends to 0, the smallest possible, so it is the ERM's
+global minimum and a finite fixed point beside it (positive train loss) is not.
 For the Gaussian channels (linear task, softmax seq2seq with noise on the pairs) the
 limit map is in closed form (``a_hat v = m_hat v = alpha m_eff``, ``c = 1``) and
 ``r* = 1`` is the closed form of :func:`attnlib.thresholds.interpolation_formula`; for

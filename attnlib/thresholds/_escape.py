@@ -14,8 +14,13 @@ log = logging.getLogger("attnlib.thresholds")
 # is the verdict: at 2 % of rate change per 1 % of alpha, 1e-5 is 5e-6 relative in alpha)
 _TOL = 1e-5
 _MAX_MAPS = 80
-# the warm start of the last probe for (task, target, QMC points): the next alpha starts
-# from its limit point and prox points
+# the warm start of the last probe that ran away, for (task, target, QMC points): the next
+# alpha starts from its limit point and prox points. Only from one that ran away: the
+# limit map can have two fixed points (seq2lab T = 2, noise on the target, Wishart(0.5),
+# alpha = 0.30: rates 1.07 and 0.91), and the one that runs away is the ERM's global
+# minimum (train loss -> 0, below the other's positive loss), so the bisection follows
+# the running-away branch up from 1/(4 m_eff); a warm start from a probe with a fixed
+# point dropped later probes onto the other branch.
 _WARM: dict = {}
 
 
@@ -28,8 +33,9 @@ def interpolates(task, target, alpha, se_kwargs) -> bool:
     key = (task, target, tuple(sorted(qmc.items())))
     r = runaway.growth_rate(task, target, alpha, tol=_TOL, max_maps=_MAX_MAPS,
                             warm=_WARM.get(key), **qmc)  # fmt: skip
-    _WARM.clear()
-    _WARM[key] = r.warm
+    if r.rate > 1.0:
+        _WARM.clear()
+        _WARM[key] = r.warm
     log.info("interpolation_se: alpha %.5g: v runs away at the rate %.5f +- %.1e per map "
              "(%d maps)", alpha, r.rate, r.stderr, r.n_maps)  # fmt: skip
     return bool(r.rate > 1.0)
