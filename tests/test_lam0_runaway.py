@@ -95,7 +95,7 @@ def _loss_ratio(task, target, alpha, d, seed):
 @pytest.mark.slow
 def test_seq2lab_threshold_against_the_convex_solver():
     """Seq2lab T = 3, noise 0.2, Wishart(0.4): interpolation_se (runaway-rate bisection;
-    measured 0.3482 at n_qmc = 8192, xtol 1e-3; here n_qmc = 2048, xtol 0.01) lies
+    measured 0.3482 at n_qmc = 8192, xtol 1e-3; here n_qmc = 2048, xtol 0.02) lies
     strictly inside the proven range (0.25, 0.41]. Independent check: the convex solver
     at d = 40 (two data sets), train loss at lam = 1e-4 over lam = 1e-3. Below the
     threshold it vanishes like lam^2 (ratio 0.01 at d -> infinity; measured 0.036 at 0.27,
@@ -103,9 +103,9 @@ def test_seq2lab_threshold_against_the_convex_solver():
     above it tends to 1 (measured 0.42-0.49 at 0.43). Cuts: < 0.1 at 0.8 alpha_interp,
     > 0.3 at 1.25 alpha_interp."""
     target = Wishart(0.4)
-    b = thresholds.interpolation_se_bracket(SEQ2LAB, target, xtol=0.01, n_qmc=2048,
-                                            time_limit=120.0)  # fmt: skip
-    assert 0.25 * 1.1 < b.alpha < 0.41 / 1.1 and b.hi - b.lo <= 0.01
+    b = thresholds.interpolation_se_bracket(SEQ2LAB, target, xtol=0.02, n_qmc=2048,
+                                            time_limit=900.0)  # fmt: skip
+    assert 0.25 * 1.1 < b.alpha < 0.41 / 1.1 and b.hi - b.lo <= 0.02
     for seed in (0, 1):
         assert _loss_ratio(SEQ2LAB, target, 0.8 * b.alpha, 40, seed) < 0.1
         assert _loss_ratio(SEQ2LAB, target, 1.25 * b.alpha, 40, seed) > 0.3
