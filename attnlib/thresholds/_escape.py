@@ -14,14 +14,6 @@ log = logging.getLogger("attnlib.thresholds")
 # is the verdict: at 2 % of rate change per 1 % of alpha, 1e-5 is 5e-6 relative in alpha)
 _TOL = 1e-5
 _MAX_MAPS = 80
-# the warm start of the last probe that ran away, for (task, target, QMC points): the next
-# alpha starts from its limit point and prox points. Only from one that ran away: the
-# limit map can have two fixed points (seq2lab T = 2, noise on the target, Wishart(0.5),
-# alpha = 0.30: rates 1.07 and 0.91), and the one that runs away is the ERM's global
-# minimum (train loss -> 0, below the other's positive loss), so the bisection follows
-# the running-away branch up from 1/(4 m_eff); a warm start from a probe with a fixed
-# point dropped later probes onto the other branch.
-_WARM: dict = {}
 
 
 def interpolates(task, target, alpha, se_kwargs) -> bool:
@@ -30,7 +22,9 @@ def interpolates(task, target, alpha, se_kwargs) -> bool:
     ``se_kwargs``, the solves' own). False where the rate is below 1, or not finite."""
     qmc = {k: se_kwargs[k] for k in ("n_qmc", "n_rep", "seed") if se_kwargs.get(k) is not None}
     qmc.setdefault("n_qmc", 8192)  # attnlib.se.SESettings' defaults
-    # every probe starts cold: warm starts from the probe below (the running-away branch)
+    # every probe starts cold: warm starts from the probe below (the running-away branch;
+    # the limit map can have two fixed points, seq2lab T = 2 with target noise at alpha
+    # 0.30: rates 1.07 and 0.91, and the one that runs away is the global minimum)
     # gave wrong rates for softmax seq2seq T = 2 (rates 3.1 and 2.4 after 73-80 maps at
     # alpha 0.143, 0.146; threshold 0.148 against the closed form's 0.159), cold starts
     # agree with the closed form (test_lam0_runaway)

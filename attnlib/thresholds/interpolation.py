@@ -331,7 +331,7 @@ def interpolation_se_bracket(
     bracket the two bounds, and an :class:`attnlib.se.SEConvergenceWarning` says so.
     Each probe is the runaway rate of :func:`attnlib.se.runaway.growth_rate` at the QMC
     points ``n_qmc, n_rep, seed`` of ``se_kwargs`` (the solves' defaults otherwise),
-    warm-started from the last probe; the number of probes is about ``2 + log2(width /
+    each from the default start; the number of probes is about ``2 + log2(width /
     xtol)`` (9 for ``xtol = 1e-3``). Then one :func:`attnlib.se.solve` at ``hi``
     (``se_kwargs`` passed on; at most 120 s) gives ``fixed_point``. The QMC error of
     the threshold is the rate's standard error (logged with each probe) over ``|d rate
