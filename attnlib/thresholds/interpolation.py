@@ -21,10 +21,12 @@ to the threshold. The threshold is therefore the smallest ``alpha`` at which the
 loss: a sharp yes/no question, answered without a small ``lam`` and without a
 ratio heuristic, and bisected between the two proven bounds
 ``1/(4 m_eff) <= alpha_interp(Delta) <= tangent_cone_dimension(kappa0) / m_eff``.
-Each probe is warm-started from the fixed point at the current upper end of the
-bracket (continuation in ``alpha`` from the non-interpolating side, where the
-fixed point exists), which keeps the solves reliable close to the threshold,
-where ``v`` is large.
+Each probe answers it without a solve: at large ``v`` the ``lam = 0`` map multiplies
+``v`` by a rate ``r*`` that has a limit, and there is a fixed point iff ``r* < 1``
+(:mod:`attnlib.se.runaway`; for the linear task and seq2seq ``r* = 1`` is the closed
+form of :func:`attnlib.thresholds.interpolation_formula`). A probe below the
+threshold used to be a solve that ran to its iteration limit (minutes for seq2lab);
+it is now 7-30 state-evolution maps.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from attnlib.thresholds._common import (
     _labels_leave_range,
     _target_kappa0,
 )
+from attnlib.thresholds._escape import interpolates
 from attnlib.thresholds.geometry import tangent_cone_dimension
 from attnlib.width.capacity import rank_manifold_dimension
 
@@ -62,6 +65,9 @@ log = logging.getLogger("attnlib.thresholds")
 # solver's default tolerance is 1e-6) and its variance v below _V_MAX
 _RESIDUAL_OK = 1e-5
 _V_MAX = 1e8
+# seconds (wall clock) given to the one solve at the end of the bisection, at hi: close
+# to the threshold v is large and the solve slow (seq2lab T = 3: minutes at xtol 1e-3)
+_FINAL_SOLVE_S = 120.0
 
 
 def interpolation(task: Task, kappa: float | None = None, penalty: str = "nuclear") -> float:
@@ -146,10 +152,11 @@ class InterpolationThreshold(NamedTuple):
     """Result of :func:`interpolation_se_bracket`.
 
     ``lo < alpha_interp <= hi``: at ``lo`` the ``lam = 0`` state evolution has no
-    fixed point (the data are interpolated), at ``hi`` it has one, ``fixed_point``
-    (an :class:`attnlib.se.SEResult`: its ``train_loss > 0`` is the ``lam -> 0+``
-    train loss there, ``v`` its finite variance). ``alpha = (lo + hi) / 2``;
-    ``n_solves`` state-evolution solves were used.
+    fixed point (its ``v`` runs away: the data are interpolated), at ``hi`` it has one,
+    ``fixed_point`` (an :class:`attnlib.se.SEResult`: its ``train_loss > 0`` is the
+    ``lam -> 0+`` train loss there, ``v`` its finite variance; None where that one solve
+    failed or was cut short, with a ``RuntimeWarning``). ``alpha = (lo + hi) / 2``;
+    ``n_solves`` probes were used (the two ends included).
     """
 
     alpha: float
@@ -159,9 +166,10 @@ class InterpolationThreshold(NamedTuple):
     n_solves: int
 
 
-def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
+def _lam0_fixed_point(task, target, alpha, init, se_kwargs, *, rate=True):
     """The ``lam = 0`` state-evolution fixed point at ``alpha`` and its warm start (``init``:
-    a warm start, or None), or ``None`` if there is none.
+    a warm start, or None), or ``None`` if there is none. With ``rate``, ``None`` at once
+    where the state evolution's ``v`` runs away at a rate above 1 (no solve).
 
     ``None`` when the solver stops without reaching a fixed point (neither ``converged``
     nor a relative residual below ``1e-5``; below the threshold
@@ -170,6 +178,8 @@ def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
     repeated; every other warning is passed on), or when the point it stops at has
     ``v >= 1e8`` or a train loss that is not positive.
     """
+    if rate and interpolates(task, target, alpha, se_kwargs):  # v runs away: no solve
+        return None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -177,6 +187,10 @@ def _lam0_fixed_point(task, target, alpha, init, se_kwargs):
                 task, target, alpha, 0.0, "nuclear", init=init, return_warm=True, **se_kwargs
             )
         except RuntimeError:  # no valid iterate at all
+            r = None
+        except ValueError as err:  # refused by se.solve's own check: below the threshold
+            if "below the interpolation threshold" not in str(err):
+                raise
             r = None
     for msg in caught:  # not ``w``: that is the warm start returned below
         if not issubclass(msg.category, se.SEConvergenceWarning):
@@ -221,13 +235,15 @@ def _stop_warning(why, lo, hi, xtol) -> None:
     )
 
 
-def _bisect(task, target, bracket, hi_point, xtol, se_kwargs, *, budget):
+def _bisect(task, target, bracket, xtol, se_kwargs, *, budget):
     """Halve ``bracket = (lo, hi)`` (:func:`attnlib.follow.bisect`) until ``hi - lo <= xtol``
-    or the budget is spent (or an interrupt: the bracket of the finished probes is kept);
-    the last fixed point at ``hi`` (``hi_point``: a fixed point and its warm start)."""
+    or the budget is spent (or an interrupt: the bracket of the finished probes is kept).
+    Each probe is the rate at which the ``lam = 0`` state evolution's ``v`` runs away
+    (> 1: ``lo``, else ``hi``; :func:`attnlib.thresholds._escape.interpolates`), not a
+    solve; the fixed point at the final ``hi`` is solved once at the end."""
 
-    def probe(alpha, at_hi):
-        return _lam0_fixed_point(task, target, alpha, at_hi[1], se_kwargs)
+    def probe(alpha, _at_hi):  # a fixed point (not a runaway) moves hi
+        return None if interpolates(task, target, alpha, se_kwargs) else True
 
     def after(n, alpha, r, lo, hi):
         msg = "interpolation_se: probe %d at alpha %.5g: %s; bracket [%.5g, %.5g], %.0f s"
@@ -237,45 +253,65 @@ def _bisect(task, target, bracket, hi_point, xtol, se_kwargs, *, budget):
     def spent(n):  # the two end-point solves came first
         return budget.spent(n + 2)
 
-    b = follow.bisect(probe, *bracket, xtol=xtol, at_hi=hi_point, spent=spent, after=after)
+    b = follow.bisect(probe, *bracket, xtol=xtol, spent=spent, after=after)
     if b.stopped is not None:
         why = b.stopped if isinstance(b.stopped, str) else budget.why(b.stopped)
         _stop_warning(why, b.lo, b.hi, xtol)
-    return b.lo, b.hi, b.at_hi[0], b.n_probes
+    return b.lo, b.hi, _fixed_point_at(task, target, b.hi, se_kwargs), b.n_probes
+
+
+def _fixed_point_at(task, target, alpha, se_kwargs):
+    """The ``lam = 0`` fixed point at ``alpha`` (an end of the bracket); None where the
+    solve fails or is cut short by the time limit or ``_FINAL_SOLVE_S`` (a
+    ``RuntimeWarning`` says so)."""
+    try:
+        with _limits.limit(_FINAL_SOLVE_S):
+            r = _lam0_fixed_point(task, target, alpha, None, se_kwargs, rate=False)
+    except (KeyboardInterrupt, _limits.TimeUp):  # the bracket is kept
+        r = None
+    if r is None:
+        warnings.warn(
+            f"interpolation_se: the lam = 0 fixed point at {alpha:.5g} was not found "
+            "(fixed_point is None); the bracket stands (it rests on the runaway rate)",
+            RuntimeWarning,
+            stacklevel=5,
+        )
+        return None
+    return r[0]
 
 
 def _ends(task, target, se_kwargs, budget):
     """The probes at both ends of ``[1/(4 m_eff), 1.02 x small-noise bound]``: an
     :class:`InterpolationThreshold` where they settle it (NaN where there is no bracket),
-    else ``(lo, hi, top)``."""
+    else ``(lo, hi)``."""
     lo = interpolation(task)
     hi = 1.02 * interpolation_small_noise(task, target)
     try:
-        top = _lam0_fixed_point(task, target, hi, None, se_kwargs)
-        bottom = None if top is None else _lam0_fixed_point(task, target, lo, top[1], se_kwargs)
+        top = not interpolates(task, target, hi, se_kwargs)
+        bottom = top and not interpolates(task, target, lo, se_kwargs)
     except (KeyboardInterrupt, _limits.TimeUp) as err:
         _stop_warning(budget.why(err) + " before a bracket was found (NaN)", lo, hi, 0.0)
         return InterpolationThreshold(math.nan, lo, hi, None, 0)
-    if top is None:  # the theory failure policy: NaN and a warning
+    if not top:  # the theory failure policy: NaN and a warning
         warnings.warn(
-            f"interpolation_se: no lam = 0 state-evolution fixed point at alpha = {hi:.4g}, "
-            f"above the small-noise bound; the threshold cannot be bracketed: NaN (it lies "
-            f"in [{lo:.4g}, {hi:.4g}])",
+            f"interpolation_se: the lam = 0 state evolution's v runs away at alpha = "
+            f"{hi:.4g}, above the small-noise bound; the threshold cannot be bracketed: NaN "
+            f"(it lies in [{lo:.4g}, {hi:.4g}])",
             se.SEConvergenceWarning,
             stacklevel=4,
         )
         return InterpolationThreshold(math.nan, lo, hi, None, 1)
-    if bottom is not None:
-        bottom = bottom[0]
+    if bottom:
         warnings.warn(
-            f"interpolation_se: the state evolution has a non-interpolating fixed point at "
-            f"1/(4 m_eff) = {lo:.4g} (train loss {bottom.train_loss:.3g}), below which "
-            "interpolation is proven; returning 1/(4 m_eff)",
+            f"interpolation_se: the lam = 0 state evolution's v does not run away at "
+            f"1/(4 m_eff) = {lo:.4g}, below which interpolation is proven; returning "
+            "1/(4 m_eff)",
             RuntimeWarning,
             stacklevel=4,
         )
-        return InterpolationThreshold(lo, lo, lo, bottom, 2)
-    return lo, hi, top
+        fixed = _fixed_point_at(task, target, lo, se_kwargs)
+        return InterpolationThreshold(lo, lo, lo, fixed, 2)
+    return lo, hi
 
 
 def interpolation_se_bracket(
@@ -292,21 +328,22 @@ def interpolation_se_bracket(
     the bound, a ``RuntimeWarning`` says so and the bracket is ``[1/(4 m_eff)] * 2``.
     If it finds none at the upper end, ``alpha`` is NaN (the theory failure policy), the
     bracket the two bounds, and an :class:`attnlib.se.SEConvergenceWarning` says so.
-    Each probe is one :func:`attnlib.se.solve` (``se_kwargs`` passed on), and the number
-    of probes is about ``2 + log2(width / xtol)`` (9 for softmax ``T = 2``,
-    ``Wishart(0.5)``, ``xtol = 1e-3``).
-    Measured on two shared cores: seconds a probe for the linear task, tens of seconds
-    for softmax ``T = 2`` (probes below the threshold run to ``max_iter``), and for
-    ``T = 3`` 9.5 minutes for the whole bracket at ``xtol = 0.005``. Nuclear + PSD
-    penalty, labels with noise on the logits or the target.
+    Each probe is the runaway rate of :func:`attnlib.se.runaway.growth_rate` at the QMC
+    points ``n_qmc, n_rep, seed`` of ``se_kwargs`` (the solves' defaults otherwise),
+    each from the default start; the number of probes is about ``2 + log2(width /
+    xtol)`` (9 for ``xtol = 1e-3``). Then one :func:`attnlib.se.solve` at ``hi``
+    (``se_kwargs`` passed on; at most 120 s) gives ``fixed_point``. The QMC error of
+    the threshold is the rate's standard error (logged with each probe) over ``|d rate
+    / d alpha|`` (about 1-2 for seq2lab). Nuclear + PSD penalty, labels with noise on the logits or
+    the target.
 
     Limits: ``time_limit`` (seconds of wall clock; a probe running at that time stops
-    between two SE maps) and ``max_solves`` (state-evolution solves, the two ends
-    included) stop the bisection early, with a ``RuntimeWarning`` and the bracket of the
-    finished probes (``hi - lo`` then exceeds ``xtol``); so does a ``KeyboardInterrupt``
-    (finished work is kept). Before the two ends are probed, the result is NaN. Each
-    probe is logged at INFO level on the logger ``attnlib.thresholds``
-    (``logging.basicConfig(level=logging.INFO)`` shows them).
+    between two SE maps; the bracket is kept if the final solve is cut short) and
+    ``max_solves`` (probes, the two ends included) stop the bisection early, with a
+    ``RuntimeWarning`` and the bracket of the finished probes (``hi - lo`` then exceeds
+    ``xtol``); so does a ``KeyboardInterrupt`` (finished work is kept). Before the two
+    ends are probed, the result is NaN. Each probe is logged at INFO level on the logger
+    ``attnlib.thresholds`` (``logging.basicConfig(level=logging.INFO)`` shows them).
     """
     task = _check_task(task)
     _check_psd_target(target)
@@ -324,8 +361,7 @@ def interpolation_se_bracket(
         ends = _ends(task, target, se_kwargs, budget)
         if isinstance(ends, InterpolationThreshold):
             return ends
-        lo, hi, top = ends
-        lo, hi, point, n = _bisect(task, target, (lo, hi), top, xtol, se_kwargs, budget=budget)
+        lo, hi, point, n = _bisect(task, target, ends, xtol, se_kwargs, budget=budget)
     return InterpolationThreshold(0.5 * (lo + hi), lo, hi, point, n + 2)
 
 
@@ -338,7 +374,11 @@ def interpolation_se(
     Between :func:`interpolation` (``Delta -> infinity``) and
     :func:`interpolation_small_noise` (``Delta -> 0``); e.g. about ``0.324`` for the
     linear ``T = 1`` task and ``0.161`` for softmax seq2seq ``T = 2``, both with
-    ``Wishart(0.5)`` and ``Delta = 0.25``. ``time_limit`` (seconds), interrupts and the
+    ``Wishart(0.5)`` and ``Delta = 0.25``; for seq2lab, which has no closed form,
+    ``0.337 +- 0.003`` at ``T = 2`` (the paper's noise ``Delta = 0.25`` on the target,
+    ``Wishart(0.5)``) and ``0.349 +- 0.004`` at ``T = 3`` (``noise=0.2`` on the logits,
+    ``Wishart(0.4)``), the errors from the QMC error of the runaway rate (``n_qmc = 8192``).
+    ``time_limit`` (seconds), interrupts and the
     progress lines (INFO, logger ``attnlib.thresholds``) as in the bracket.
     """
     return interpolation_se_bracket(
