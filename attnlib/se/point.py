@@ -235,7 +235,7 @@ def final(pb: Problem, lam, a: Attempt, extra: dict) -> SEResult:
     ``factor = 1``: none) where the output side is a QMC average; where a correction
     leaves the domain, the uncorrected point."""
     factor, steps = pb.refine
-    if factor > 1 and not _linear(pb) and not pb.task.piecewise_constant:
+    if factor > 1 and not _linear(pb) and not channels.for_task(pb.task).scale_free:
         fine = refine.refine(pb, lam, a.x, a.sides[2], factor, steps)
         if fine is not None:
             sides = sides_at(lam, fine.sides)
