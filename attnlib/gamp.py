@@ -365,15 +365,15 @@ def _iteration(output, denoiser, ops, x, hstar):
 
 def _advance(output, denoiser, ops, st, cfg):
     """One GAMP iteration at :mod:`attnlib.iterate`'s state ``st`` (``aux``: the last
-    ``h*``), then its update at memory 0 (``ok``: no breakdown): ``(state', last, (ok of the
-    output step, aux, v, status'))``, ``last = x + (1 - damping) (F(x) - x)`` the iterate
-    after damping. One compiled call where both sides are JAX, else on the host."""
+    ``h*``), then its update at memory 0 (``ok``: no breakdown): ``(state', last, [ok of the
+    output step, *aux, v, status'])`` (one array), ``last = x + (1 - damping) (F(x) - x)``
+    the iterate after damping. One compiled call where both sides are JAX, else on the host."""
     jit = output.jittable and denoiser.jittable
     x = st.x if jit else np.asarray(st.x)
     fx, hstar, aux, ok = _iteration(output, denoiser, ops, x, st.aux)
     new = (_update if jit else _update_jit)(st, fx, hstar, aux, cfg)
     last = x + (1.0 - cfg.damping) * (fx - x)
-    return new, last, (ok, aux, last[ops.X.shape[2] ** 2], new.status)
+    return new, last, jnp.array([ok, *aux, last[ops.X.shape[2] ** 2], new.status], float)
 
 
 def _update(st, fx, hstar, aux, cfg):
@@ -386,14 +386,15 @@ _advance_jit = jax.jit(_advance, static_argnames=("output", "denoiser"))
 
 
 def _step(chain, denoiser, ops, st, cfg):
-    """:func:`_advance` with the output step's fallbacks: ``(state', last, (aux, v,
-    status), used the last)``, the scalars fetched at once."""
+    """:func:`_advance` with the output's fallbacks: ``(state', last, (aux, v, status), used
+    the last)``."""
     for i, output in enumerate(chain):
         jit = output.jittable and denoiser.jittable
         new, last, scalars = (_advance_jit if jit else _advance)(output, denoiser, ops, st, cfg)
-        ok, *scalars = jax.device_get(scalars)
-        if bool(ok) or i == len(chain) - 1:
-            return new, last, scalars, i == len(chain) - 1 and i > 0
+        ok, res, a_hat, loss, scale, v, status = np.asarray(scalars)  # one transfer
+        final = i == len(chain) - 1
+        if ok or final:
+            return new, last, (_Aux(res, a_hat, loss, scale), v, int(status)), final and i > 0
     raise AssertionError("unreachable")
 
 
@@ -410,11 +411,10 @@ def _operands(output, denoiser, data, lam, Q0, r):
 
 
 def _iterate(chain, denoiser, ops, settings, x0, hstar):
-    """:func:`attnlib.iterate.init`, then :func:`_step` until a status: ``(status, record)``,
-    the record of each iteration (``v`` and ``observe(S)`` after damping)."""
+    """:func:`attnlib.iterate.init` (memory 0, steps not capped, a breakdown STALLED), then
+    :func:`_step` until a status: ``(status, record of each iteration)``."""
     d = ops.X.shape[2]
     rec = SimpleNamespace(res=[], v=[], a_hat=[], loss=[], scale=[], trace=[], n_fallback=0)
-    # memory 0 (damped steps only), no cap on a step, and a breakdown stops (STALLED)
     cfg = iterate.AndersonConfig(settings.tol, settings.max_iter, settings.damping, 0, math.inf, 1)
     st = iterate.init(x0, hstar, cfg)
     cfg = iterate.AndersonConfig(*(jnp.asarray(c) for c in cfg))  # operands, not constants
