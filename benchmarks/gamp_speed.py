@@ -14,6 +14,7 @@ first ``--compare`` revision.
 
     python benchmarks/gamp_speed.py                            # this tree
     python benchmarks/gamp_speed.py --compare 915cb9f --repeats 5
+    python benchmarks/gamp_speed.py --compare 915cb9f --repeats 7 --d 40   # d = 40 only
 """
 
 import argparse
@@ -60,7 +61,7 @@ def _per_iteration(amp, tasks, Wishart, jax, kind, d):
     return float(np.median(ts))
 
 
-def worker(tree: str) -> dict:
+def worker(tree: str, ds) -> dict:
     """Timings of ``tree``'s attnlib in this process: ``{"unit": s, "case": s / iteration}``."""
     import warnings
 
@@ -76,7 +77,7 @@ def worker(tree: str) -> dict:
     attnlib.configure_jax()
     warnings.simplefilter("ignore", RuntimeWarning)  # max_iter runs warn
     out = {"unit": _calibration(jax, jnp)}
-    for kind, d in CASES:
+    for kind, d in [c for c in CASES if c[1] in ds]:
         out[f"{kind} d={d}"] = _per_iteration(amp, tasks, Wishart, jax, kind, d)
     out["unit"] = float(np.median([out["unit"], _calibration(jax, jnp)]))
     return out
@@ -94,8 +95,8 @@ def _trees(revs, stack):
     return trees
 
 
-def _table(rounds, names):
-    keys = [f"{k} d={d}" for k, d in CASES]
+def _table(rounds, names, ds):
+    keys = [f"{k} d={d}" for k, d in CASES if d in ds]
     print(f"\nmedians over {len(rounds)} rounds: ms per iteration, [units], ratio to {names[0]}")
     print(f"{'tree':>12s} {'unit ms':>8s} " + " ".join(f"{k:>26s}" for k in keys))
     med = {n: {k: float(np.median([r[n][k] / r[n]["unit"] for r in rounds])) for k in keys}
@@ -114,10 +115,12 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--compare", action="append", default=[], help="git revision (repeatable)")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--d", type=int, action="append", help="only these d (repeatable)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args()
+    ds = a.d or sorted({d for _, d in CASES})
     if a.worker:
-        print(json.dumps(worker(a.worker)))
+        print(json.dumps(worker(a.worker, ds)))
         return
     stack = []
     try:
@@ -127,12 +130,13 @@ def main():
             row = {}
             for name, path in trees.items():
                 cmd = [sys.executable, os.path.abspath(__file__), "--worker", path]
+                cmd += [f"--d={d}" for d in ds]
                 r = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=path)
                 row[name] = json.loads(r.stdout.strip().splitlines()[-1])
                 print(f"round {i + 1} {name}: " + json.dumps(row[name]), flush=True)
             rounds.append(row)
         print(f"load average {os.getloadavg()}")
-        _table(rounds, list(trees))
+        _table(rounds, list(trees), ds)
     finally:
         for path in stack:
             subprocess.run(["git", "-C", HERE, "worktree", "remove", "--force", path])
