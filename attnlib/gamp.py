@@ -28,11 +28,12 @@ with one scalar variance ``v`` iterates, with ``alpha = n / d^2``:
 
 Then, where asked (hardmax), ``S_hat`` and ``v`` are divided by ``sqrt(Tr(S_hat^2) / (d
 Q0))``. The residual of an iteration is ``||S_new - S_old||_F / max(||S_new||_F,
-1e-12)``. :func:`run` iterates this map of ``x = (S_hat, v, g)`` with the one fixed-point
-driver, :func:`attnlib.iterate.run` at memory 0: ``x_new = x + (1 - damping) (F(x) -
-x)`` (damping does not move a fixed point). :func:`attnlib.amp.gamp` (ERM),
-:func:`attnlib.hardmax.gamp` and :func:`attnlib.bayes.gamp_rie` are its configurations,
-settings a keyword-only :class:`GAMPSettings`. One iteration is one compiled call where
+1e-12)``. :func:`run` iterates this map of ``x = (S_hat, v, g)`` with the one
+fixed-point solver, :func:`attnlib.iterate.init` and :func:`~attnlib.iterate.update` at
+memory 0: ``x_new = x + (1 - damping) (F(x) - x)`` (damping does not move a fixed
+point). :func:`attnlib.amp.gamp` (ERM), :func:`attnlib.hardmax.gamp` and
+:func:`attnlib.bayes.gamp_rie` are its configurations, settings a keyword-only
+:class:`GAMPSettings`. One iteration is one compiled call (the update included) where
 both sides are JAX, else (the posterior, the RIE) it runs on the host. Failure policy:
 not converged in ``max_iter`` iterations, the last iterate with ``converged=False``; a
 breakdown (a non-finite residual or ``a_hat``, or ``a_hat <= 0``) stops with NaN ``S``,
@@ -333,7 +334,7 @@ class _Operands(NamedTuple):
 
 
 def _iteration(output, denoiser, ops, x, hstar):
-    """One GAMP iteration before damping on ``x = (S, v, g)`` (:func:`_vector`): ``(F(x),
+    """One GAMP iteration before damping on ``x = (S, v, g)`` (one vector): ``(F(x),
     hstar', aux, ok)``; on the host (numpy) where a side is not JAX. On the host a
     breakdown of ``a_hat`` stops before the denoiser (NaN residual)."""
     xp = jnp if output.jittable and denoiser.jittable else np
@@ -362,18 +363,38 @@ def _iteration(output, denoiser, ops, x, hstar):
     return fx, out.h, _Aux(res, a_hat, loss, scale), ok
 
 
-_iteration_jit = jax.jit(_iteration, static_argnames=("output", "denoiser"))
+def _advance(output, denoiser, ops, st, cfg):
+    """One GAMP iteration at :mod:`attnlib.iterate`'s state ``st`` (``aux``: the last
+    ``h*``), then its update at memory 0 (``ok``: no breakdown): ``(state', last, [ok of the
+    output step, *aux, v, status'])`` (one array), ``last = x + (1 - damping) (F(x) - x)``
+    the iterate after damping. One compiled call where both sides are JAX, else on the host."""
+    jit = output.jittable and denoiser.jittable
+    x = st.x if jit else np.asarray(st.x)
+    fx, hstar, aux, ok = _iteration(output, denoiser, ops, x, st.aux)
+    new = (_update if jit else _update_jit)(st, fx, hstar, aux, cfg)
+    last = x + (1.0 - cfg.damping) * (fx - x)
+    return new, last, jnp.array([ok, *aux, last[ops.X.shape[2] ** 2], new.status], float)
 
 
-def _step(chain, denoiser, ops, x, hstar):
-    """One iteration with the output step's fallbacks: ``(F(x), hstar', aux, used the
-    last)``."""
+def _update(st, fx, hstar, aux, cfg):
+    good = jnp.isfinite(aux.res) & jnp.isfinite(aux.a_hat) & (aux.a_hat > 0)
+    return iterate.update(st, fx, hstar, good, cfg._replace(memory=0), aux.res)
+
+
+_update_jit = jax.jit(_update)
+_advance_jit = jax.jit(_advance, static_argnames=("output", "denoiser"))
+
+
+def _step(chain, denoiser, ops, st, cfg):
+    """:func:`_advance` with the output's fallbacks: ``(state', last, (aux, v, status), used
+    the last)``."""
     for i, output in enumerate(chain):
         jit = output.jittable and denoiser.jittable
-        fx, new, aux, ok = (_iteration_jit if jit else _iteration)(output, denoiser, ops, x, hstar)
-        last = i == len(chain) - 1
-        if last or bool(ok):
-            return np.asarray(fx), new, aux, last and i > 0
+        new, last, scalars = (_advance_jit if jit else _advance)(output, denoiser, ops, st, cfg)
+        ok, res, a_hat, loss, scale, v, status = np.asarray(scalars)  # one transfer
+        final = i == len(chain) - 1
+        if ok or final:
+            return new, last, (_Aux(res, a_hat, loss, scale), v, int(status)), final and i > 0
     raise AssertionError("unreachable")
 
 
@@ -389,34 +410,26 @@ def _operands(output, denoiser, data, lam, Q0, r):
     return _Operands(X, Y, lam, Q0, r), (jnp if jit else np)
 
 
-def _vector(S, v, g) -> np.ndarray:
-    """``(S, v, g)`` as the one vector that :func:`attnlib.iterate.run` iterates."""
-    return np.concatenate([np.ravel(S), [float(v)], np.ravel(g)])
-
-
-def _map(chain, denoiser, ops, settings):
-    """The GAMP map ``F(x, (hstar, _)) -> (F(x), (hstar', residual), ok)`` of
-    :func:`attnlib.iterate.run` (``ok``: no breakdown), and its record of each iteration
-    (``v`` and ``observe(S)`` after damping: ``x + (1 - damping) (F(x) - x)``, the
-    iterate :func:`attnlib.iterate.update` makes)."""
+def _iterate(chain, denoiser, ops, settings, x0, hstar):
+    """:func:`attnlib.iterate.init` (memory 0, steps not capped, a breakdown STALLED), then
+    :func:`_step` until a status: ``(status, record of each iteration)``."""
     d = ops.X.shape[2]
     rec = SimpleNamespace(res=[], v=[], a_hat=[], loss=[], scale=[], trace=[], n_fallback=0)
-
-    def F(x, memory):
-        fx, hstar, aux, fallback = _step(chain, denoiser, ops, x, memory[0])
-        rec.last = x + (1.0 - settings.damping) * (fx - x)  # the iterate after damping
+    cfg = iterate.AndersonConfig(settings.tol, settings.max_iter, settings.damping, 0, math.inf, 1)
+    st = iterate.init(x0, hstar, cfg)
+    cfg = iterate.AndersonConfig(*(jnp.asarray(c) for c in cfg))  # operands, not constants
+    status = -1
+    while status < 0:
+        st, rec.last, (aux, v, status), fallback = _step(chain, denoiser, ops, st, cfg)
         rec.n_fallback += int(fallback)
         for field in ("res", "a_hat", "loss", "scale"):
             getattr(rec, field).append(float(getattr(aux, field)))
-        rec.v.append(float(rec.last[d * d]))
-        res, a_hat = rec.res[-1], rec.a_hat[-1]
-        ok = math.isfinite(res) and math.isfinite(a_hat) and a_hat > 0
+        rec.v.append(float(v))
+        ok = math.isfinite(rec.res[-1]) and math.isfinite(rec.a_hat[-1]) and rec.a_hat[-1] > 0
         if ok and settings.observe is not None:
-            S = rec.last[: d * d].reshape(d, d)
+            S = np.asarray(rec.last)[: d * d].reshape(d, d)
             rec.trace.append(np.asarray(settings.observe(S), dtype=float))
-        return fx, (hstar, res), ok
-
-    return F, rec
+    return int(status), rec
 
 
 def _warn(name, status, rec, tol):
@@ -460,12 +473,12 @@ def run(
     n, _, d = ops.X.shape
     g0 = np.zeros((n, output.task.n_pairs)) if start.g is None else start.g
     hstar = to_pairs(preactivations(ops.X, jnp.asarray(start.S))) if xp is jnp else None
-    F, rec = _map((output, *output.fallbacks()), denoiser, ops, settings)
-    # memory 0 (damped steps only), no cap on a step, and a breakdown stops (STALLED)
-    cfg = iterate.AndersonConfig(settings.tol, settings.max_iter, settings.damping, 0, math.inf, 1)
-    x0 = _vector(start.S, start.v, g0)
-    fp = iterate.run(F, x0, (hstar, None), cfg, residual=lambda x, fx, memory: memory[1])
-    status = _STATUS.get(int(fp.status), "breakdown")
+    chain, x0 = (
+        (output, *output.fallbacks()),
+        np.concatenate([np.ravel(start.S), [start.v], np.ravel(g0)]),
+    )
+    status, rec = _iterate(chain, denoiser, ops, settings, x0, hstar)
+    status = _STATUS.get(status, "breakdown")
     if status != "converged":
         _warn(settings.name, status, rec, settings.tol)
     broke = status == "breakdown"
@@ -473,7 +486,7 @@ def run(
     scale = None if Q0 is None else np.asarray(rec.scale)
     traj = GAMPTrajectory(np.asarray(rec.v), np.asarray(rec.a_hat), loss, scale)
     return GAMPResult(
-        S=np.full((d, d), np.nan) if broke else rec.last[: d * d].reshape(d, d),
+        S=np.full((d, d), np.nan) if broke else np.asarray(rec.last)[: d * d].reshape(d, d),
         v=math.nan if broke else rec.v[-1],
         a_hat=math.nan if broke else rec.a_hat[-1],
         history=np.asarray(rec.res),
