@@ -45,6 +45,7 @@ __all__ = [
     "se_map",
     "solve_fixed_point",
     "no_history",
+    "in_domain",
 ]
 
 log = logging.getLogger("attnlib.se")
@@ -101,6 +102,13 @@ def to_x(y, Q0):
     return xp.stack([y[0] * Q0, Q0 * xp.exp(y[1]), xp.exp(y[2])])
 
 
+def in_domain(x, Q0) -> bool:
+    """Whether ``x = (m, q, v)`` (host numbers) lies in the map's domain: finite,
+    ``q, v > 0`` and ``m^2 < q Q0`` (the test of :func:`_input_half`, on the host)."""
+    m, q, v = (float(t) for t in x)
+    return bool(np.all(np.isfinite(x)) and q > 0 and v > 0 and m * m < q * Q0)
+
+
 def _conjugates(means):
     """``(m_hat, q_hat, a_hat)`` from per-replicate ``(a_hat, q_hat, m_hat, loss)``."""
     mean = jnp.mean(means, axis=0)
@@ -124,14 +132,14 @@ def _output_half(task, data: Data, y, aux, mode="warm") -> _Half:
     Q0 = data.Q0
     x = to_x(y, Q0)
     bound = 0.999 * jnp.sqrt(x[1] * Q0)
-    in_domain = x[0] ** 2 < x[1] * Q0
-    x_safe = jnp.where(in_domain, x, x.at[0].set(jnp.clip(x[0], -bound, bound)))
+    inside = x[0] ** 2 < x[1] * Q0
+    x_safe = jnp.where(inside, x, x.at[0].set(jnp.clip(x[0], -bound, bound)))
     out = output_arrays(task, data.z, data.alpha, Q0, x_safe, prox, mode=mode)
     conj = _conjugates(out.means)
     out_ok = (conj[0] > 0) & (conj[2] > 0) & (conj[1] >= 0) & jnp.all(jnp.isfinite(conj))
     safe = jnp.where(out_ok, conj, jnp.array([1.0, 0.0, 1.0]))
     new_prox = jnp.where(jnp.all(jnp.isfinite(out.prox)), out.prox, prox)
-    return _Half(x, in_domain, out_ok, safe, new_prox, out.means)
+    return _Half(x, inside, out_ok, safe, new_prox, out.means)
 
 
 def _input_half(half: _Half, inp, aux, Q0):

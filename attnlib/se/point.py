@@ -199,8 +199,7 @@ def image(pb: Problem, lam, x):
     except (ValueError, FloatingPointError, ArithmeticError):
         return None
     fx = np.array([i.m, i.q, i.v])
-    ok = np.all(np.isfinite(fx)) and fx[1] > 0 and fx[2] > 0 and fx[0] ** 2 < fx[1] * Q0
-    return fx if ok else None
+    return fx if engine.in_domain(fx, Q0) else None
 
 
 def _integrals_error(o, te) -> float:

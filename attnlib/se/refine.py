@@ -50,6 +50,7 @@ import numpy as np
 
 from attnlib import qmc
 from attnlib.se import propagation
+from attnlib.se.engine import in_domain
 from attnlib.se.input import host_input, input_side
 from attnlib.se.output import _join, _rows, output_arrays, qmc_points, summarize
 
@@ -82,17 +83,13 @@ def _image(pb, lam, conj) -> np.ndarray:
     return np.array([i.m, i.q, i.v, i.rank_fraction])
 
 
-def _valid(x, Q0) -> bool:
-    return bool(np.all(np.isfinite(x)) and x[1] > 0 and x[2] > 0 and x[0] ** 2 < x[1] * Q0)
-
-
 def _within(x, dx, Q0, halvings: int = 10):
     """``(x + t dx, (1 - t) dx)`` for the largest ``t`` in ``1, 1/2, 1/4, ...`` that keeps
     the point in the domain (a full Newton step can cross ``m^2 = q Q0`` where the mse
     is small), or ``(None, None)``."""
     t = 1.0
     for _ in range(halvings + 1):
-        if _valid(x + t * dx, Q0):
+        if in_domain(x + t * dx, Q0):
             return x + t * dx, (1.0 - t) * dx
         t *= 0.5
     return None, None
@@ -146,7 +143,7 @@ def refine(pb, lam, x, fixed, factor: int, steps: int = 1) -> Refined | None:
     base, x_new, short = np.asarray(x, dtype=float), None, 0.0
     for k in range(steps):
         image = _image(pb, lam, _conj(means))
-        if not _valid(image[:3], Q0):
+        if not in_domain(image[:3], Q0):
             return None
         x_new, short = _within(base, step @ (image[:3] - base), Q0)
         if x_new is None:
@@ -158,7 +155,7 @@ def refine(pb, lam, x, fixed, factor: int, steps: int = 1) -> Refined | None:
             means, base = _groups(first.mean(axis=0), pieces, per, z_new.shape[1]), x_new
     means = means + (C[[2, 1, 0, 3]] @ (x_new - base))[None, :]  # moved to x_new, linearly
     image = _image(pb, lam, _conj(means))
-    if not _valid(image[:3], Q0):
+    if not in_domain(image[:3], Q0):
         return None
     prox = _join([prox_n, prox_new], R)
     fine = pb._replace(data=pb.data._replace(z=z), qmc=(factor * n, R, seed))

@@ -24,7 +24,7 @@ import numpy as np
 
 from attnlib import follow
 from attnlib.se import point
-from attnlib.se.engine import LoopSettings
+from attnlib.se.engine import LoopSettings, in_domain
 
 __all__ = ["Found", "default_x0", "find"]
 
@@ -49,11 +49,6 @@ def default_x0(Q0):
 
 def _at_lam(pb: point.Problem, lam) -> point.Problem:
     return pb._replace(data=pb.data._replace(lam=np.float64(lam)))
-
-
-def _valid(x, Q0) -> bool:
-    m, q, v = x
-    return bool(np.all(np.isfinite(x)) and q > 0 and v > 0 and m * m < q * Q0)
 
 
 def _continuation(pb, lam, settings):
@@ -106,7 +101,7 @@ def _fallback_starts(pb, lam, a, x0, settings):
         if zero:
             return Found(None, (o, i), a.n_iter, 0.0), []
         image = np.array([i.m, i.q, i.v]) if i is not None else None
-        if image is not None and _valid(image, Q0):
+        if image is not None and in_domain(image, Q0):
             starts.append((image, settings))
     fx0 = point.image(pb, lam, x0) if a.n_iter > 1 else None
     if fx0 is not None:  # the image of the start: inside the domain, often close

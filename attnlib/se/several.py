@@ -56,7 +56,7 @@ import numpy as np
 
 from attnlib import channels, follow
 from attnlib.se import point, robust
-from attnlib.se.engine import LoopSettings
+from attnlib.se.engine import LoopSettings, in_domain
 from attnlib.se.lam0 import _lam0_refusal
 from attnlib.se.results import (
     SEConvergenceWarning,
@@ -139,7 +139,7 @@ def _first_round(pb, lam, a, settings):
         candidates.append(_from_lam0(pb, lam, settings))
     for s in Q_SCALES if a.checks > 0 else ():
         x0 = np.asarray(a.x, dtype=float) * np.array([1.0, s, 1.0])
-        if robust._valid(x0, Q0):
+        if in_domain(x0, Q0):
             candidates.append(point.attempt(pb, x0, None, settings))
     n_iter = sum(b.n_iter for b in candidates if b is not None)
     return [b for b in candidates if b is not None and b.converged], n_iter

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from attnlib.se import runaway
+from attnlib.se import SESettings, runaway
 
 log = logging.getLogger("attnlib.thresholds")
 
@@ -21,7 +21,7 @@ def interpolates(task, target, alpha, se_kwargs) -> bool:
     runs away at a rate above 1 (at the QMC points ``n_qmc``, ``n_rep``, ``seed`` of
     ``se_kwargs``, the solves' own). False where the rate is below 1, or not finite."""
     qmc = {k: se_kwargs[k] for k in ("n_qmc", "n_rep", "seed") if se_kwargs.get(k) is not None}
-    qmc.setdefault("n_qmc", 8192)  # attnlib.se.SESettings' defaults
+    qmc.setdefault("n_qmc", SESettings().n_qmc)  # the solves' default
     # every probe starts cold: warm starts from the probe below (the running-away branch;
     # the limit map can have two fixed points, seq2lab T = 2 with target noise at alpha
     # 0.30: rates 1.07 and 0.91, and the one that runs away is the global minimum)
