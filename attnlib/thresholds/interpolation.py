@@ -9,24 +9,17 @@ statistical dimension of the tangent cone of the PSD cone at ``S0`` over ``m_eff
 :func:`interpolation_se` its exact value at the task's noise, from the state
 evolution.
 
-How :func:`interpolation_se` finds it. At ``lam -> 0+`` the ERM has two phases.
-Below the threshold the data are fitted exactly: the train loss vanishes like
-``lam^2`` and the state-evolution variance ``v`` diverges like ``1 / lam``, so the
-state evolution at ``lam = 0`` has no fixed point (its iteration runs off to
-``v -> infinity``, train loss ``-> 0``). Above it the train loss has a positive
-limit independent of ``lam``, which is the ``lam = 0`` fixed point (the
-minimum-loss PSD matrix), with a finite ``v`` that diverges as ``alpha`` decreases
-to the threshold. The threshold is therefore the smallest ``alpha`` at which the
-``lam = 0`` state evolution has a fixed point with finite ``v`` and positive train
-loss: a sharp yes/no question, answered without a small ``lam`` and without a
-ratio heuristic, and bisected between the two proven bounds
-``1/(4 m_eff) <= alpha_interp(Delta) <= tangent_cone_dimension(kappa0) / m_eff``.
-Each probe answers it without a solve: at large ``v`` the ``lam = 0`` map multiplies
-``v`` by a rate ``r*`` that has a limit, and there is a fixed point iff ``r* < 1``
+How :func:`interpolation_se` finds it. At ``lam -> 0+`` the ERM has two phases. Below
+the threshold the data are fitted exactly: the train loss vanishes like ``lam^2`` and
+the state-evolution variance ``v`` diverges like ``1 / lam``, so the ``lam = 0`` state
+evolution has no fixed point. Above it the ``lam = 0`` fixed point (the minimum-loss
+PSD matrix) has a finite ``v`` and a positive train loss. The threshold is the smallest
+``alpha`` with such a fixed point, bisected between the proven bounds ``1/(4 m_eff) <=
+alpha_interp(Delta) <= tangent_cone_dimension(kappa0) / m_eff``. Each probe is 7-30
+state-evolution maps, not a solve: at large ``v`` the ``lam = 0`` map multiplies ``v`` by
+a rate ``r*`` that has a limit, and there is a fixed point iff ``r* < 1``
 (:mod:`attnlib.se.runaway`; for the linear task and seq2seq ``r* = 1`` is the closed
-form of :func:`attnlib.thresholds.interpolation_formula`). A probe below the
-threshold used to be a solve that ran to its iteration limit (minutes for seq2lab);
-it is now 7-30 state-evolution maps.
+form of :func:`attnlib.thresholds.interpolation_formula`).
 """
 
 from __future__ import annotations
@@ -169,14 +162,12 @@ class InterpolationThreshold(NamedTuple):
 def _lam0_fixed_point(task, target, alpha, init, se_kwargs, *, rate=True):
     """The ``lam = 0`` state-evolution fixed point at ``alpha`` and its warm start (``init``:
     a warm start, or None), or ``None`` if there is none. With ``rate``, ``None`` at once
-    where the state evolution's ``v`` runs away at a rate above 1 (no solve).
+    where ``v`` runs away at a rate above 1 (no solve).
 
-    ``None`` when the solver stops without reaching a fixed point (neither ``converged``
-    nor a relative residual below ``1e-5``; below the threshold
-    its iteration runs off to ``v -> infinity``: that is the measurement, so the
-    :class:`attnlib.se.SEConvergenceWarning` it raises is recorded here and not
-    repeated; every other warning is passed on), or when the point it stops at has
-    ``v >= 1e8`` or a train loss that is not positive.
+    ``None`` too when the solver stops short of a fixed point (not ``converged`` and a
+    relative residual above ``1e-5``: below the threshold ``v`` runs off, so its
+    :class:`attnlib.se.SEConvergenceWarning` is swallowed; other warnings pass on), or at a
+    point with ``v >= 1e8`` or a train loss that is not positive.
     """
     if rate and interpolates(task, target, alpha, se_kwargs):  # v runs away: no solve
         return None
@@ -320,30 +311,22 @@ def interpolation_se_bracket(
 ) -> InterpolationThreshold:  # fmt: skip
     r"""Interpolation threshold at the task's noise: the bracket ``lo < alpha_interp <= hi``.
 
-    Bisection (module docstring) on "the ``lam = 0`` state evolution has a fixed
-    point with finite ``v`` and positive train loss", started from the bracket
-    ``[1/(4 m_eff), 1.02 tangent_cone_dimension(kappa0) / m_eff]`` and stopped when
-    ``hi - lo <= xtol`` (absolute, in ``alpha``). The result is never below
-    ``1/(4 m_eff)``: if the state evolution finds a fixed point there, contrary to
-    the bound, a ``RuntimeWarning`` says so and the bracket is ``[1/(4 m_eff)] * 2``.
-    If it finds none at the upper end, ``alpha`` is NaN (the theory failure policy), the
-    bracket the two bounds, and an :class:`attnlib.se.SEConvergenceWarning` says so.
-    Each probe is the runaway rate of :func:`attnlib.se.runaway.growth_rate` at the QMC
-    points ``n_qmc, n_rep, seed`` of ``se_kwargs`` (the solves' defaults otherwise),
-    each from the default start; the number of probes is about ``2 + log2(width /
-    xtol)`` (9 for ``xtol = 1e-3``). Then one :func:`attnlib.se.solve` at ``hi``
-    (``se_kwargs`` passed on; at most 120 s) gives ``fixed_point``. The QMC error of
-    the threshold is the rate's standard error (logged with each probe) over ``|d rate
-    / d alpha|`` (about 1-2 for seq2lab). Nuclear + PSD penalty, labels with noise on the logits or
-    the target.
+    Bisection (module docstring) from ``[1/(4 m_eff), 1.02 tangent_cone_dimension(kappa0) /
+    m_eff]`` until ``hi - lo <= xtol`` (absolute, in ``alpha``). A fixed point at the lower
+    end, contrary to the bound, gives ``[1/(4 m_eff)] * 2`` and a ``RuntimeWarning``; none at
+    the upper end gives ``alpha`` NaN, the two bounds as bracket and an
+    :class:`attnlib.se.SEConvergenceWarning`. Each probe (about ``2 + log2(width / xtol)``)
+    is the runaway rate of :func:`attnlib.se.runaway.growth_rate` at the QMC points ``n_qmc,
+    n_rep, seed`` of ``se_kwargs`` (else the solves' defaults); then one
+    :func:`attnlib.se.solve` at ``hi`` (``se_kwargs`` passed on; at most 120 s) gives
+    ``fixed_point``. The QMC error of the threshold is the rate's standard error (logged)
+    over ``|d rate / d alpha|``. Nuclear + PSD penalty, noise on the logits or the target.
 
-    Limits: ``time_limit`` (seconds of wall clock; a probe running at that time stops
-    between two SE maps; the bracket is kept if the final solve is cut short) and
-    ``max_solves`` (probes, the two ends included) stop the bisection early, with a
-    ``RuntimeWarning`` and the bracket of the finished probes (``hi - lo`` then exceeds
-    ``xtol``); so does a ``KeyboardInterrupt`` (finished work is kept). Before the two
-    ends are probed, the result is NaN. Each probe is logged at INFO level on the logger
-    ``attnlib.thresholds`` (``logging.basicConfig(level=logging.INFO)`` shows them).
+    ``time_limit`` (seconds of wall clock; a probe stops between two SE maps) and
+    ``max_solves`` (probes, the two ends included) stop the bisection early with a
+    ``RuntimeWarning`` and the bracket of the finished probes; so does a
+    ``KeyboardInterrupt``. Before the two ends are probed the result is NaN. Probes are
+    logged at INFO level on the logger ``attnlib.thresholds``.
     """
     task = _check_task(task)
     _check_psd_target(target)
@@ -370,16 +353,11 @@ def interpolation_se(
 ) -> float:
     r"""Interpolation threshold ``alpha_interp(Delta)`` at the task's noise (state evolution).
 
-    The midpoint of :func:`interpolation_se_bracket` (accurate to ``xtol / 2``).
-    Between :func:`interpolation` (``Delta -> infinity``) and
-    :func:`interpolation_small_noise` (``Delta -> 0``); e.g. about ``0.324`` for the
-    linear ``T = 1`` task and ``0.161`` for softmax seq2seq ``T = 2``, both with
-    ``Wishart(0.5)`` and ``Delta = 0.25``; for seq2lab, which has no closed form,
-    ``0.337 +- 0.003`` at ``T = 2`` (the paper's noise ``Delta = 0.25`` on the target,
-    ``Wishart(0.5)``) and ``0.349 +- 0.004`` at ``T = 3`` (``noise=0.2`` on the logits,
-    ``Wishart(0.4)``), the errors from the QMC error of the runaway rate (``n_qmc = 8192``).
-    ``time_limit`` (seconds), interrupts and the
-    progress lines (INFO, logger ``attnlib.thresholds``) as in the bracket.
+    The midpoint of :func:`interpolation_se_bracket` (accurate to ``xtol / 2``), between
+    :func:`interpolation` (``Delta -> infinity``) and :func:`interpolation_small_noise`
+    (``Delta -> 0``); e.g. about ``0.324`` for the linear ``T = 1`` task with
+    ``Wishart(0.5)`` and ``Delta = 0.25``. ``time_limit``, interrupts and the progress lines
+    as in the bracket.
     """
     return interpolation_se_bracket(
         task, target, xtol=xtol, time_limit=time_limit, **se_kwargs
