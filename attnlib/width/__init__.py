@@ -16,20 +16,13 @@ input side: ``f(x) = (c x - tau)_+`` restricted to the top ``kappa`` fraction of
   ``(kappa - kappa^2/2) / m_eff`` noisy sequences per ``d^2``.
 - :func:`constrained_input_side`, :func:`rank_cutoff`: the input side and its cut.
 
-That this fixed point describes what gradient training of ``W`` at width ``kappa``
-reaches is a numerical finding (the rank-constrained problem is not convex); the tests
-and the book compare it with Adam on ``W``. It is not valid everywhere: at ``lam = 0``
-with noisy labels (the interpolation regime) the fixed point exists only down to an
-``alpha`` above :func:`counting_bound`, below which no width-``kappa`` matrix can fit
-the data, and its train loss there is far below Adam's (linear task, ``kappa = 0.2``:
-``0.004`` against ``0.043`` at ``alpha = 0.23``). The non-convex problem is then not
-described by this (replica-symmetric) fixed point; its interpolation threshold is not
-computed here. Measured instead (Adam on ``W``, linear task, ``Delta = 0.25``, ``d = 40``,
-``kappa = 0.2``): the train loss is ``~1e-8`` up to ``n = 0.95 dim`` and ``~2e-3`` at
-``1.05 dim``, ``dim = p d - p (p - 1) / 2``: the width-``kappa`` student interpolates up to
-:func:`counting_bound` where that lies below the convex threshold
-(:func:`attnlib.thresholds.interpolation_se`), and up to the convex threshold where it
-does not (03_factorisation: widths 0.1-1, ``d = 40``, to within 5 % of the smaller bound).
+That this fixed point describes what gradient training of ``W`` reaches is a numerical
+finding (the problem is not convex); the tests and the book compare it with Adam on
+``W``. It fails at ``lam = 0`` with noisy labels: the fixed point exists only down to an
+``alpha`` above :func:`counting_bound`, with a train loss far below Adam's. The
+interpolation threshold of the width-``kappa`` student is not computed here; Adam on
+``W`` interpolates up to the smaller of :func:`counting_bound` and the convex threshold
+(:func:`attnlib.thresholds.interpolation_se`), as measured on 03_factorisation.
 """
 
 from attnlib.width.counting import counting_bound

@@ -33,20 +33,14 @@ class WidthResult(NamedTuple):
     ``convex``: the unconstrained (convex) fixed point at the same ``(alpha, lam)``;
     ``kappa_star``: its rank fraction (the minimal width); ``constrained``: whether
     ``kappa < kappa_star`` (otherwise ``se`` is ``convex``). ``se.trace`` and
-    ``se.objective`` are those of the rank-constrained fixed point (``f`` cut at the
-    top-``kappa`` quantile of ``rho_R``; same normalisation as :class:`attnlib.se.SEResult`).
+    ``se.objective`` are those of the rank-constrained fixed point.
 
-    Diagnostics (the result family's four, as in :class:`attnlib.se.SEResult`):
-    ``converged``, ``residual``, ``n_iter`` (maps of the rank-constrained attempts; the
-    convex solve's are ``convex.n_iter``), ``integration_error``: properties reading ``se``,
-    the fixed point this result describes. Properties, not fields, so that the tuple, its
-    equality, pickles and the stored rows built from it stay as they were, and no second
-    copy of a number can disagree with ``se``'s. Failure policy (the state-evolution
-    family's): not converged, ``converged`` is false, every order parameter and metric of
-    ``se`` is NaN, and an :class:`attnlib.se.SEConvergenceWarning` was issued. Where the
-    convex point failed, ``se is convex`` (NaN), ``kappa_star`` is NaN and
-    ``constrained`` false; where only the constrained map failed, ``convex`` keeps its
-    (converged) fixed point.
+    Diagnostics ``converged``, ``residual``, ``n_iter`` (maps of the rank-constrained
+    attempts; the convex solve's are ``convex.n_iter``) and ``integration_error`` are
+    properties reading ``se``. Not converged: ``converged`` false, ``se``'s order parameters
+    and metrics NaN, and an :class:`attnlib.se.SEConvergenceWarning`. Where the convex point
+    failed, ``se is convex`` (NaN), ``kappa_star`` is NaN and ``constrained`` false; where
+    only the constrained map failed, ``convex`` keeps its fixed point.
     """
 
     kappa: float
