@@ -6,60 +6,31 @@ The ERM (the book's chapters 04_gamp and 05_state_evolution, and its notation pa
     nuclear:   min_{S PSD}  sum_mu ||Y_mu - g(h_mu(S))||^2 + d lam Tr S,
     frobenius: min_S        sum_mu ||Y_mu - g(h_mu(S))||^2 + d (lam/2) ||S||_F^2.
 
-It is a generalised linear model in the ``D = d (d + 1) / 2`` orthonormal
-coordinates of symmetric matrices: ``h_ab(S) = <S, Z_ab>_F`` with
-
-    Z_aa = (x_a x_a^T - I) / sqrt(d),   Z_ab = (x_a x_b^T + x_b x_a^T) / (2 sqrt(d))  (a < b),
-
-whose coordinates are nearly i.i.d. with variance ``sigma_ab^2 / d``,
-``sigma_ab^2 = 1 + delta_ab``. GAMP with one scalar variance ``v`` (04_gamp,
-the GAMP section) iterates, with ``alpha = n / d^2``:
-
-1. output step (:func:`attnlib.channels.output_step`), for every sequence and pair:
-   ``V_ab = sigma_ab^2 v``, ``omega = h(S_hat) - V g_old`` (Onsager term),
-   ``h* = argmin_h loss(Y, h) + sum_ab (h_ab - omega_ab)^2 / (2 V_ab)``,
-   ``g = (h* - omega) / V`` and ``dg = diag dg/domega``;
-2. ``a_hat = alpha sum_ab sigma_ab^2 mean_mu(-dg_ab)``;
-3. ``B = S_hat + (1 / (d a_hat)) sum_mu sum_ab g_ab Z_ab``. Without forming the
-   ``Z``: with the symmetric ``T x T`` matrix ``G_mu`` with ``G_aa = g_aa`` and
-   ``G_ab = G_ba = g_ab / 2`` (``a < b``),
-   ``sum_ab g_ab Z_ab = (X_mu^T G_mu X_mu - Tr(G_mu) I) / sqrt(d)``, because
-   ``X^T G X = sum_a g_aa x_a x_a^T + sum_{a<b} (g_ab / 2)(x_a x_b^T + x_b x_a^T)``;
-   the sum over ``mu`` is one ``(d, n T) @ (n T, d)`` product;
-4. ``S_hat = F(B)``, the spectral proximal map of the penalty with threshold
-   ``tau = lam / a_hat``: eigenvalues ``x -> max(x - tau, 0)`` (nuclear + PSD) or
-   ``x -> x / (1 + tau)`` (Frobenius);
-5. ``v = div F(B) / (d^2 a_hat)`` with the divergence over the ``D`` orthonormal
-   coordinates ``div F = sum_i f'(x_i) + sum_{i<j} (f(x_i) - f(x_j)) / (x_i - x_j)``.
-
-Constants: ``1 / (d a_hat)`` is the GAMP input variance
-``1 / sum_mu sum_ab ||Z_ab||^2_coord (-dg_ab)`` (``||Z_ab||^2 ~ sigma_ab^2 D / d``,
-``n = alpha d^2``, ``D ~ d^2/2`` cancels against the per-coordinate variance),
-and ``V_ab = sigma_ab^2 D / d * (div F / D) / (d a_hat) = sigma_ab^2 v``.
+The iteration (the pairs ``Z_ab``, the output step ``g = (h* - omega) / V`` with ``h*``
+the prox of the loss, ``a_hat``, ``B = S_hat + (1 / (d a_hat)) sum_mu sum_ab g_ab Z_ab``
+and the spectral prox ``S_hat = F(B)`` with threshold ``tau = lam / a_hat``) is that of
+:mod:`attnlib.gamp`; here it is configured with the task's ERM output step
+(:class:`attnlib.gamp.ERMOutput`) and the penalty's prox
+(:class:`attnlib.gamp.SpectralProx`).
 
 Fixed point = ERM minimiser. At a fixed point ``omega = h(S_hat) - V g`` and
 ``h* = omega + V g``, so ``h* = h(S_hat)`` and, by the optimality of the prox,
 ``g = -grad_h loss(Y, h(S_hat))``. Since ``grad_S L(S) = sum_mu sum_ab
-(d loss / d h_ab) Z_ab``, step 3 reads ``B = S_hat - grad L(S_hat) / (d a_hat)`` and
-step 4 is the proximal-gradient step with step size ``eta = 1 / (d a_hat)``: the
-threshold ``eta d lam = lam / a_hat`` (nuclear) and the shrinkage
-``1 + eta d lam = 1 + lam / a_hat`` (Frobenius) are exactly those of the penalties
-above. A fixed point of GAMP (for any ``a_hat > 0``, any damping) is therefore a
-fixed point of proximal gradient, i.e. satisfies the KKT conditions of the ERM.
+(d loss / d h_ab) Z_ab``, ``B = S_hat - grad L(S_hat) / (d a_hat)`` and ``F`` is the
+proximal-gradient step with step size ``eta = 1 / (d a_hat)``: the threshold ``eta d lam
+= lam / a_hat`` (nuclear) and the shrinkage ``1 + eta d lam = 1 + lam / a_hat``
+(Frobenius) are exactly those of the penalties above. A fixed point of GAMP (any ``a_hat
+> 0``, any damping) is therefore a fixed point of proximal gradient: it satisfies the
+KKT conditions of the ERM.
 
-Numerics. The loop is :func:`attnlib.gamp.run` (one GAMP for the ERM, hardmax and
-the Bayes-optimal limit); here it is configured with the task's ERM output step
-(:class:`attnlib.gamp.ERMOutput`) and the penalty's spectral prox
-(:class:`attnlib.gamp.SpectralProx`). ``S_hat``, ``v`` and ``g`` are damped (``new = beta
-old + (1 - beta) update``, default ``beta = 0.5``; undamped iterations oscillate at ``d =
-60``); damping does not move the fixed point. For non-linear tasks the ``K``-dimensional
-prox is solved by a few steps of the safeguarded Newton method of
-:func:`attnlib.channels.prox`, warm-started at the previous ``h*`` (close to the answer
-once the iteration settles); a batch in which some sequence does not end at a verified
-strict local minimum is redone with more steps and then with the multi-start solver of
-:func:`attnlib.channels.output_step`. The linear task uses the closed form. Each
-iteration costs one ``(d, nT) @ (nT, d)`` product, one ``d x d`` eigendecomposition and
-the ``n`` small prox problems.
+Numerics. ``S_hat``, ``v`` and ``g`` are damped (``new = beta old + (1 - beta) update``,
+default ``beta = 0.5``; undamped iterations oscillate at ``d = 60``). For non-linear tasks
+the ``K``-dimensional prox is a few steps of the safeguarded Newton method of
+:func:`attnlib.channels.prox`, warm-started at the previous ``h*``; a batch in which some
+sequence does not end at a verified strict local minimum is redone with more steps, then
+with the multi-start solver of :func:`attnlib.channels.output_step`. The linear task uses
+the closed form. Each iteration costs one ``(d, nT) @ (nT, d)`` product, one ``d x d``
+eigendecomposition and the ``n`` small prox problems.
 """
 
 from __future__ import annotations
@@ -120,12 +91,8 @@ def gamp(
         ``(n, *task.out_shape)``; ``alpha = n / d^2``.
       lam: penalty strength, ``> 0`` (nuclear) or ``>= 0`` (Frobenius).
       penalty: ``"nuclear"`` (PSD + trace) or ``"frobenius"``.
-      settings: :class:`attnlib.gamp.GAMPSettings` (default ``GAMPSettings()``: damping
-        ``0.5``, ``max_iter`` 2000, ``tol`` ``1e-8``): ``damping``, the weight ``beta`` of
-        the old value in ``S_hat``, ``v`` and ``g`` (``new = beta old + (1 - beta)
-        update``), in ``[0, 1)``; ``max_iter`` iterations at most (each one jit-compiled
-        call); stop when the relative change of ``S_hat`` per (undamped) update is below
-        ``tol``; ``observe``, a callable of ``S_hat`` recorded in ``trace``.
+      settings: :class:`attnlib.gamp.GAMPSettings` (``damping``, ``max_iter``, ``tol``,
+        ``observe``; default ``GAMPSettings()``).
       damping, max_iter, tol: shorthands for the fields of ``settings`` (``None``: the
         field of ``settings``).
       S_init: starting symmetric matrix (default zero); v_init: starting ``v > 0``.
