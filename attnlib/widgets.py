@@ -358,15 +358,20 @@ class ScalingExplorer:
         key = (s.gamma, s.n_modes, s.lam, s.noise, alphas)
         found = self.curves.get(key)
         if found is None:
+            task = _tasks.Linear(T=1, noise=s.noise)
             target = scaling.PowerLawModes(gamma=s.gamma, n_modes=s.n_modes)
-            results = []
+            results, starts = [], self._starts(key)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", se.SEConvergenceWarning)
                 curve, warms = scaling.excess_risk_curve(
-                    _tasks.Linear(T=1, noise=s.noise), target, np.asarray(alphas), s.lam,
-                    progress=lambda i, a, r: results.append(r), starts=self._starts(key),
+                    task,
+                    target,
+                    np.asarray(alphas),
+                    s.lam,
+                    starts=starts,
                     return_warm=True,
-                )  # fmt: skip
+                    progress=lambda i, a, r: results.append(r),
+                )
             found = self.curves.put(key, (curve, list(zip(results, warms, strict=True))))
         return found[0]
 
@@ -420,18 +425,11 @@ def _lam_starts(points, lam_from, lam_to):
     """Warm starts at ``lam_to`` from SE points at ``lam_from`` (one per alpha, or None).
 
     ``points``: ``(SEResult, WarmStart | None)`` pairs. Each converged point gives its
-    :class:`attnlib.se.WarmStart` (prox points and the
-    Anderson history, a secant model of the map at the neighbouring ``lam``) with
-    ``(m, q, v)`` moved to the new ``lam``: where the learned matrix is not full rank
-    (``rank_fraction < 0.999``) ``v`` scales like ``1 / lam`` (``v = int rho_R f h_R /
-    m_hat``, ``f = (c x - tau)_+``, ``tau = lam / a_hat``; measured ratio 0.49-0.51 when
-    ``lam`` doubles), at full rank it is kept. Measured on the default curve (12 alphas,
-    lam 0.01 to 0.02, 0.005, 0.001 and 0.05): 62, 62, 96 and 78 maps, against 87, 81,
-    102 and 91 when the full-rank points were continued along ``alpha``; the mse within
-    6.3e-5 (relative) of fixed points solved to ``tol = 1e-10``, against 8.6e-5. (Before
-    the state evolution checked that one map moves the mse by at most 1e-4 of itself,
-    full-rank points started at another ``lam`` could stop at a ``Delta_eff`` 13 % off.)
-    ``None`` where a point did not converge.
+    :class:`attnlib.se.WarmStart` with ``(m, q, v)`` moved to the new ``lam``: below full
+    rank (``rank_fraction < 0.999``) ``v`` scales like ``1 / lam`` (``v = int rho_R f h_R /
+    m_hat``, ``f = (c x - tau)_+``, ``tau = lam / a_hat``), at full rank it is kept
+    (iteration counts: ``benchmarks/widget_speed.py``). ``None`` where a point did not
+    converge.
     """
     starts = []
     for r, warm in points:
