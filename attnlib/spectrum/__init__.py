@@ -77,12 +77,6 @@ and ``a, b, w`` concentrate on::
 subordination function ``omega = x - Delta G_R``). The decomposition is then an
 integral against ``rho_R`` with ``s*(x) = c* f(x)``. Target outliers carry
 ``O(1/d)`` of the mse and do not enter the limit.
-
-Package layout (every public name is importable from :mod:`attnlib.spectrum`):
-:mod:`~attnlib.spectrum.learned` (learned spectrum, singular values of ``W``),
-:mod:`~attnlib.spectrum.directions` (eigenvector statistics),
-:mod:`~attnlib.spectrum.heads` (the per-head query-key spectra of a trained transformer),
-:mod:`~attnlib.spectrum.decomposition` (the four-part error decomposition).
 """
 
 from __future__ import annotations

@@ -30,10 +30,6 @@ def _check_se(se_result):
     return se_result
 
 
-def _check_task(task):
-    return _checks.task(task)
-
-
 def spectral_map(se_result) -> SpectralMap:
     """The learned spectral map of an SE result (checked: ``c > 0``, ``tau >= 0``)."""
     r = _check_se(se_result)

@@ -14,7 +14,6 @@ from attnlib import _checks, channels, se, train
 from attnlib.spectrum.common import (
     _DEFAULT_NODES,
     _check_se,
-    _check_task,
     _deformed,
     _profile,
     _zero_mass,
@@ -78,7 +77,7 @@ def optimal_scale(task, Q0: float, m: float, q: float) -> tuple[float, float]:
     (which includes ``c = 1``, so that ``e_test(c* S) <= e_test(S)``) refined by a
     bounded Brent search.
     """
-    task = _check_task(task)
+    task = _checks.task(task)
     Q0 = _checks.positive("Q0", Q0)
     q = _checks.nonnegative("q", q)
     m = _checks.finite("m", m)
@@ -148,7 +147,7 @@ def decompose(task, target, se_result, *, n_nodes: int = _DEFAULT_NODES) -> Erro
     SE result; the three mse parts add up to ``Q0 - 2 c* m + c*^2 q`` up to the
     quadrature error (a test checks it).
     """
-    task = _check_task(task)
+    task = _checks.task(task)
     target = _checks.target(target)
     r = _check_se(se_result)
     n_nodes = _checks.integer("n_nodes", n_nodes, 16)
@@ -199,7 +198,7 @@ def decompose_trained(
     (``= b_i`` when ``s_i = 0``), so ``mse_over + mse_under + mse_approx`` equals
     ``||c* S_hat - S0||_F^2 / d`` to rounding.
     """
-    task = _check_task(task)
+    task = _checks.task(task)
     zero_tol = _checks.nonnegative("zero_tol", zero_tol)
     S0a = np.asarray(_checks.square_matrix("S0", S0, symmetric=True), float)
     Sa = np.asarray(_checks.square_matrix("S_hat", S_hat, S0a.shape[0], against="S0"), float)
