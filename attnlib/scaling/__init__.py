@@ -1,45 +1,31 @@
 r"""Power-law targets, sequential recovery of their modes, and scaling laws.
 
-Package layout (one idea per module; every public name is importable from
-:mod:`attnlib.scaling`): the target family :class:`PowerLawModes` lives in
-:mod:`attnlib.targets`; :mod:`~attnlib.scaling.recovery` (recovered modes),
-:mod:`~attnlib.scaling.schedule` (:class:`LamSchedule`), :mod:`~attnlib.scaling.curve`
-(:func:`excess_risk_curve`), :mod:`~attnlib.scaling.fitting` (:func:`fit_power_law`),
-:mod:`~attnlib.scaling.exponents` (:func:`predicted_exponent`),
-:mod:`~attnlib.scaling.paper` (the paper's power-law regime, :func:`paper_exponent`),
-:mod:`~attnlib.scaling.lasso_se` and :mod:`~attnlib.scaling.lasso_solver` (the LASSO
-comparison).
+Every public name is importable from :mod:`attnlib.scaling`; one idea per module.
 
-The target family (:class:`PowerLawModes`). ``S0`` has ``n_modes`` eigenvalue groups
-("modes") ``k = 1..n_modes`` with eigenvalue ``lambda_k = A k^{-gamma}`` and multiplicity
-``pi_k d``, ``pi_k = kappa0 k^{-beta} / sum_j j^{-beta}`` (``beta = share_exponent``; the
-default ``beta = 0`` splits the rank ``kappa0 d`` equally), the remaining ``(1 - kappa0) d``
-eigenvalues zero, Haar eigenvectors, and ``A`` fixed by ``Q0 = sum_k pi_k lambda_k^2 = 1``.
-Every group is extensive, so the large-``d`` limit at fixed ``n_modes`` is an atomic
-spectral measure (no outliers) and the state evolution applies unchanged. The
-counting function ``rho(t) = sum_{lambda_k > t} pi_k`` grows like ``t^{-r}`` with
+The target family :class:`PowerLawModes` (defined in :mod:`attnlib.targets`: ``n_modes``
+extensive groups ``lambda_k = A k^{-gamma}`` of shares ``pi_k ~ k^{-beta}``,
+``beta = share_exponent``) has the counting function ``rho(t) = sum_{lambda_k > t} pi_k
+~ t^{-r}`` with
 
     r = (1 - beta) / gamma,
 
-which is the only property of the family that the exponents below depend on, in the
-window ``1 << k*(t) << n_modes`` of thresholds ``t`` (``k*(t)`` the number of modes
-above ``t``).
+the only property of the family that the exponents depend on, in the window ``1 <<
+k*(t) << n_modes`` of thresholds ``t`` (``k*(t)`` the number of modes above ``t``).
 
-Recovered modes. The eigenvectors of ``R`` kept by the learned spectral map split into
-the spectral components of the modes; a mode is *recovered* when more than half of its
-eigenspace is learned (:func:`recovered_modes`, :func:`recovered_modes_trained`; the
-derivation in :mod:`attnlib.scaling.recovery`).
+Recovered modes (:mod:`~attnlib.scaling.recovery`): a mode is *recovered* when more than
+half of its eigenspace is learned (:func:`recovered_modes`,
+:func:`recovered_modes_trained`).
 
-Scaling laws. :func:`excess_risk_curve` runs the state evolution along ``alpha`` with a
-penalty schedule ``lam = lam0 (alpha / alpha_ref)^{-nu}`` (:class:`LamSchedule`; at fixed
-``d``, ``n = alpha d^2`` so this is ``lam ~ n^{-nu}``), :func:`fit_power_law` fits
-``e - e0 ~ C alpha^{-zeta}`` by least squares in log-log coordinates, and
-:func:`predicted_exponent` gives the derived ``zeta`` (derivation in book/08_scaling_laws).
+Scaling laws. :func:`excess_risk_curve` (:mod:`~attnlib.scaling.curve`) runs the state
+evolution along ``alpha`` with a penalty schedule ``lam = lam0 (alpha /
+alpha_ref)^{-nu}`` (:class:`LamSchedule`; at fixed ``d`` this is ``lam ~ n^{-nu}``),
+:func:`fit_power_law` fits ``e - e0 ~ C alpha^{-zeta}`` in log-log coordinates, and
+:func:`predicted_exponent` gives the derived ``zeta`` (book/08_scaling_laws);
+:func:`paper_exponent` (:mod:`~attnlib.scaling.paper`) the paper's power-law regime.
 
-LASSO comparison (vector compressed sensing): the LASSO on a vector whose entries
-follow the target's spectral measure, its state evolution :func:`lasso_se` (the
-equations in :mod:`attnlib.scaling.lasso_se`) and :func:`lasso_solve`, a small FISTA
-solver used to check it at finite ``N``.
+LASSO comparison (vector compressed sensing): the LASSO on a vector whose entries follow
+the target's spectral measure, its state evolution :func:`lasso_se` and
+:func:`lasso_solve`, a small FISTA solver that checks it at finite ``N``.
 """
 
 from attnlib.scaling.curve import ExcessRiskCurve, excess_risk_curve
