@@ -25,14 +25,6 @@ Three solvers, all jit-compiled and run in chunks of steps:
 
 Each returns a :class:`TrainResult`. Metrics: :func:`train_loss`, :func:`test_error`,
 :func:`mse`, :func:`overlaps`.
-
-Package layout (one idea per module; every public name is importable from
-:mod:`attnlib.train`): :mod:`~attnlib.train.objective` (pre-activations, objective,
-curvature), :mod:`~attnlib.train.proximal` (proximal maps), :mod:`~attnlib.train.result`
-(:class:`TrainResult`), :mod:`~attnlib.train.settings` (:class:`TrainSettings`),
-:mod:`~attnlib.train.adam` (the optax loop and its
-:class:`OptaxConfig`), :mod:`~attnlib.train.factorized`, :mod:`~attnlib.train.direct`,
-:mod:`~attnlib.train.fista` (the three solvers), :mod:`~attnlib.train.metrics`.
 """
 
 from __future__ import annotations

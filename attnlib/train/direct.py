@@ -43,11 +43,9 @@ def train_direct(
       task, data: the task and the training set.
       lam: penalty strength ``>= 0``.
       method: ``"adam"`` or ``"gd"`` (plain gradient descent).
-      settings: :class:`TrainSettings`, as in :func:`train_factorized` but ``dtype``
-        ``float64`` by default and ``learning_rate``: Adam peak rate (default ``0.02``)
-        or gradient-descent step (default ``1 / L`` with ``L`` a power-iteration estimate
-        of the curvature of the objective at ``S_init``); or an optax schedule;
-        ``keep_path``: ``S`` after every chunk.
+      settings: :class:`TrainSettings`; ``learning_rate``: Adam peak rate (default
+        ``0.02``) or gradient-descent step (default ``1 / L``, ``L`` a power-iteration
+        estimate of the curvature at ``S_init``); ``keep_path``: ``S`` after every chunk.
       max_iter, learning_rate, decay, tol, chunk, dtype, keep_path, time_limit:
         shorthands for the fields of ``settings`` (``None``: from ``settings``).
       S_init: initial symmetric ``(d, d)`` matrix (default zero).

@@ -65,13 +65,8 @@ def train_factorized(
       task, data: the task and the training set; ``p``: student width (``kappa = p/d``);
       lam_W: weight decay ``>= 0``; or ``lam``, the nuclear-equivalent strength ``>= 0``,
         ``lam = sqrt(kappa) lam_W`` (as in :func:`train_convex`); give exactly one.
-      settings: :class:`TrainSettings` (defaults here: ``max_iter`` 5000 Adam steps,
-        ``learning_rate`` 0.1 (peak rate, or an optax schedule: then ``decay`` is
-        ignored), decaying exponentially to ``decay * learning_rate`` over ``max_iter``
-        (``decay`` 0.01; ``1.0``: constant), stop when the relative change of the
-        objective per step over the last chunk is below ``tol`` (``1e-9``), ``chunk`` 100
-        steps per jit-compiled call, ``dtype`` ``float32`` (or ``float64``),
-        ``keep_path``: ``W`` after every chunk in ``TrainResult.path``, ``time_limit``).
+      settings: :class:`TrainSettings` (its fields and defaults; the rate decays
+        exponentially, ``decay = 1.0``: constant; ``keep_path``: ``W`` after every chunk).
       max_iter, learning_rate, decay, tol, chunk, dtype, keep_path, time_limit:
         shorthands for the fields of ``settings`` (``None``: from ``settings``).
       W_init: initial ``(d, p)`` factor; default i.i.d. ``N(0, init_scale^2)``.

@@ -145,20 +145,16 @@ def train_convex(
     Convergence is measured by the relative gradient mapping
     ``||S - prox(S - grad L(S)/L)||_F / max(||S||_F, ||grad||_F / L)``,
     checked every ``chunk`` iterations; ``tol = 1e-9`` gives ``S`` to about
-    ``cond * 1e-9`` relative accuracy. Cost: an iteration is a few passes over the
-    data, ``O(n T^2 d^2) = O(alpha T^2 d^4)``; measured (seq2seq ``T = 2``, ``alpha =
-    0.3``, ``lam = 0.01``, 200 iterations, compiled, on a loaded two-core machine):
-    0.7 s of CPU at ``d = 60``, 20 s at ``d = 100``; ``d = 5000`` is out of reach.
+    ``cond * 1e-9`` relative accuracy. An iteration is a few passes over the data,
+    ``O(alpha T^2 d^4)``: 200 iterations of seq2seq ``T = 2`` take seconds at ``d = 60``,
+    tens of seconds at ``d = 100``.
 
     Args:
       task, data: the task and the training set (computed in float64).
       lam: penalty strength ``>= 0``.
       penalty: ``"nuclear"`` or ``"frobenius"``.
-      settings: :class:`TrainSettings`: ``max_iter`` iterations at most (default 20000,
-        rounded up to a multiple of ``chunk``), ``tol`` on the relative gradient
-        mapping, ``chunk`` iterations per jit-compiled call (default 50),
-        ``time_limit`` (seconds, then ``converged=False``; progress on the logger
-        ``attnlib.train``); its other fields do not apply.
+      settings: :class:`TrainSettings` (``max_iter``, ``tol`` on the relative gradient
+        mapping, ``chunk``, ``time_limit``; its other fields do not apply).
       max_iter, tol, chunk, time_limit: shorthands for those fields (``None``: from
         ``settings``).
       S_init: starting symmetric matrix (default zero).
