@@ -31,13 +31,6 @@ the Wishart family, else the atoms of ``target.measure(n_atoms)``, which for sma
 ``Delta`` become separate small bumps of ``rho_R``); its isolated eigenvalues (spikes)
 through :func:`outliers`.
 
-Package layout (one idea per module): :mod:`~attnlib.rmt.semicircle`,
-:mod:`~attnlib.rmt.law` (``mu`` and ``G_mu``), :mod:`~attnlib.rmt.roots` (bracketed
-Newton), :mod:`~attnlib.rmt.curve` (the curve ``u -> x(u)``), :mod:`~attnlib.rmt.support`,
-:mod:`~attnlib.rmt.stieltjes` (``G_R``, density, cdf), :mod:`~attnlib.rmt.quadrature`,
-:mod:`~attnlib.rmt.outliers`, :mod:`~attnlib.rmt.divergence` (spectral integrals,
-divergence, Stein form). Every public name is importable from :mod:`attnlib.rmt`.
-
 Quadrature (:func:`deformed_spectrum`): on each support interval, ``u = mid + half
 cos(theta)`` and adaptive Gauss-Kronrod (7-15) panels in ``theta``, graded towards
 near-singular points (hard edges, closing gaps) and cut at user breakpoints.

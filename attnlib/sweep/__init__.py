@@ -35,10 +35,6 @@ or ``serial=True`` in this process. Every point is cached on disk
 qualified name, attnlib's version and a hash of the code it runs (the source of
 the function's module and of attnlib: :func:`~attnlib.sweep.grid.code_fingerprint`):
 re-running computes only what is missing, and editing the code recomputes.
-
-Modules: :mod:`~attnlib.sweep.grid` (declaration, keys), :mod:`~attnlib.sweep.cache`
-(atomic, checksummed files), :mod:`~attnlib.sweep.execute` (one task in a worker),
-:mod:`~attnlib.sweep.runner` (Dask, progress), :mod:`~attnlib.sweep.table` (results).
 """
 
 from .cache import Cache, CorruptEntry, default_cache_dir

@@ -35,12 +35,6 @@ Thresholds (all in the limit ``d -> infinity``, ``lam -> 0+``):
 - :func:`ridgeless_limit`, :func:`ridgeless_curve`: the ``lam -> 0+`` limit of the state
   evolution on both sides of ``alpha_interp`` (the minimum-trace interpolator below it);
   :func:`ridgeless_peak`: the height of the interpolation peak, finite.
-
-Submodules: :mod:`attnlib.thresholds.geometry` (statistical dimensions, perfect
-recovery), :mod:`attnlib.thresholds.recovery_se` (perfect recovery from the state
-evolution), :mod:`attnlib.thresholds.interpolation` (interpolation, minimal width),
-:mod:`attnlib.thresholds.ridgeless` (the interpolation threshold in closed form),
-:mod:`attnlib.thresholds.interpolator` (the ridgeless limit and the peak).
 """
 
 from attnlib.thresholds._common import PENALTIES
