@@ -36,15 +36,12 @@ __all__ = ["recovery_mse_ratio", "perfect_recovery_se"]
 
 
 def _mse_ratio_fn(spec):
-    """``t -> mse(Delta, t sqrt(Delta)) / Delta`` on one quadrature of ``rho_R`` (Stein form)."""
-    x = np.asarray(spec.x, float)
-    w = np.asarray(spec.w, float)  # sum(w * phi) ~ int rho_R phi
-    h = np.asarray(spec.hilbert, float)
+    """``t -> mse(Delta, t sqrt(Delta)) / Delta`` on one quadrature of ``rho_R``
+    (:func:`attnlib.rmt.stein_mse`)."""
     D = float(spec.Delta)
 
     def ratio(t):
-        f = np.maximum(x - t * math.sqrt(D), 0.0)
-        return float(np.sum(w * (f - x) ** 2) / D + 4.0 * np.sum(w * f * h) - 1.0)
+        return rmt.stein_mse(spec, lambda x: np.maximum(x - t * math.sqrt(D), 0.0)) / D
 
     return ratio
 
@@ -55,18 +52,9 @@ def recovery_mse_ratio(
     r"""``mse(Delta, tau = t sqrt(Delta)) / Delta`` for the soft-threshold denoiser.
 
     ``mse = (1/d) ||F(S0 + sqrt(Delta) W_goe) - S0||_F^2`` with ``f(x) = (x - tau)_+``,
-    in the large-``d`` limit. Writing ``mse = Q0 - 2 m + q`` with
-    ``q = int rho_R f^2`` and ``m = int rho_R f (x - 2 Delta h_R)``
-    (the book's notation page, ``book/notation.md``)
-    and using the exact identities ``int rho_R x^2 = Q0 + Delta`` and
-    ``int rho_R x (x - 2 Delta h_R) = Tr(R S0)/d = Q0`` gives Stein's unbiased form
-
-    .. math:: \mathrm{mse} = \int \rho_R (f(x) - x)^2 + 4 \Delta \int \rho_R f h_R - \Delta,
-
-    whose terms are each of order ``Delta``, so ``mse / Delta`` is computed without the
-    cancellation between the ``O(1)`` quantities ``Q0``, ``m`` and ``q``
-    (``(f(x) - x)^2 = min(x, tau)^2`` for ``x >= 0``, ``x^2`` for ``x < 0``).
-    Integrals use :func:`attnlib.rmt.deformed_spectrum` (``n_nodes``, ``n_atoms``).
+    in the large-``d`` limit, in Stein's form (:func:`attnlib.rmt.stein_mse`: its terms are
+    of order ``Delta``, so the ratio has no cancellation between ``Q0``, ``m`` and ``q``),
+    on the quadrature of :func:`attnlib.rmt.deformed_spectrum` (``n_nodes``, ``n_atoms``).
     """
     Delta = _checks.positive("Delta", Delta)
     t = _checks.nonnegative("t", t)
