@@ -31,10 +31,6 @@ the Wishart family, else the atoms of ``target.measure(n_atoms)``, which for sma
 ``Delta`` become separate small bumps of ``rho_R``); its isolated eigenvalues (spikes)
 through :func:`outliers`.
 
-Quadrature (:func:`deformed_spectrum`): on each support interval, ``u = mid + half
-cos(theta)`` and adaptive Gauss-Kronrod (7-15) panels in ``theta``, graded towards
-near-singular points (hard edges, closing gaps) and cut at user breakpoints.
-
 References: P. Biane, "On the free convolution with a semi-circular distribution",
 Indiana Univ. Math. J. 46 (1997); M. Capitaine, C. Donati-Martin, D. Feral, M. Fevrier,
 "Free convolution with a semicircular distribution and eigenvalues of spiked
