@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attnlib import _checks, rmt
+from attnlib.rmt.integrals import integrate
 from attnlib.spectral_map import SpectralMap
 from attnlib.targets import PowerLawModes, atoms_and_weights
 
@@ -83,8 +84,7 @@ def spectral_summary(
     With ``u = x - Delta h_R(x)`` and ``v = pi Delta rho_R(x)`` (``omega(x + i0) = u + i v``)
     the share of mode ``k`` among the eigenvectors of ``R`` at ``x`` is
     ``pi_k Delta / ((u - lambda_k)^2 + v^2)`` (the shares of all atoms sum to 1 on the
-    support: that is the equation defining ``v``). The error uses Stein's identity for
-    the GOE noise, ``mse = int rho_R (f - x)^2 + 4 Delta int rho_R f h_R - Delta``.
+    support: that is the equation defining ``v``). The error: :func:`attnlib.rmt.stein_mse`.
     Quadrature: :func:`attnlib.rmt.deformed_spectrum` with a breakpoint at ``tau / c``.
     """
     Delta = _checks.positive("Delta", Delta)
@@ -99,15 +99,15 @@ def spectral_summary(
         np.asarray(a, dtype=float) for a in (spec.x, spec.w, spec.density, spec.hilbert)
     )
     f = sm.f(x)
-    div = float(np.sum(w * f * h))
-    mse = rmt.stein_mse(spec, sm.f)
+    s = integrate(spec, f)
     above = sm.kept(x)
     u = x[above] - Delta * h[above]
     v = np.pi * Delta * rho[above]
     share = pi_k[None, :] * Delta / ((u[:, None] - lam_k[None, :]) ** 2 + v[:, None] ** 2)
     fractions = np.clip((w[above] @ share) / pi_k, 0.0, 1.0)
     strengths = ((w[above] * f[above]) @ share) / (pi_k * lam_k)
-    return SpectralSummary(Delta, t, mse, div, float(np.sum(w[above])), fractions, strengths)
+    mse = rmt.stein_mse(spec, sm.f)
+    return SpectralSummary(Delta, t, mse, s.div, s.rank, fractions, strengths)
 
 
 def count_recovered(fractions, level: float) -> int:
