@@ -59,7 +59,10 @@ def _schedule(alphas, lam):
 
 
 def _errors(task, Q0, res, mse):
-    """``(test_error, e0)`` at a fixed point, with the accurate ``mse`` (Stein form)."""
+    """``(test_error, e0)`` at a fixed point: ``test_error_from_overlaps(Q0, m, q)`` with ``m =
+    (Q0 + q - mse) / 2`` and the accurate ``mse`` (Stein form); for the linear task a function
+    of ``mse`` alone.
+    """
     closed = channels.for_task(task).mse_test_error(mse)  # linear: a function of mse alone
     if closed is not None:
         return closed, 0.0
@@ -77,15 +80,16 @@ def _starts(starts, n):
     return list(starts)
 
 
-def _options(target, starts, n, se_kwargs):
-    """``(starts, init, time_limit)`` checked, and taken out of ``se_kwargs`` (the time
-    limit holds for the whole curve)."""
+def _options(target, level, starts, n, se_kwargs):
+    """``(level, starts, init, time_limit)`` checked, and taken out of ``se_kwargs`` (the
+    time limit holds for the whole curve)."""
+    level = _checks.in_interval("level", level, 0.0, 1.0, high_open=True)
     if not isinstance(target, Target):
         raise ValueError(f"target must be an attnlib.targets.Target, got {type(target)!r}")
     if se_kwargs.pop("penalty", "nuclear") != "nuclear":
         raise ValueError("penalty: excess_risk_curve uses the nuclear penalty")
     time_limit = _limits.time_limit(se_kwargs.pop("time_limit", None))
-    return _starts(starts, n), se_kwargs.pop("init", None), time_limit
+    return level, _starts(starts, n), se_kwargs.pop("init", None), time_limit
 
 
 def _row(task, target, res, lm, level, n_nodes):
@@ -101,42 +105,37 @@ def _row(task, target, res, lm, level, n_nodes):
 
 
 def excess_risk_curve(
-    task, target, alphas, lam, *, level: float = 0.5, n_nodes: int = 400, progress=None,
-    starts=None, return_warm: bool = False, **se_kwargs,
-):  # fmt: skip
+    task,
+    target,
+    alphas,
+    lam,
+    *,
+    level: float = 0.5,
+    n_nodes: int = 400,
+    progress=None,
+    starts=None,
+    return_warm: bool = False,
+    **se_kwargs,
+):
     """:func:`attnlib.se.solve` along increasing ``alphas`` (warm starts), nuclear penalty.
 
     Args:
-      task: an :class:`attnlib.tasks.Task`.
-      target: a target with an atomic spectrum (e.g. :class:`PowerLawModes`).
-      alphas: increasing sample ratios ``> 0``.
-      lam: a float (fixed penalty) or a :class:`LamSchedule`.
-      level: recovery level of :func:`recovered_modes`.
-      n_nodes: quadrature nodes of :func:`spectral_summary`.
-      progress: optional callable ``progress(i, alpha, result)`` (e.g. a printer).
-      starts: optional per-alpha warm starts (one entry per alpha: ``None``, ``(m, q, v)``,
-        an :class:`attnlib.se.SEResult` (its ``(m, q, v)``) or an
-        :class:`attnlib.se.WarmStart`); else the previous converged point's warm start
-        (or ``init`` for the first one).
-      return_warm: also return the warm starts of the points (a list, one per alpha,
-        ``None`` where a point did not converge or is the zero phase).
+      task, target: an :class:`attnlib.tasks.Task` and a target with an atomic spectrum.
+      alphas: increasing sample ratios ``> 0``; lam: a float or a :class:`LamSchedule`.
+      level: recovery level of :func:`recovered_modes`; n_nodes: quadrature nodes of
+        :func:`spectral_summary`; progress: optional ``progress(i, alpha, result)``.
+      starts: optional per-alpha warm starts (each ``None``, ``(m, q, v)``, a result or a warm
+        start); else the previous converged point's (or ``init`` for the first one).
+      return_warm: also return the points' warm starts (``None`` where there is none).
       **se_kwargs: passed to :func:`attnlib.se.solve` (``init=``, ``settings=`` and its
         shorthands); ``time_limit=`` (seconds) holds for the whole curve.
 
-    On a ``KeyboardInterrupt``, at ``time_limit`` or where a point raises, the finished
-    points are kept, the others have NaN fields, ``n_recovered = -1`` and
-    ``converged=False`` (an :class:`attnlib.se.SEConvergenceWarning` says why).
-
-    Returns an :class:`ExcessRiskCurve`; with ``return_warm``, ``(ExcessRiskCurve, warm
-    starts)``.
-
-    The test error is ``test_error_from_overlaps(Q0, m, q)`` with ``m = (Q0 + q - mse)/2``
-    and the accurate ``mse``; for the linear task it is ``sum_ab w_ab sigma_ab^2 mse``.
-    Warm starts change only how fast each fixed point is found, not the fixed point.
+    Returns an :class:`ExcessRiskCurve` (and the warm starts). Interrupted, past
+    ``time_limit`` or where a point raises: the finished points, the others NaN with
+    ``n_recovered = -1``, ``converged=False`` and an :class:`attnlib.se.SEConvergenceWarning`.
     """
     alphas, lams = _schedule(alphas, lam)
-    level = _checks.in_interval("level", level, 0.0, 1.0, high_open=True)
-    starts, init, time_limit = _options(target, starts, alphas.size, se_kwargs)
+    level, starts, init, time_limit = _options(target, level, starts, alphas.size, se_kwargs)
     se.drivers._check_solve_args(task, target, alphas[0], lams[0], "nuclear")  # before the curve
     rows = {}
 
@@ -153,10 +152,16 @@ def excess_risk_curve(
 
     with _limits.limit(time_limit):
         _, warms = se.continuation(
-            solve_at, alphas, init=init, starts=starts, after=after, return_warm=True,
+            solve_at,
+            alphas,
+            init=init,
+            starts=starts,
+            after=after,
+            return_warm=True,
             unfinished=lambda a: unfinished_result(a, math.nan, "nuclear", float(target.Q0)),
-            failures="mark", name="excess_risk_curve",
-        )  # fmt: skip
+            failures="mark",
+            name="excess_risk_curve",
+        )
     curve = _assemble(target, alphas, lams, rows)
     return (curve, warms) if return_warm else curve
 

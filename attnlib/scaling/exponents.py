@@ -52,9 +52,14 @@ def _counting_exponent(gamma, share_exponent) -> float:
 
 
 def predicted_exponent(
-    gamma, schedule=0.0, *, share_exponent: float = 0.0, noisy: bool = False,
-    all_modes: bool = False, interpolating: bool = False,
-) -> ExponentPrediction:  # fmt: skip
+    gamma,
+    schedule=0.0,
+    *,
+    share_exponent: float = 0.0,
+    noisy: bool = False,
+    all_modes: bool = False,
+    interpolating: bool = False,
+) -> ExponentPrediction:
     r"""The derived exponent ``zeta`` of ``e_test - e_0 ~ alpha^{-zeta}`` (``1 << k* << n_modes``).
 
     Derivation (book/08_scaling_laws). With ``t ~ lam / alpha`` the state-evolution threshold
@@ -70,11 +75,9 @@ def predicted_exponent(
       ``nu > -1/2`` (the kept noise bulk dominates: parametric rate).
 
     Args:
-      gamma: eigenvalue decay exponent ``> 0``.
-      schedule: ``nu`` (a float, ``> -1``) or a :class:`LamSchedule`.
-      share_exponent: ``beta`` of :class:`PowerLawModes`; ``r = (1 - beta)/gamma`` must lie
-        in ``(0, 2)``.
-      noisy: whether the labels carry noise.
+      gamma: eigenvalue decay exponent ``> 0``; schedule: ``nu > -1`` or a :class:`LamSchedule`.
+      share_exponent: ``beta`` of :class:`PowerLawModes` (``r = (1 - beta)/gamma`` in ``(0,
+        2)``); noisy: whether the labels carry noise.
       all_modes: the threshold has fallen below the smallest eigenvalue (a finite number
         of modes, or the paper's finite-``d`` target once ``n >> d^{1 + 2 gamma}``): the
         bias is the shrinkage ``t^2`` of every mode, ``zeta = 2 (1 + nu)`` (phase
@@ -87,10 +90,7 @@ def predicted_exponent(
         ``(n/d)^{-1 + 1/(2 gamma)}``) in place of ``"variance"``; noise-free labels are
         unchanged. Not with ``all_modes`` (that needs ``n >> d^2``).
 
-    The paper's four rates (arXiv:2509.24914 v2, Appendix E) in ``n`` at fixed ``d`` with
-    ``lam ~ n^{-nu}``: ``"minimax"``/``"optimal"`` ``1 - r/2``, ``"variance"`` ``1``,
-    ``"threshold"`` ``(1 + nu)(2 - r)``, ``"shrinkage"`` ``2 (1 + nu)`` (``r = 1/gamma``);
-    :func:`attnlib.scaling.paper_exponent` gives them along ``n = d^a``, ``lam = d^b``.
+    The paper's four rates in ``n`` at fixed ``d`` (``r = 1/gamma``): :func:`paper_exponent`.
     """
     r = _counting_exponent(gamma, share_exponent)
     if isinstance(schedule, LamSchedule):

@@ -29,8 +29,14 @@ class LamSchedule:
     nu: float = 0.0
     alpha_ref: float = 1.0
 
-    def __init__(self, lam0: float = 1.0, nu: float | None = None, alpha_ref: float = 1.0, *,
-                 ell: float | None = None):  # fmt: skip
+    def __init__(
+        self,
+        lam0: float = 1.0,
+        nu: float | None = None,
+        alpha_ref: float = 1.0,
+        *,
+        ell: float | None = None,
+    ):
         nu = _deprecation.renamed_keyword("LamSchedule", "nu", nu, "ell", ell)
         object.__setattr__(self, "lam0", lam0)
         object.__setattr__(self, "nu", 0.0 if nu is None else nu)
@@ -54,9 +60,15 @@ class LamSchedule:
 
 
 def threshold_window(
-    target, nu: float | None = None, m_eff: float | None = None, k_lo: int | None = None,
-    k_hi: int | None = None, *, ratio: float, ell: float | None = None,
-):  # fmt: skip
+    target,
+    nu: float | None = None,
+    m_eff: float | None = None,
+    k_lo: int | None = None,
+    k_hi: int | None = None,
+    *,
+    ratio: float,
+    ell: float | None = None,
+):
     """``(lam0, alpha_lo, alpha_hi)`` of a noise-free linear-task curve in the threshold phase.
 
     At large ``alpha`` the linear task has ``a_hat ~ 4 m_eff alpha`` (so the threshold is
