@@ -28,12 +28,23 @@ def _default_rate(task, X, Y, S0, lam, method):
 
 
 def train_direct(
-    task: Task, data: Dataset, lam: float, *, method: str = "adam",
-    settings: TrainSettings | None = None, max_iter: int | None = None,
-    learning_rate: float | Callable | None = None, decay: float | None = None,
-    tol: float | None = None, chunk: int | None = None, dtype=None, S_init=None,
-    keep_path: bool | None = None, time_limit: float | None = None, steps: int | None = None,
-) -> TrainResult:  # fmt: skip
+    task: Task,
+    data: Dataset,
+    lam: float,
+    *,
+    method: str = "adam",
+    settings: TrainSettings | None = None,
+    max_iter: int | None = None,
+    learning_rate: float | Callable | None = None,
+    decay: float | None = None,
+    tol: float | None = None,
+    chunk: int | None = None,
+    dtype=None,
+    S_init=None,
+    keep_path: bool | None = None,
+    time_limit: float | None = None,
+    steps: int | None = None,
+) -> TrainResult:
     r"""Train a symmetric ``S`` element-wise with the Frobenius penalty (no PSD constraint).
 
     Minimises ``sum_mu loss(Y_mu, h_mu(S)) + d (lam/2) ||S||_F^2``; gradients are
@@ -51,9 +62,9 @@ def train_direct(
       S_init: initial symmetric ``(d, d)`` matrix (default zero).
       steps: the deprecated name of ``max_iter`` (a ``DeprecationWarning``).
     """
-    given = dict(max_iter=max_iter, learning_rate=learning_rate, decay=decay, tol=tol,
-                 chunk=chunk, dtype=dtype, keep_path=keep_path, time_limit=time_limit)  # fmt: skip
-    s = resolve("train_direct", settings, {**given, "steps": steps}, _DEFAULTS)
+    given = dict(max_iter=max_iter, learning_rate=learning_rate, decay=decay, tol=tol, chunk=chunk)
+    given.update(dtype=dtype, keep_path=keep_path, time_limit=time_limit, steps=steps)
+    s = resolve("train_direct", settings, given, _DEFAULTS)
     lam = _checks.nonnegative("lam", lam)
     _checks.choice("method", method, ("adam", "gd"))
     make_config(task, "direct", "sgd", s._replace(learning_rate=1.0))  # checks the options

@@ -47,13 +47,26 @@ def _weight_decay(lam_W, lam, p: int, d: int) -> float:
 
 
 def train_factorized(
-    key: jax.Array, task: Task, data: Dataset, p: int, lam_W: float | None = None, *,
-    lam: float | None = None, settings: TrainSettings | None = None,
-    max_iter: int | None = None, learning_rate: float | Callable | None = None,
-    decay: float | None = None, tol: float | None = None, chunk: int | None = None,
-    dtype=None, W_init=None, init_scale: float = 1.0, keep_path: bool | None = None,
-    time_limit: float | None = None, steps: int | None = None,
-) -> TrainResult:  # fmt: skip
+    key: jax.Array,
+    task: Task,
+    data: Dataset,
+    p: int,
+    lam_W: float | None = None,
+    *,
+    lam: float | None = None,
+    settings: TrainSettings | None = None,
+    max_iter: int | None = None,
+    learning_rate: float | Callable | None = None,
+    decay: float | None = None,
+    tol: float | None = None,
+    chunk: int | None = None,
+    dtype=None,
+    W_init=None,
+    init_scale: float = 1.0,
+    keep_path: bool | None = None,
+    time_limit: float | None = None,
+    steps: int | None = None,
+) -> TrainResult:
     r"""Full-batch Adam on the tied factor ``W`` (``d x p``), ``S = W W^T / sqrt(p d)``.
 
     Minimises ``sum_mu loss(Y_mu, h_mu(S)) + lam_W ||W||_F^2`` (equal to the nuclear
@@ -75,9 +88,9 @@ def train_factorized(
     Returns:
       :class:`TrainResult` with ``W`` set; ``S`` is computed in float64.
     """
-    given = dict(max_iter=max_iter, learning_rate=learning_rate, decay=decay, tol=tol,
-                 chunk=chunk, dtype=dtype, keep_path=keep_path, time_limit=time_limit)  # fmt: skip
-    s = resolve("train_factorized", settings, {**given, "steps": steps}, _DEFAULTS)
+    given = dict(max_iter=max_iter, learning_rate=learning_rate, decay=decay, tol=tol, chunk=chunk)
+    given.update(dtype=dtype, keep_path=keep_path, time_limit=time_limit, steps=steps)
+    s = resolve("train_factorized", settings, given, _DEFAULTS)
     p = _checks.integer("p", p, 1)
     X, Y, d = _checks.dataset(task, data)
     lam_W = _weight_decay(lam_W, lam, p, d)

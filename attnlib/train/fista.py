@@ -126,11 +126,18 @@ def _iterate(static: _Static, state, X, Y, lam, *, max_iter, tol, progress):
 
 
 def train_convex(
-    task: Task, data: Dataset, lam: float, *, penalty: str = "nuclear",
-    settings: TrainSettings | None = None, max_iter: int | None = None,
-    tol: float | None = None, chunk: int | None = None, S_init=None,
+    task: Task,
+    data: Dataset,
+    lam: float,
+    *,
+    penalty: str = "nuclear",
+    settings: TrainSettings | None = None,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    chunk: int | None = None,
+    S_init=None,
     time_limit: float | None = None,
-) -> TrainResult:  # fmt: skip
+) -> TrainResult:
     r"""Accelerated proximal gradient on ``S`` (float64), the reference ERM solver.
 
     Nuclear: ``min_{S PSD} L(S) + d lam Tr S`` with the proximal map
@@ -151,12 +158,10 @@ def train_convex(
 
     Args:
       task, data: the task and the training set (computed in float64).
-      lam: penalty strength ``>= 0``.
-      penalty: ``"nuclear"`` or ``"frobenius"``.
+      lam: penalty strength ``>= 0``; penalty: ``"nuclear"`` or ``"frobenius"``.
       settings: :class:`TrainSettings` (``max_iter``, ``tol`` on the relative gradient
         mapping, ``chunk``, ``time_limit``; its other fields do not apply).
-      max_iter, tol, chunk, time_limit: shorthands for those fields (``None``: from
-        ``settings``).
+      max_iter, tol, chunk, time_limit: shorthands for those fields (``None``: from settings).
       S_init: starting symmetric matrix (default zero).
 
     Returns a :class:`TrainResult`; not converged, the last iterate, ``converged=False``
