@@ -29,6 +29,6 @@ def interpolates(task, target, alpha, se_kwargs) -> bool:
     # alpha 0.143, 0.146; threshold 0.148 against the closed form's 0.159), cold starts
     # agree with the closed form (test_lam0_runaway)
     r = runaway.growth_rate(task, target, alpha, tol=_TOL, max_maps=_MAX_MAPS, **qmc)
-    log.info("interpolation_se: alpha %.5g: v runs away at the rate %.5f +- %.1e per map "
-             "(%d maps)", alpha, r.rate, r.stderr, r.n_maps)  # fmt: skip
+    msg = "interpolation_se: alpha %.5g: v runs away at the rate %.5f +- %.1e per map (%d maps)"
+    log.info(msg, alpha, r.rate, r.stderr, r.n_maps)
     return bool(r.rate > 1.0)

@@ -306,9 +306,14 @@ def _ends(task, target, se_kwargs, budget):
 
 
 def interpolation_se_bracket(
-    task: Task, target, *, xtol: float = 1e-3, time_limit: float | None = None,
-    max_solves: int | None = None, **se_kwargs,
-) -> InterpolationThreshold:  # fmt: skip
+    task: Task,
+    target,
+    *,
+    xtol: float = 1e-3,
+    time_limit: float | None = None,
+    max_solves: int | None = None,
+    **se_kwargs,
+) -> InterpolationThreshold:
     r"""Interpolation threshold at the task's noise: the bracket ``lo < alpha_interp <= hi``.
 
     Bisection (module docstring) from ``[1/(4 m_eff), 1.02 tangent_cone_dimension(kappa0) /

@@ -329,8 +329,8 @@ def ridgeless_curve(
         above = [i for i in np.argsort(-alphas) if alphas[i] >= th.alpha]
         if above:
             left = None if s.time_limit is None else max(_limits.left(), 1e-3)
-            curve = learning_curve(task, target, alphas[above], 0.0,
-                                   settings=s._replace(time_limit=left))  # fmt: skip
+            s_left = s._replace(time_limit=left)
+            curve = learning_curve(task, target, alphas[above], 0.0, settings=s_left)
             for k, i in enumerate(above):
                 out[i] = SEResult(**{f: _item(curve, f, k) for f in SEResult._fields})
         left_s = s.time_limit
