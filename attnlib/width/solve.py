@@ -174,10 +174,18 @@ def _convex_start(task, target, alpha, lam, s: SESettings):
 
 
 def solve_constrained(
-    task, target, alpha: float, lam: float, kappa: float, init=None, *,
-    settings: SESettings | None = None, attempts: tuple | None = None,
-    return_warm: bool = False, **shorthands,
-):  # fmt: skip
+    task,
+    target,
+    alpha: float,
+    lam: float,
+    kappa: float,
+    init=None,
+    *,
+    settings: SESettings | None = None,
+    attempts: tuple | None = None,
+    return_warm: bool = False,
+    **shorthands,
+):
     r"""The rank-constrained fixed point at ``(alpha, lam, kappa)`` (an :class:`SEResult`).
 
     The map always uses :func:`attnlib.width.constrained_input_side`, which is the
@@ -228,9 +236,18 @@ def solve_constrained(
 
 
 def solve(
-    task, target, alpha: float, lam: float, kappa: float, *, init=None, convex=None,
-    settings: SESettings | None = None, return_warm: bool = False, **shorthands,
-):  # fmt: skip
+    task,
+    target,
+    alpha: float,
+    lam: float,
+    kappa: float,
+    *,
+    init=None,
+    convex=None,
+    settings: SESettings | None = None,
+    return_warm: bool = False,
+    **shorthands,
+):
     r"""State evolution of the factorised student of width ``kappa`` (nuclear penalty).
 
     The factorised objective with weight decay ``lam_W`` is the nuclear + PSD ERM with
