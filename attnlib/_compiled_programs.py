@@ -39,6 +39,14 @@ CALLS_EVERY = 200  # safe points between two counts taken by release_if_needed i
 DEFAULT_LIMIT = 65530  # Linux's default vm.max_map_count
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"  # one per program made
 
+_RELEASED = (
+    "%d memory maps (vm.max_map_count %d): JAX's in-memory compilation caches emptied, "
+    "%d maps left; programs are loaded again from the disk cache"
+)
+_NO_ROOM = (
+    "%d of vm.max_map_count = %d memory maps are held outside JAX's caches: the next "
+    "compilations may crash the process (raise vm.max_map_count)"
+)
 _state = {"programs": 0, "calls": 0, "counts": 0, "releases": 0, "maps": 0, "floor": 0}
 _next = {"programs": 0, "calls": CALLS_EVERY}
 _flags = {"installed": False, "due": False}
@@ -122,17 +130,9 @@ def release_if_needed() -> bool:
     _state["floor"] = map_count() or 0  # the maps that JAX's caches do not hold
     _measure()
     limit, left = map_limit(), _state["maps"]
-    log.info(
-        "%d memory maps (vm.max_map_count %d): JAX's in-memory compilation caches "
-        "emptied, %d maps left; programs are loaded again from the disk cache",
-        before, limit, left,
-    )  # fmt: skip
+    log.info(_RELEASED, before, limit, left)
     if limit - left < 4 * MAPS_PER_PROGRAM:
-        log.warning(
-            "%d of vm.max_map_count = %d memory maps are held outside JAX's caches: "
-            "the next compilations may crash the process (raise vm.max_map_count)",
-            left, limit,
-        )  # fmt: skip
+        log.warning(_NO_ROOM, left, limit)
     return True
 
 

@@ -75,11 +75,19 @@ def _initial_matrix(d, S_init, v_init):
 
 
 def gamp(
-    task: Task, data: Dataset, lam: float, penalty: str = "nuclear", *,
-    settings: GAMPSettings | None = None, damping: float | None = None,
-    max_iter: int | None = None, tol: float | None = None, S_init=None, v_init: float = 1.0,
+    task: Task,
+    data: Dataset,
+    lam: float,
+    penalty: str = "nuclear",
+    *,
+    settings: GAMPSettings | None = None,
+    damping: float | None = None,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    S_init=None,
+    v_init: float = 1.0,
     n_newton: int = 4,
-) -> GAMPResult:  # fmt: skip
+) -> GAMPResult:
     r"""GAMP for the nuclear + PSD or Frobenius ERM on the data set ``data``.
 
     See the module docstring for the iteration and why its fixed point is the
@@ -112,14 +120,20 @@ def gamp(
     output = _gamp.ERMOutput(task, n_newton)
     start = _gamp.Start(S_start, v_init)
     _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
-    return _gamp.run(output, _gamp.SpectralProx(penalty), Dataset(X, Y, None), start, lam,
-                     settings=settings)  # fmt: skip
+    return _gamp.run(
+        output, _gamp.SpectralProx(penalty), Dataset(X, Y, None), start, lam, settings=settings
+    )
 
 
 def robust_gamp(
-    task: Task, data: Dataset, lam: float, penalty: str = "nuclear", *,
-    dampings=(0.5, 0.85, 0.95), **gamp_kwargs,
-) -> GAMPResult:  # fmt: skip
+    task: Task,
+    data: Dataset,
+    lam: float,
+    penalty: str = "nuclear",
+    *,
+    dampings=(0.5, 0.85, 0.95),
+    **gamp_kwargs,
+) -> GAMPResult:
     """:func:`gamp` with heavier damping where it breaks down or does not converge.
 
     Runs :func:`gamp` with each damping of ``dampings`` in turn (its ``RuntimeWarning``
@@ -138,8 +152,10 @@ def robust_gamp(
         raise ValueError(
             f"dampings must be a non-empty sequence of values in [0, 1), got {dampings!r}"
         )
-    dampings = [_checks.in_interval("dampings", b, 0.0, 1.0, low_open=False, high_open=True)
-                for b in dampings]  # fmt: skip
+    dampings = [
+        _checks.in_interval("dampings", b, 0.0, 1.0, low_open=False, high_open=True)
+        for b in dampings
+    ]
 
     def attempt(damp):
         with warnings.catch_warnings():
@@ -156,6 +172,6 @@ def robust_gamp(
     if t.accepted:
         return t.result
     res = next((r for r in reversed(t.tried) if r.status != "breakdown"), t.result)
-    warnings.warn(f"robust_gamp: no damping of {dampings} converged ({res.status})",
-                  RuntimeWarning, stacklevel=2)  # fmt: skip
+    msg = f"robust_gamp: no damping of {dampings} converged ({res.status})"
+    warnings.warn(msg, RuntimeWarning, stacklevel=2)
     return res

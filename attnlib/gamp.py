@@ -27,17 +27,15 @@ with one scalar variance ``v`` iterates, with ``alpha = n / d^2``:
    coordinates, ``sum_i f'(x_i) + sum_{i<j} (f(x_i) - f(x_j)) / (x_i - x_j)``.
 
 Then, where asked (hardmax), ``S_hat`` and ``v`` are divided by ``sqrt(Tr(S_hat^2) / (d
-Q0))``. The residual of an iteration is ``||S_new - S_old||_F / max(||S_new||_F,
-1e-12)``. :func:`run` iterates this map of ``x = (S_hat, v, g)`` with the one
-fixed-point solver, :func:`attnlib.iterate.init` and :func:`~attnlib.iterate.update` at
-memory 0: ``x_new = x + (1 - damping) (F(x) - x)`` (damping does not move a fixed
-point). :func:`attnlib.amp.gamp` (ERM), :func:`attnlib.hardmax.gamp` and
-:func:`attnlib.bayes.gamp_rie` are its configurations, settings a keyword-only
-:class:`GAMPSettings`. One iteration is one compiled call (the update included) where
-both sides are JAX, else (the posterior, the RIE) it runs on the host. Failure policy:
-not converged in ``max_iter`` iterations, the last iterate with ``converged=False``; a
-breakdown (a non-finite residual or ``a_hat``, or ``a_hat <= 0``) stops with NaN ``S``,
-``v``, ``a_hat``; both warn (``RuntimeWarning``) and set :attr:`GAMPResult.status`.
+Q0))``. The residual is ``||S_new - S_old||_F / max(||S_new||_F, 1e-12)``. :func:`run`
+iterates this map of ``x = (S_hat, v, g)`` with :func:`attnlib.iterate.init` and
+:func:`~attnlib.iterate.update` at memory 0, ``x_new = x + (1 - damping) (F(x) - x)``
+(damping does not move a fixed point); :func:`attnlib.amp.gamp` (ERM),
+:func:`attnlib.hardmax.gamp` and :func:`attnlib.bayes.gamp_rie` configure it. One
+iteration is one compiled call where both sides are JAX, else (posterior, RIE) it runs
+on the host. Not converged in ``max_iter`` iterations: the last iterate; a breakdown (a
+non-finite residual or ``a_hat``, or ``a_hat <= 0``): NaN ``S``, ``v``, ``a_hat``; both
+warn (``RuntimeWarning``) and set :attr:`GAMPResult.status`.
 """
 
 from __future__ import annotations
@@ -97,10 +95,8 @@ class GAMPResult(NamedTuple):
         after the last iteration (NaN after a breakdown); a_hat: ``alpha sum_ab sigma_ab^2
         mean(-dg_ab)`` of the last iteration.
       history: the residual of each iteration (relative change of ``S_hat`` before
-        damping), ``(n_iter,)``.
+        damping), ``(n_iter,)``; residual: the last one; n_iter: iterations run.
       converged: whether the residual fell below ``tol``.
-      n_iter: number of iterations run.
-      residual: the last residual.
       n_fallback: iterations whose output step needed its last fallback (the multi-start
         solver of :func:`attnlib.channels.output_step` for the ERM).
       trace: the values of ``observe(S_hat)`` after each iteration (``(n_iter,)``, or
@@ -445,9 +441,16 @@ _STATUS = {iterate.CONVERGED: "converged", iterate.MAX_ITER: "max_iter"}
 
 
 def run(
-    output, denoiser, data, start: Start, lam: float = 0.0, *,
-    settings: GAMPSettings | None = None, Q0: float | None = None, weights=None,
-) -> GAMPResult:  # fmt: skip
+    output,
+    denoiser,
+    data,
+    start: Start,
+    lam: float = 0.0,
+    *,
+    settings: GAMPSettings | None = None,
+    Q0: float | None = None,
+    weights=None,
+) -> GAMPResult:
     """GAMP on ``data`` (``X`` ``(n, T, d)``, ``Y``) with an output step and a denoiser.
 
     Args:
@@ -473,11 +476,8 @@ def run(
     n, _, d = ops.X.shape
     g0 = np.zeros((n, output.task.n_pairs)) if start.g is None else start.g
     hstar = to_pairs(preactivations(ops.X, jnp.asarray(start.S))) if xp is jnp else None
-    chain, x0 = (
-        (output, *output.fallbacks()),
-        np.concatenate([np.ravel(start.S), [start.v], np.ravel(g0)]),
-    )
-    status, rec = _iterate(chain, denoiser, ops, settings, x0, hstar)
+    x0 = np.concatenate([np.ravel(start.S), [start.v], np.ravel(g0)])
+    status, rec = _iterate((output, *output.fallbacks()), denoiser, ops, settings, x0, hstar)
     status = _STATUS.get(status, "breakdown")
     if status != "converged":
         _warn(settings.name, status, rec, settings.tol)

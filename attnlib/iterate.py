@@ -185,10 +185,13 @@ def _on_bad(st, x, aux, cfg):
     x_new = jnp.where(st.good, last + 0.5 * (x - last), x)
     stalled = (step < cfg.min_step) | ~st.good
     return st._replace(
-        x=x_new, aux=aux, k=jnp.zeros_like(st.k), step=step,
+        x=x_new,
+        aux=aux,
+        k=jnp.zeros_like(st.k),
+        step=step,
         status=jnp.where(stalled, STALLED, -1),
         seeded=jnp.asarray(False),
-    )  # fmt: skip
+    )
 
 
 def _config(config) -> AndersonConfig:
@@ -251,10 +254,20 @@ def init(x0, aux0=None, config: AndersonConfig | None = None, history=None) -> S
     x0 = jnp.asarray(x0, dtype=jnp.float64)
     hx, hr, k = _history(x0, cfg, history)
     return State(
-        x0, aux0, hx, hr, k, jnp.asarray(1.0 - cfg.damping, x0.dtype),
-        jnp.asarray(False), x0, jnp.full_like(x0, jnp.nan), jnp.asarray(jnp.inf, x0.dtype),
-        jnp.asarray(0), jnp.asarray(-1), k > 0,
-    )  # fmt: skip
+        x0,
+        aux0,
+        hx,
+        hr,
+        k,
+        jnp.asarray(1.0 - cfg.damping, x0.dtype),
+        jnp.asarray(False),
+        x0,
+        jnp.full_like(x0, jnp.nan),
+        jnp.asarray(jnp.inf, x0.dtype),
+        jnp.asarray(0),
+        jnp.asarray(-1),
+        k > 0,
+    )
 
 
 def update(state: State, fx, aux, ok, config: AndersonConfig | None = None, residual=None):
@@ -387,9 +400,14 @@ def _scan(G, x0, x_min, step, scan_all):
 
 
 def largest_root(
-    G: Callable[[float], float], x0: float, x_min: float, *, step: float = math.log(2.0),
-    xtol: float = 1e-10, scan_all: bool = False,
-) -> Root:  # fmt: skip
+    G: Callable[[float], float],
+    x0: float,
+    x_min: float,
+    *,
+    step: float = math.log(2.0),
+    xtol: float = 1e-10,
+    scan_all: bool = False,
+) -> Root:
     """The largest root of a scalar ``G`` below ``x0`` (where ``G(x0) >= 0``, else status
     ``BAD_START``): steps of ``step`` down from ``x0`` until ``G < 0`` or ``x <= x_min``
     (status ``NO_ROOT``), then Brent's method (:func:`scipy.optimize.brentq`, ``xtol``)
