@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 
 from attnlib import _checks
-from attnlib.denoisers.constrained import binding_cut, rank_cutoff
+from attnlib.denoisers.constrained import binding_cut, constrained_integrals, rank_cutoff
 from attnlib.denoisers.nuclear import nuclear_integrals
 from attnlib.se.input import InputSide, input_trace, map_parameters
 
@@ -70,13 +70,12 @@ def constrained_input_side(target, m_hat, q_hat, a_hat, lam, kappa) -> InputSide
     kappa = _checks.in_interval("kappa", kappa, 0.0, 1.0)
     m_hat, Delta, c, tau = map_parameters(m_hat, q_hat, a_hat, lam)
     try:
-        cut = binding_cut(target, Delta, c, tau, kappa)
-        m, q, fh, rank = spectral_integrals(target, Delta, c, tau, cut)
+        s = constrained_integrals(target, Delta, c, tau, kappa)
     except ValueError as err:  # rmt refuses this Delta for the target
         raise ValueError(
             f"Delta_eff = q_hat / m_hat**2 = {Delta:g} (q_hat={q_hat!r}, m_hat={m_hat!r}): {err}"
         ) from err
-    return InputSide(m, q, fh / m_hat, rank, Delta, c, tau)
+    return InputSide(s.m, s.q, s.div / m_hat, s.rank, Delta, c, tau)
 
 
 def constrained_trace(target, Delta, c, tau, kappa) -> float:
