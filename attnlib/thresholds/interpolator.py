@@ -299,11 +299,9 @@ def ridgeless_peak(task, target, *, n_qmc: int = 2**16, n_rep: int = 8, seed: in
 
 
 def _stack(results) -> LearningCurve:
-    fields = {"penalty": "nuclear"}
-    for name in LearningCurve._fields:
-        if name not in fields:
-            fields[name] = np.array([getattr(r, name) for r in results])
-    return LearningCurve(**fields)
+    fields = [f for f in LearningCurve._fields if f != "penalty"]
+    columns = {f: np.array([getattr(r, f) for r in results]) for f in fields}
+    return LearningCurve(penalty="nuclear", **columns)
 
 
 def ridgeless_curve(
