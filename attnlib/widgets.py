@@ -137,12 +137,9 @@ class _PointSolver:
                 return _quiet(se.solve, task, target, a, lam, penalty, init=start)
 
             found = self.curves.put(key, follow.follow(solve_at, alphas))
-        results = found[0]
-        fields = {"penalty": penalty}
-        for f in se.LearningCurve._fields:
-            if f not in fields:
-                fields[f] = np.array([getattr(r, f) for r in results])
-        return se.LearningCurve(**fields)
+        fields = [f for f in se.LearningCurve._fields if f != "penalty"]
+        columns = {f: np.array([getattr(r, f) for r in found[0]]) for f in fields}
+        return se.LearningCurve(penalty=penalty, **columns)
 
     def point(self, task, target, alpha, lam, penalty, *, near=None):
         """One SE point, warm-started from the nearest point of the cached curve ``near``
