@@ -207,9 +207,8 @@ class Task(Teacher):
     Attributes:
       T: sequence length (number of tokens).
       noise: label-noise variance ``Delta >= 0``.
-      noise_on: ``"logits"`` (variance ``Delta`` on every pair of the logits, the
-        default), ``"target"`` (``Delta`` on the diagonal pairs, ``Delta / 2`` off
-        them: the paper's model) or ``"outputs"`` (see the module docstring).
+      noise_on: ``"logits"`` (the default), ``"target"`` (the paper's model) or
+        ``"outputs"`` (module docstring).
       noise_out: output-noise variance on top of the logit noise (:mod:`attnlib._teacher`).
     """
 
