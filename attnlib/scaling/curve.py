@@ -97,11 +97,8 @@ def _row(task, target, res, lm, level, n_nodes):
     summ = spectral_summary(target, res.Delta_eff, res.tau, res.c, n_nodes=n_nodes)
     mse = max(summ.mse, 0.0)
     te, e0 = _errors(task, float(target.Q0), res, mse)
-    return (float(lm), te, e0, te - e0, mse, res.Delta_eff, summ.threshold, summ.rank_fraction) + (
-        count_recovered(summ.fractions, level),
-        summ.fractions,
-        res.converged,
-    )
+    row = (float(lm), te, e0, te - e0, mse, res.Delta_eff, summ.threshold, summ.rank_fraction)
+    return (*row, count_recovered(summ.fractions, level), summ.fractions, res.converged)
 
 
 def excess_risk_curve(
