@@ -41,10 +41,7 @@ def _soft_stats(s, tau, theta):
     a = (theta - s) / tau  # upper crossing, Z > a
     b = (-theta - s) / tau  # lower crossing, Z < b
     Qa, Pb = scipy.special.ndtr(-a), scipy.special.ndtr(b)
-    pa, pb = (
-        np.exp(-0.5 * a * a) / math.sqrt(2 * math.pi),
-        np.exp(-0.5 * b * b) / math.sqrt(2 * math.pi),
-    )
+    pa, pb = (np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi) for z in (a, b))  # densities
     # Z > a: error tau Z - theta;  Z < b: error tau Z + theta;  in between: error -s
     up = tau**2 * (a * pa + Qa) - 2 * tau * theta * pa + theta**2 * Qa
     lo = tau**2 * (Pb - b * pb) - 2 * tau * theta * pb + theta**2 * Pb
