@@ -1,10 +1,7 @@
 r"""The rotationally invariant estimator (RIE) of a symmetric matrix observed in GOE noise.
 
-Conventions (see the book's "Notation and conventions" page, ``book/notation.md``):
-``W_goe`` is symmetric with off-diagonal variance ``1/d`` and diagonal variance
-``2/d``; the observation is ``R = S0 + sqrt(Delta) W_goe``; ``rho_R`` is its limiting
-eigenvalue density and ``h_R(x) = Re G_R(x + i0)`` its Hilbert transform, with
-``G(z) = int rho(t) / (z - t) dt`` (computed by :mod:`attnlib.rmt`).
+Conventions (``W_goe``, ``rho_R``, ``h_R``): :mod:`attnlib.rmt`; the observation is
+``R = S0 + sqrt(Delta) W_goe``.
 
 For a rotationally invariant prior on ``S0`` the Bayes-optimal estimator of
 ``S0`` given ``R`` keeps the eigenvectors of ``R`` and maps each eigenvalue ``x``
