@@ -455,12 +455,10 @@ def run(
 
     Args:
       output: the channel side, :class:`ERMOutput`, :class:`ProjectionOutput` or
-        :class:`PosteriorOutput` (arguments are checked by the public configurations:
-        :func:`attnlib.amp.gamp`, :func:`attnlib.hardmax.gamp`, :func:`attnlib.bayes.gamp_rie`).
+        :class:`PosteriorOutput` (checked by the public configurations that build it).
       denoiser: the input side, ``(B, a_hat, lam) -> (S_hat, v)``: :class:`SpectralProx`
         or :class:`attnlib.denoisers.rie.RIE`.
-      data: the data set; start: :class:`Start`; lam: the penalty (an operand of the
-        denoiser).
+      data: the data set; start: :class:`Start`; lam: the penalty (the denoiser's operand).
       settings: :class:`GAMPSettings` (default ``GAMPSettings()``).
       Q0: renormalise ``Tr S_hat^2 / d`` to ``Q0`` after each step (hardmax; ``None``: no
         renormalisation).
