@@ -1,16 +1,12 @@
 """Helpers the book's chapters share (not needed to use the library itself).
 
-:func:`glue` stores a number for the prose with myst-nb's glue. Numbers are stored
-as plain Python numbers (a numpy scalar would print as ``np.float64(...)`` and
-break formatted pastes such as ``{glue:text}`name:.3f```), and floats are rounded
-to eight significant digits, because nbval compares the stored text exactly and
-the last bits of a floating-point result differ between machines and thread
-counts. Rounding does not absorb a change of the engine: a state-evolution result
-is a fixed point found to a tolerance (1e-6 on the map residual by default), and
-a different path of iterates lands elsewhere inside it, so after such a change
-the chapters are executed again (``make execute``). The prose formats at most
-five significant digits; tests/test_book_structure.py checks that every formatted
-paste needs at most ``SIGNIFICANT_DIGITS - 2``.
+:func:`glue` stores a number for the prose with myst-nb's glue, as a plain Python number
+(a numpy scalar would print as ``np.float64(...)`` and break formatted pastes such as
+``{glue:text}`name:.3f```), floats rounded to eight significant digits: nbval compares
+the stored text exactly, and the last bits of a result differ between machines and thread
+counts. A change of the engine moves a fixed point within its tolerance, so after one the
+chapters are executed again (``make execute``). tests/test_book_structure.py checks that
+every formatted paste needs at most ``SIGNIFICANT_DIGITS - 2`` digits.
 """
 
 import numbers
