@@ -22,11 +22,8 @@ def interpolates(task, target, alpha, se_kwargs) -> bool:
     ``se_kwargs``, the solves' own). False where the rate is below 1, or not finite."""
     qmc = {k: se_kwargs[k] for k in ("n_qmc", "n_rep", "seed") if se_kwargs.get(k) is not None}
     qmc.setdefault("n_qmc", SESettings().n_qmc)  # the solves' default
-    # every probe starts cold: warm starts from the probe below (the running-away branch;
-    # the limit map can have two fixed points, seq2lab T = 2 with target noise at alpha
-    # 0.30: rates 1.07 and 0.91, and the one that runs away is the global minimum)
-    # gave wrong rates for softmax seq2seq T = 2 (rates 3.1 and 2.4 after 73-80 maps at
-    # alpha 0.143, 0.146; threshold 0.148 against the closed form's 0.159), cold starts
+    # every probe starts cold: a warm start from the probe below follows the running-away
+    # branch (the limit map can have two fixed points) and gives wrong rates; cold starts
     # agree with the closed form (test_lam0_runaway)
     r = runaway.growth_rate(task, target, alpha, tol=_TOL, max_maps=_MAX_MAPS, **qmc)
     msg = "interpolation_se: alpha %.5g: v runs away at the rate %.5f +- %.1e per map (%d maps)"
