@@ -188,20 +188,16 @@ def solve_constrained(
 ):
     r"""The rank-constrained fixed point at ``(alpha, lam, kappa)`` (an :class:`SEResult`).
 
-    The map always uses :func:`attnlib.width.constrained_input_side`, which is the
-    convex input side wherever the constraint is inactive. ``init``: a
-    :class:`~attnlib.se.WarmStart` (its prox points are reused), ``(m, q, v)``, or an
-    :class:`SEResult` or :class:`WidthResult` (their ``(m, q, v)``); ``None`` starts from
-    the convex fixed point (its warm start) when it exists (``lam > 0``), else from the
-    default start of :mod:`attnlib.se`. ``settings`` (an :class:`~attnlib.se.SESettings`)
-    and its shorthand keywords (``tol=``, ``n_qmc=``, ...) as in :func:`attnlib.se.solve`
-    (no ``rtol``). ``attempts``: the ``(damping, max_iter)`` of the successive damped
-    Anderson attempts (default ``((settings.damping, settings.max_iter), (0.9, 5
-    settings.max_iter))``, that is ``((0.5, 300), (0.9, 1500))``; ``max_iter`` bounds both,
-    so that ``max_iter=1`` fails cheaply). Not converged: NaN fields and a warning (the
-    deprecated ``on_fail="raise"``: ``RuntimeError``). Without ``init``, where the convex point is
-    the zero phase, that result (``S = 0``, rank 0). With ``return_warm``: ``(SEResult,
-    WarmStart | None)``.
+    The map uses :func:`attnlib.width.constrained_input_side` (the convex input side where
+    the constraint is inactive). ``init``, ``settings`` and its shorthands as in
+    :func:`solve`; ``None`` starts from the convex fixed point's warm start where it exists
+    (``lam > 0``), else from the default start of :mod:`attnlib.se`. ``attempts``: the
+    ``(damping, max_iter)`` of the successive damped Anderson attempts (default
+    ``((settings.damping, settings.max_iter), (0.9, 5 settings.max_iter))``, that is ``((0.5,
+    300), (0.9, 1500))``; ``max_iter`` bounds both, so ``max_iter=1`` fails cheaply). Not
+    converged: NaN fields and a warning. Without ``init``, where the convex point is the zero
+    phase, that result (``S = 0``, rank 0). With ``return_warm``: ``(SEResult, WarmStart |
+    None)``.
     """
     s = _settings(settings, shorthands)
     _check(task, target, alpha, lam, kappa, init)
