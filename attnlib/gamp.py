@@ -13,9 +13,10 @@ with one scalar variance ``v`` iterates, with ``alpha = n / d^2``:
 1. output step (the *channel*), for every sequence and pair: ``V_ab = sigma_ab^2 v``,
    ``omega = h(S_hat) - V g_old`` (Onsager term), then ``(g, dg)``: for the ERM
    ``h* = argmin_h loss(Y, h) + sum_ab (h_ab - omega_ab)^2 / (2 V_ab)``, ``g = (h* -
-   omega) / V``, ``dg = diag dg/domega`` (:class:`ERMOutput`); the zero-scale projection
-   of hardmax attention (:class:`ProjectionOutput`); the Bayes posterior
-   (:class:`PosteriorOutput`);
+   omega) / V``, ``dg = diag dg/domega`` (:class:`ERMOutput` of a task's channel, or of
+   any :class:`attnlib.channels.Channel`: the zero-scale projection of hardmax attention
+   is ``ERMOutput(channels.for_task(task).at_zero_scale())``, the channel of its state
+   evolution); the Bayes posterior (:class:`PosteriorOutput`);
 2. ``a_hat = alpha sum_ab sigma_ab^2 mean_mu(-dg_ab)``;
 3. ``B = S_hat + (1 / (d a_hat)) sum_mu sum_ab g_ab Z_ab`` (:func:`data_gradient_sum`,
    without forming the ``Z``);
@@ -54,7 +55,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, channels, iterate
+from attnlib import _checks, _deprecation, channels, iterate
 from attnlib import _gamp_checks as _args
 from attnlib.rmt import spectral_divergence
 from attnlib.spectral_map import SpectralMap, check_penalty
@@ -217,15 +218,22 @@ def _spectral_prox(B, tau, penalty):
     return 0.5 * (S + S.T), spectral_divergence(x, f, fp)
 
 
+def _channel(task) -> channels.Channel:
+    """``task``'s channel, or ``task`` itself if it is a :class:`attnlib.channels.Channel`."""
+    return task if isinstance(task, channels.Channel) else channels.for_task(task)
+
+
 @dataclasses.dataclass(frozen=True)
 class ERMOutput:
-    """The ERM output step of ``task``'s channel: the closed form where the channel has
-    one; else ``n_newton`` safeguarded Newton steps of :func:`attnlib.channels.prox` from
-    the previous ``h*`` (``ok``: every sequence ends at a strict local minimum), or
-    (``robust``) the multi-start :func:`attnlib.channels.output_step` started at the
-    previous ``h*`` (``warm``) or at the current ``h(S_hat)``."""
+    """The ERM output step of a channel (``task``: an :class:`attnlib.tasks.Task`, its
+    channel, or a :class:`attnlib.channels.Channel`, e.g. the zero-scale hardmax one):
+    the closed form or exact prox where the channel has one; else ``n_newton``
+    safeguarded Newton steps of :func:`attnlib.channels.prox` from the previous ``h*``
+    (``ok``: every sequence ends at a strict local minimum), or (``robust``) the
+    multi-start :func:`attnlib.channels.output_step` started at the previous ``h*``
+    (``warm``) or at the current ``h(S_hat)``."""
 
-    task: Task
+    task: Task | channels.Channel
     n_newton: int = 4
     robust: bool = False
     warm: bool = True
@@ -234,10 +242,14 @@ class ERMOutput:
     def __post_init__(self):
         object.__setattr__(self, "n_newton", _args.erm_output(self))
 
+    channel = property(lambda self: _channel(self.task), doc="The channel of the step.")
+
     def __call__(self, Y, omega, V, start):
-        task = self.task
-        if channels.for_task(task).global_prox:  # closed form or exact: no starts needed
-            return channels.output_step(task, Y, omega, V), jnp.asarray(True)
+        channel = self.channel
+        task = channel.task
+        if channel.global_prox:  # closed form or exact: no starts needed
+            out = channel.output_step(Y, omega, jnp.broadcast_to(V, omega.shape), None)
+            return out, jnp.asarray(True)
         if self.robust:
             return channels.output_step(task, Y, omega, V, starts=start), jnp.asarray(True)
         Vb = jnp.broadcast_to(V, omega.shape)
@@ -247,32 +259,18 @@ class ERMOutput:
 
     def fallbacks(self) -> tuple:
         """The output steps tried, in order, when this one is not trusted."""
-        if self.robust or channels.for_task(self.task).global_prox:
+        if self.robust or self.channel.global_prox:
             return ()
         more = dataclasses.replace(self, n_newton=8 * self.n_newton)
         return (more, dataclasses.replace(self, robust=True))
 
 
-@dataclasses.dataclass(frozen=True)
-class ProjectionOutput:
-    """The zero-scale output step of hardmax attention: the ``1/V``-weighted projection
-    of ``omega`` on the closed region of each sequence's labels
-    (:func:`attnlib.channels.hardmax.projection`)."""
-
-    task: Task
-    warm = True
-    jittable = True
-
-    def __post_init__(self):
-        _args.projection_task(self.task)
-
-    def __call__(self, Y, omega, V, start):
-        channel = channels.for_task(self.task)
-        out = channel.projection(Y, omega, jnp.broadcast_to(V, omega.shape))
-        return out, jnp.asarray(True)
-
-    def fallbacks(self) -> tuple:
-        return ()
+def ProjectionOutput(task) -> ERMOutput:  # noqa: N802 (the deprecated class name)
+    """Deprecated (removed in the next release): the zero-scale output step of hardmax
+    attention, ``ERMOutput(channels.for_task(task).at_zero_scale())`` (the same step)."""
+    _deprecation.warn("gamp.ProjectionOutput(task)", "gamp.ERMOutput(zero-scale channel)")
+    _args.projection_task(task)
+    return ERMOutput(channels.for_task(task).at_zero_scale())
 
 
 class _Posterior(NamedTuple):
@@ -293,6 +291,8 @@ class PosteriorOutput:
 
     def __post_init__(self):
         _args.posterior_task(self.task)
+
+    channel = property(lambda self: _channel(self.task), doc="The channel of the step.")
 
     def __call__(self, Y, omega, V, start):
         g, dg = channels.for_task(self.task).posterior_output(Y, omega, V)
@@ -451,9 +451,9 @@ def run(
     """GAMP on ``data`` (``X`` ``(n, T, d)``, ``Y``) with an output step and a denoiser.
 
     Args:
-      output: the channel side, :class:`ERMOutput`, :class:`ProjectionOutput` or
-        :class:`PosteriorOutput` (arguments are checked by the public configurations:
-        :func:`attnlib.amp.gamp`, :func:`attnlib.hardmax.gamp`, :func:`attnlib.bayes.gamp_rie`).
+      output: the channel side, :class:`ERMOutput` or :class:`PosteriorOutput` (arguments
+        are checked by the public configurations: :func:`attnlib.amp.gamp`,
+        :func:`attnlib.hardmax.gamp`, :func:`attnlib.bayes.gamp_rie`).
       denoiser: the input side, ``(B, a_hat, lam) -> (S_hat, v)``: :class:`SpectralProx`
         or :class:`attnlib.denoisers.rie.RIE`.
       data: the data set; start: :class:`Start`; lam: the penalty (an operand of the
@@ -471,7 +471,7 @@ def run(
     settings = resolve_settings(settings)
     ops, xp = _operands(output, denoiser, data, lam, Q0, weights)
     n, _, d = ops.X.shape
-    g0 = np.zeros((n, output.task.n_pairs)) if start.g is None else start.g
+    g0 = np.zeros((n, output.channel.task.n_pairs)) if start.g is None else start.g
     hstar = to_pairs(preactivations(ops.X, jnp.asarray(start.S))) if xp is jnp else None
     chain, x0 = (
         (output, *output.fallbacks()),
