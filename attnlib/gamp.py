@@ -13,10 +13,9 @@ with one scalar variance ``v`` iterates, with ``alpha = n / d^2``:
 1. output step (the *channel*), for every sequence and pair: ``V_ab = sigma_ab^2 v``,
    ``omega = h(S_hat) - V g_old`` (Onsager term), then ``(g, dg)``: for the ERM
    ``h* = argmin_h loss(Y, h) + sum_ab (h_ab - omega_ab)^2 / (2 V_ab)``, ``g = (h* -
-   omega) / V``, ``dg = diag dg/domega`` (:class:`ERMOutput` of a task's channel, or of
-   any :class:`attnlib.channels.Channel`: the zero-scale projection of hardmax attention
-   is ``ERMOutput(channels.for_task(task).at_zero_scale())``, the channel of its state
-   evolution); the Bayes posterior (:class:`PosteriorOutput`);
+   omega) / V``, ``dg = diag dg/domega`` (:class:`ERMOutput` of a channel: of the task,
+   or the zero-scale one of hardmax attention, the channel of its state evolution); the
+   Bayes posterior (:class:`PosteriorOutput`);
 2. ``a_hat = alpha sum_ab sigma_ab^2 mean_mu(-dg_ab)``;
 3. ``B = S_hat + (1 / (d a_hat)) sum_mu sum_ab g_ab Z_ab`` (:func:`data_gradient_sum`,
    without forming the ``Z``);
@@ -27,18 +26,16 @@ with one scalar variance ``v`` iterates, with ``alpha = n / d^2``:
    (:class:`attnlib.denoisers.rie.RIE`). The divergence is over the ``D`` orthonormal
    coordinates, ``sum_i f'(x_i) + sum_{i<j} (f(x_i) - f(x_j)) / (x_i - x_j)``.
 
-Then, where asked (hardmax), ``S_hat`` and ``v`` are divided by ``sqrt(Tr(S_hat^2) / (d
-Q0))``. The residual of an iteration is ``||S_new - S_old||_F / max(||S_new||_F,
-1e-12)``. :func:`run` iterates this map of ``x = (S_hat, v, g)`` with the one
-fixed-point solver, :func:`attnlib.iterate.init` and :func:`~attnlib.iterate.update` at
-memory 0: ``x_new = x + (1 - damping) (F(x) - x)`` (damping does not move a fixed
-point). :func:`attnlib.amp.gamp` (ERM), :func:`attnlib.hardmax.gamp` and
-:func:`attnlib.bayes.gamp_rie` are its configurations, settings a keyword-only
-:class:`GAMPSettings`. One iteration is one compiled call (the update included) where
-both sides are JAX, else (the posterior, the RIE) it runs on the host. Failure policy:
-not converged in ``max_iter`` iterations, the last iterate with ``converged=False``; a
-breakdown (a non-finite residual or ``a_hat``, or ``a_hat <= 0``) stops with NaN ``S``,
-``v``, ``a_hat``; both warn (``RuntimeWarning``) and set :attr:`GAMPResult.status`.
+Then, for a ``ray`` denoiser (hardmax), ``S_hat`` and ``v`` are divided by
+``sqrt(Tr(S_hat^2) / (d Q0))``. The residual of an iteration is ``||S_new - S_old||_F /
+max(||S_new||_F, 1e-12)``. :func:`run` iterates this map of ``x = (S_hat, v, g)`` with
+:func:`attnlib.iterate.update` at memory 0, ``x_new = x + (1 - damping) (F(x) - x)``;
+:func:`attnlib.amp.gamp` (ERM), :func:`attnlib.hardmax.gamp` and
+:func:`attnlib.bayes.gamp_rie` are its configurations. One iteration is one compiled
+call where both sides are JAX, else (the posterior, the RIE) on the host. Failure: not
+converged in ``max_iter`` iterations, the last iterate with ``converged=False``; a
+breakdown (a non-finite residual or ``a_hat``, or ``a_hat <= 0``) NaN ``S``, ``v``,
+``a_hat``; both warn (``RuntimeWarning``) and set :attr:`GAMPResult.status`.
 """
 
 from __future__ import annotations
@@ -99,9 +96,8 @@ class GAMPResult(NamedTuple):
         mean(-dg_ab)`` of the last iteration.
       history: the residual of each iteration (relative change of ``S_hat`` before
         damping), ``(n_iter,)``.
-      converged: whether the residual fell below ``tol``.
-      n_iter: number of iterations run.
-      residual: the last residual.
+      converged, n_iter, residual: whether the residual fell below ``tol``, the number
+        of iterations run, the last residual.
       n_fallback: iterations whose output step needed its last fallback (the multi-start
         solver of :func:`attnlib.channels.output_step` for the ERM).
       trace: the values of ``observe(S_hat)`` after each iteration (``(n_iter,)``, or
@@ -218,11 +214,6 @@ def _spectral_prox(B, tau, penalty):
     return 0.5 * (S + S.T), spectral_divergence(x, f, fp)
 
 
-def _channel(task) -> channels.Channel:
-    """``task``'s channel, or ``task`` itself if it is a :class:`attnlib.channels.Channel`."""
-    return task if isinstance(task, channels.Channel) else channels.for_task(task)
-
-
 @dataclasses.dataclass(frozen=True)
 class ERMOutput:
     """The ERM output step of a channel (``task``: an :class:`attnlib.tasks.Task`, its
@@ -242,7 +233,10 @@ class ERMOutput:
     def __post_init__(self):
         object.__setattr__(self, "n_newton", _args.erm_output(self))
 
-    channel = property(lambda self: _channel(self.task), doc="The channel of the step.")
+    @property
+    def channel(self) -> channels.Channel:  # the task's, or the channel given
+        t = self.task
+        return t if isinstance(t, channels.Channel) else channels.for_task(t)
 
     def __call__(self, Y, omega, V, start):
         channel = self.channel
@@ -292,7 +286,7 @@ class PosteriorOutput:
     def __post_init__(self):
         _args.posterior_task(self.task)
 
-    channel = property(lambda self: _channel(self.task), doc="The channel of the step.")
+    channel = property(lambda self: channels.for_task(self.task), doc="The task's channel.")
 
     def __call__(self, Y, omega, V, start):
         g, dg = channels.for_task(self.task).posterior_output(Y, omega, V)
@@ -304,14 +298,21 @@ class PosteriorOutput:
 
 @dataclasses.dataclass(frozen=True)
 class SpectralProx:
-    """The ERM denoiser: the spectral prox of the penalty at threshold ``lam / a_hat``,
-    ``v = div F(B) / (d^2 a_hat)`` (``lam`` is an operand of :func:`run`)."""
+    """The ERM denoiser of GAMP and the state evolution: the penalty's spectral prox at
+    ``tau = lam / a_hat`` on ``B``, ``v = div F(B) / (d^2 a_hat)`` (GAMP), or integrated
+    against ``rho_R`` of ``target`` (:mod:`attnlib.se.engine`; ``kappa < 1``: cut where a
+    width-``kappa`` student's rank binds); ``ray``: renormalised to ``Tr S^2 / d = Q0``."""
 
     penalty: str = "nuclear"
+    target: Any = dataclasses.field(default=None, compare=False)  # GAMP compiles without it
+    kappa: float = 1.0
+    ray: bool = False
     jittable = True
 
     def __post_init__(self):
         check_penalty(self.penalty)
+        if self.ray:  # renormalised to the target's Q0
+            _checks.target(self.target)
 
     def __call__(self, B, a_hat, lam):
         S, div = _spectral_prox(B, lam / a_hat, self.penalty)
@@ -467,16 +468,15 @@ def run(
     Returns:
       :class:`GAMPResult`; warns (``RuntimeWarning``) when it did not converge or broke down.
     """
+    Q0 = denoiser.target.Q0 if Q0 is None and getattr(denoiser, "ray", False) else Q0
     lam, Q0, weights = _args.run_arguments(output, denoiser, data, start, (lam, Q0, weights))
     settings = resolve_settings(settings)
     ops, xp = _operands(output, denoiser, data, lam, Q0, weights)
     n, _, d = ops.X.shape
     g0 = np.zeros((n, output.channel.task.n_pairs)) if start.g is None else start.g
     hstar = to_pairs(preactivations(ops.X, jnp.asarray(start.S))) if xp is jnp else None
-    chain, x0 = (
-        (output, *output.fallbacks()),
-        np.concatenate([np.ravel(start.S), [start.v], np.ravel(g0)]),
-    )
+    chain = (output, *output.fallbacks())
+    x0 = np.concatenate([np.ravel(start.S), [start.v], np.ravel(g0)])
     status, rec = _iterate(chain, denoiser, ops, settings, x0, hstar)
     status = _STATUS.get(status, "breakdown")
     if status != "converged":

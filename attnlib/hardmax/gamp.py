@@ -64,8 +64,8 @@ def gamp(
     settings = _gamp.resolve_settings(settings, _SETTINGS, **given)
     start = _start(d, Q0, S_init, v_init)
     output = _gamp.ERMOutput(channels.for_task(task).at_zero_scale())
-    denoiser = _gamp.SpectralProx("nuclear")
-    r = _gamp.run(output, denoiser, Dataset(X, Y, None), start, 1.0, settings=settings, Q0=Q0)
+    denoiser = _gamp.SpectralProx("nuclear", target, ray=True)  # that of the state evolution
+    r = _gamp.run(output, denoiser, Dataset(X, Y, None), start, 1.0, settings=settings)
     if r.status == "breakdown" and r.n_iter == 1 and not r.trajectory.scale[0] > 0:
         why = f"v_init = {v_init!r}: the first step thresholds the whole spectrum (S_hat = 0)"
         raise ValueError(why + "; start from a smaller v_init")

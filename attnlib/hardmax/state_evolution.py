@@ -27,7 +27,8 @@ The ray is a fixed point of the one state evolution,
 zero-scale channel ``channels.for_task(task).at_zero_scale()`` (``a_hat`` from the exact
 derivative of the projection, its Stein form as a check, ``m_hat`` in its Stein form:
 ``Y`` jumps with ``h0``) with the nuclear denoiser renormalised to ``q = Q0``
-(``engine.Denoiser(..., ray=True)``: the unknowns are ``(artanh cos_theta, log rho)``).
+(``gamp.SpectralProx("nuclear", target, ray=True)``, the denoiser of :func:`attnlib.hardmax.gamp`
+too: the unknowns are ``(artanh cos_theta, log rho)``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import numpy as np
 
 from attnlib import _checks, _deprecation, _limits, channels, iterate
 from attnlib import tasks as _tasks
+from attnlib.gamp import SpectralProx
 from attnlib.se import SEConvergenceWarning, engine, test_error_from_overlaps
 from attnlib.se.output import output_arrays, qmc_points
 
@@ -143,7 +145,7 @@ class _Ray(NamedTuple):
     projection is exact) prox points ``(R N, K)``."""
 
     channel: object
-    denoiser: engine.Denoiser
+    denoiser: SpectralProx
     data: engine.Data
     prox0: np.ndarray
 
@@ -154,7 +156,7 @@ def _ray(task, target, alpha, lam, s: HardmaxSettings) -> _Ray:
     data = engine.Data(z, np.float64(alpha), np.float64(lam), np.float64(target.Q0))
     prox0 = np.zeros((s.n_qmc, task.n_pairs))
     zero_scale = channels.for_task(task).at_zero_scale()
-    return _Ray(zero_scale, engine.Denoiser("nuclear", target, ray=True), data, prox0)
+    return _Ray(zero_scale, SpectralProx("nuclear", target, ray=True), data, prox0)
 
 
 def _maps(pb: _Ray, y0, tol, max_iter, damping) -> iterate.FixedPoint:

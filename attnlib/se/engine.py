@@ -34,12 +34,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _compiled_programs, _limits, iterate, qmc
+from attnlib.gamp import SpectralProx
 from attnlib.se.input import frobenius_arrays, host_input
 from attnlib.se.output import _join, _rows, output_arrays
 
 __all__ = [
     "Data",
-    "Denoiser",
     "to_y",
     "to_x",
     "se_map",
@@ -60,18 +60,12 @@ class Data(NamedTuple):
     Q0: jax.Array
 
 
-class Denoiser(NamedTuple):
-    """The input side of one solve: ``penalty`` (``"nuclear"`` or ``"frobenius"``) for
-    ``target``; ``kappa < 1`` (nuclear only): the map cut at ``x_kappa`` where the rank
-    constraint of a student of width ``kappa`` binds (:mod:`attnlib.denoisers.constrained`);
-    ``ray`` (nuclear only): the image renormalised to ``q = Q0``, the unknowns the
-    scale-free ``(artanh(m / sqrt(q Q0)), log(v / sqrt q))`` of :func:`to_y` (the fixed
-    ray of a map homogeneous of degree one, :mod:`attnlib.hardmax`)."""
-
-    penalty: str
-    target: object
-    kappa: float = 1.0
-    ray: bool = False
+Denoiser = SpectralProx  # not exported: one name, gamp.SpectralProx
+"""The input side of one solve, GAMP's denoiser (:class:`attnlib.gamp.SpectralProx`):
+``penalty`` for ``target``; ``kappa < 1`` (nuclear): the map cut at ``x_kappa``
+(:mod:`attnlib.denoisers.constrained`); ``ray`` (nuclear): the image renormalised to ``q =
+Q0``, the unknowns the scale-free ``(artanh(m / sqrt(q Q0)), log(v / sqrt q))`` of
+:func:`to_y` (the fixed ray of a map homogeneous of degree one, :mod:`attnlib.hardmax`)."""
 
 
 class LoopSettings(NamedTuple):
