@@ -216,7 +216,7 @@ def _spectral_prox(B, tau, penalty):
 
 @dataclasses.dataclass(frozen=True)
 class ERMOutput:
-    """The ERM output step of a channel (``task``: an :class:`attnlib.tasks.Task`, its
+    """The ERM output step of a channel (``task``: an :class:`attnlib.tasks.Task`, for its
     channel, or a :class:`attnlib.channels.Channel`, e.g. the zero-scale hardmax one):
     the closed form or exact prox where the channel has one; else ``n_newton``
     safeguarded Newton steps of :func:`attnlib.channels.prox` from the previous ``h*``

@@ -204,8 +204,8 @@ def trajectory(
       n_qmc, n_rep, seed: QMC points of each output side (``None``: the field of
         :class:`HardmaxSettings`, so that the defaults give :func:`solve`'s points).
 
-    A map the input side cannot resolve raises a ``ValueError`` naming ``alpha`` and
-    ``lam`` (as in :func:`solve`).
+    A map that leaves its domain (the input side cannot resolve it) raises a
+    ``ValueError`` naming ``alpha`` and ``lam``.
     """
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
@@ -282,8 +282,7 @@ def solve(
     Args:
       task: :class:`attnlib.tasks.Hardmax` (``T <= 3``, any noise).
       target: an :class:`attnlib.targets.Target` (``Q0 = Tr S0^2 / d``).
-      alpha: ``n / d^2`` in ``[1e-100, 1e100]`` (a ``ValueError`` naming ``alpha`` and
-        ``lam`` if the input side cannot resolve the point).
+      alpha: ``n / d^2`` in ``[1e-100, 1e100]``.
       lam: penalty strength in ``[1e-100, 1e100]``, required as in :func:`attnlib.se.solve`
         (omitted: 1.0 with a ``DeprecationWarning``, for one release); the direction is the
         same for every ``lam`` (only ``rho``, proportional to ``1 / lam``, changes).
@@ -292,11 +291,12 @@ def solve(
       settings: :class:`HardmaxSettings` (default ``HardmaxSettings()``).
       tol, max_iter, damping, n_qmc, n_rep, seed, time_limit: shorthands for the fields
         of ``settings`` (``None``: the field of ``settings``). Progress: INFO on the logger
-        ``attnlib.hardmax`` every 10 s.
+        ``attnlib.se`` every 10 s (the state evolution's loop).
 
     Returns:
       :class:`HardmaxSE`: the fixed ray (``converged=True``), or, if ``max_iter`` maps did
-      not reach ``tol``, ``converged=False`` with NaN fields (but ``alpha``, ``Q0`` and the
+      not reach ``tol`` or the iteration left the map's domain (steps halved down to the
+      solver's ``min_step``), ``converged=False`` with NaN fields (but ``alpha``, ``Q0`` and the
       diagnostics ``residual``, ``n_iter``) and an :class:`attnlib.se.SEConvergenceWarning`.
     """
     task = _check_task(task)
