@@ -9,7 +9,7 @@ import numpy as np
 from attnlib import _checks, channels
 from attnlib.tasks import Hardmax
 
-__all__ = ["erm_output", "posterior_task", "projection_task", "resolve", "run_arguments"]
+__all__ = ["erm_output", "posterior_task", "resolve", "run_arguments"]
 
 
 def _boolean(name: str, value) -> bool:
@@ -28,13 +28,6 @@ def erm_output(out) -> int:
     _boolean("robust", out.robust)
     _boolean("warm", out.warm)
     return _checks.integer("n_newton", out.n_newton, 1)
-
-
-def projection_task(task) -> None:
-    """The task of the deprecated ``attnlib.gamp.ProjectionOutput``: hardmax at a ``T`` the
-    exact projection solves (a ``ValueError`` naming ``T`` beyond it)."""
-    channels.require_task(task, Hardmax)
-    channels.hardmax.regions(task.T)
 
 
 def posterior_task(task) -> None:

@@ -56,7 +56,7 @@ from attnlib import _checks, _deprecation, channels, iterate
 from attnlib import _gamp_checks as _args
 from attnlib.rmt import spectral_divergence
 from attnlib.spectral_map import SpectralMap, check_penalty
-from attnlib.tasks import Task, pair_indices, pair_variances, preactivations, to_pairs
+from attnlib.tasks import Hardmax, Task, pair_indices, pair_variances, preactivations, to_pairs
 
 __all__ = [
     "ERMOutput",
@@ -263,7 +263,7 @@ def ProjectionOutput(task) -> ERMOutput:  # noqa: N802 (the deprecated class nam
     """Deprecated (removed in the next release): the zero-scale output step of hardmax
     attention, ``ERMOutput(channels.for_task(task).at_zero_scale())`` (the same step)."""
     _deprecation.warn("gamp.ProjectionOutput(task)", "gamp.ERMOutput(zero-scale channel)")
-    _args.projection_task(task)
+    channels.require_task(task, Hardmax)  # its T checked by ERMOutput
     return ERMOutput(channels.for_task(task).at_zero_scale())
 
 
