@@ -26,16 +26,16 @@ with one scalar variance ``v`` iterates, with ``alpha = n / d^2``:
    (:class:`attnlib.denoisers.rie.RIE`). The divergence is over the ``D`` orthonormal
    coordinates, ``sum_i f'(x_i) + sum_{i<j} (f(x_i) - f(x_j)) / (x_i - x_j)``.
 
-Then, for a ``ray`` denoiser (hardmax), ``S_hat`` and ``v`` are divided by
-``sqrt(Tr(S_hat^2) / (d Q0))``. The residual of an iteration is ``||S_new - S_old||_F /
-max(||S_new||_F, 1e-12)``. :func:`run` iterates this map of ``x = (S_hat, v, g)`` with
-:func:`attnlib.iterate.update` at memory 0, ``x_new = x + (1 - damping) (F(x) - x)``;
-:func:`attnlib.amp.gamp` (ERM), :func:`attnlib.hardmax.gamp` and
-:func:`attnlib.bayes.gamp_rie` are its configurations. One iteration is one compiled
-call where both sides are JAX, else (the posterior, the RIE) on the host. Failure: not
-converged in ``max_iter`` iterations, the last iterate with ``converged=False``; a
-breakdown (a non-finite residual or ``a_hat``, or ``a_hat <= 0``) NaN ``S``, ``v``,
-``a_hat``; both warn (``RuntimeWarning``) and set :attr:`GAMPResult.status`.
+Then, where asked (hardmax), ``S_hat`` and ``v`` are divided by ``sqrt(Tr(S_hat^2) / (d
+Q0))``. The residual is ``||S_new - S_old||_F / max(||S_new||_F, 1e-12)``. :func:`run`
+iterates this map of ``x = (S_hat, v, g)`` with :func:`attnlib.iterate.init` and
+:func:`~attnlib.iterate.update` at memory 0, ``x_new = x + (1 - damping) (F(x) - x)``
+(damping does not move a fixed point); :func:`attnlib.amp.gamp` (ERM),
+:func:`attnlib.hardmax.gamp` and :func:`attnlib.bayes.gamp_rie` configure it. One
+iteration is one compiled call where both sides are JAX, else (posterior, RIE) it runs
+on the host. Not converged in ``max_iter`` iterations: the last iterate; a breakdown (a
+non-finite residual or ``a_hat``, or ``a_hat <= 0``): NaN ``S``, ``v``, ``a_hat``; both
+warn (``RuntimeWarning``) and set :attr:`GAMPResult.status`.
 """
 
 from __future__ import annotations
@@ -95,9 +95,8 @@ class GAMPResult(NamedTuple):
         after the last iteration (NaN after a breakdown); a_hat: ``alpha sum_ab sigma_ab^2
         mean(-dg_ab)`` of the last iteration.
       history: the residual of each iteration (relative change of ``S_hat`` before
-        damping), ``(n_iter,)``.
-      converged, n_iter, residual: whether the residual fell below ``tol``, the number
-        of iterations run, the last residual.
+        damping), ``(n_iter,)``; residual: the last one; n_iter: iterations run.
+      converged: whether the residual fell below ``tol``.
       n_fallback: iterations whose output step needed its last fallback (the multi-start
         solver of :func:`attnlib.channels.output_step` for the ERM).
       trace: the values of ``observe(S_hat)`` after each iteration (``(n_iter,)``, or
@@ -216,13 +215,12 @@ def _spectral_prox(B, tau, penalty):
 
 @dataclasses.dataclass(frozen=True)
 class ERMOutput:
-    """The ERM output step of a channel (``task``: an :class:`attnlib.tasks.Task`, for its
-    channel, or a :class:`attnlib.channels.Channel`, e.g. the zero-scale hardmax one):
-    the closed form or exact prox where the channel has one; else ``n_newton``
-    safeguarded Newton steps of :func:`attnlib.channels.prox` from the previous ``h*``
-    (``ok``: every sequence ends at a strict local minimum), or (``robust``) the
-    multi-start :func:`attnlib.channels.output_step` started at the previous ``h*``
-    (``warm``) or at the current ``h(S_hat)``."""
+    """The ERM output step of a channel (``task``: a :class:`attnlib.tasks.Task`, for its
+    channel, or a :class:`attnlib.channels.Channel`): the closed form or exact prox where
+    the channel has one; else ``n_newton`` safeguarded Newton steps of
+    :func:`attnlib.channels.prox` from the previous ``h*`` (``ok``: every sequence ends at
+    a strict local minimum), or (``robust``) the multi-start
+    :func:`attnlib.channels.output_step` from the previous ``h*`` (``warm``) or ``h(S_hat)``."""
 
     task: Task | channels.Channel
     n_newton: int = 4
@@ -239,8 +237,7 @@ class ERMOutput:
         return t if isinstance(t, channels.Channel) else channels.for_task(t)
 
     def __call__(self, Y, omega, V, start):
-        channel = self.channel
-        task = channel.task
+        channel, task = self.channel, self.channel.task
         if channel.global_prox:  # closed form or exact: no starts needed
             out = channel.output_step(Y, omega, jnp.broadcast_to(V, omega.shape), None)
             return out, jnp.asarray(True)
@@ -260,8 +257,7 @@ class ERMOutput:
 
 
 def ProjectionOutput(task) -> ERMOutput:  # noqa: N802 (the deprecated class name)
-    """Deprecated (removed in the next release): the zero-scale output step of hardmax
-    attention, ``ERMOutput(channels.for_task(task).at_zero_scale())`` (the same step)."""
+    """Deprecated, for one release: ``ERMOutput(channels.for_task(task).at_zero_scale())``."""
     _deprecation.warn("gamp.ProjectionOutput(task)", "gamp.ERMOutput(zero-scale channel)")
     channels.require_task(task, Hardmax)  # its T checked by ERMOutput
     return ERMOutput(channels.for_task(task).at_zero_scale())
@@ -446,19 +442,24 @@ _STATUS = {iterate.CONVERGED: "converged", iterate.MAX_ITER: "max_iter"}
 
 
 def run(
-    output, denoiser, data, start: Start, lam: float = 0.0, *,
-    settings: GAMPSettings | None = None, Q0: float | None = None, weights=None,
-) -> GAMPResult:  # fmt: skip
+    output,
+    denoiser,
+    data,
+    start: Start,
+    lam: float = 0.0,
+    *,
+    settings: GAMPSettings | None = None,
+    Q0: float | None = None,
+    weights=None,
+) -> GAMPResult:
     """GAMP on ``data`` (``X`` ``(n, T, d)``, ``Y``) with an output step and a denoiser.
 
     Args:
-      output: the channel side, :class:`ERMOutput` or :class:`PosteriorOutput` (arguments
-        are checked by the public configurations: :func:`attnlib.amp.gamp`,
-        :func:`attnlib.hardmax.gamp`, :func:`attnlib.bayes.gamp_rie`).
+      output: the channel side, :class:`ERMOutput`, :class:`ProjectionOutput` or
+        :class:`PosteriorOutput` (checked by the public configurations that build it).
       denoiser: the input side, ``(B, a_hat, lam) -> (S_hat, v)``: :class:`SpectralProx`
         or :class:`attnlib.denoisers.rie.RIE`.
-      data: the data set; start: :class:`Start`; lam: the penalty (an operand of the
-        denoiser).
+      data: the data set; start: :class:`Start`; lam: the penalty (the denoiser's operand).
       settings: :class:`GAMPSettings` (default ``GAMPSettings()``).
       Q0: renormalise ``Tr S_hat^2 / d`` to ``Q0`` after each step (hardmax; ``None``: no
         renormalisation).
@@ -475,9 +476,8 @@ def run(
     n, _, d = ops.X.shape
     g0 = np.zeros((n, output.channel.task.n_pairs)) if start.g is None else start.g
     hstar = to_pairs(preactivations(ops.X, jnp.asarray(start.S))) if xp is jnp else None
-    chain = (output, *output.fallbacks())
     x0 = np.concatenate([np.ravel(start.S), [start.v], np.ravel(g0)])
-    status, rec = _iterate(chain, denoiser, ops, settings, x0, hstar)
+    status, rec = _iterate((output, *output.fallbacks()), denoiser, ops, settings, x0, hstar)
     status = _STATUS.get(status, "breakdown")
     if status != "converged":
         _warn(settings.name, status, rec, settings.tol)
