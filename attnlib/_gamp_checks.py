@@ -9,7 +9,7 @@ import numpy as np
 from attnlib import _checks, channels
 from attnlib.tasks import Hardmax
 
-__all__ = ["erm_output", "posterior_task", "projection_task", "resolve", "run_arguments"]
+__all__ = ["erm_output", "posterior_task", "resolve", "run_arguments"]
 
 
 def _boolean(name: str, value) -> bool:
@@ -19,18 +19,15 @@ def _boolean(name: str, value) -> bool:
 
 
 def erm_output(out) -> int:
-    """Check the fields of an :class:`attnlib.gamp.ERMOutput`; its ``n_newton`` as an int."""
-    channels.require_task(out.task)
+    """Check the fields of an :class:`attnlib.gamp.ERMOutput` (``task``: a task or a
+    channel; hardmax at a ``T`` the exact prox solves); its ``n_newton`` as an int."""
+    task = out.task.task if isinstance(out.task, channels.Channel) else out.task
+    channels.require_task(task)
+    if isinstance(task, Hardmax):
+        channels.hardmax.regions(task.T)  # a ValueError naming T beyond it
     _boolean("robust", out.robust)
     _boolean("warm", out.warm)
     return _checks.integer("n_newton", out.n_newton, 1)
-
-
-def projection_task(task) -> None:
-    """The task of :class:`attnlib.gamp.ProjectionOutput`: hardmax at a ``T`` the exact
-    projection solves (a ``ValueError`` naming ``T`` beyond it)."""
-    channels.require_task(task, Hardmax)
-    channels.hardmax.regions(task.T)
 
 
 def posterior_task(task) -> None:
@@ -67,18 +64,19 @@ def resolve(cls, settings, default, given: dict):
 def run_arguments(output, denoiser, data, start, extra):
     """Check :func:`attnlib.gamp.run`'s ``output``, ``denoiser``, ``data``, ``start`` and
     ``extra = (lam, Q0, weights)``; returns the last three, checked."""
-    steps = "an attnlib.gamp output step (ERMOutput, ProjectionOutput, PosteriorOutput)"
-    if not all(hasattr(output, a) for a in ("task", "jittable", "warm", "fallbacks")):
+    steps = "an attnlib.gamp output step (ERMOutput, PosteriorOutput)"
+    if not all(hasattr(output, a) for a in ("channel", "jittable", "warm", "fallbacks")):
         raise ValueError(f"output must be {steps}, got {output!r}")
     maps = "a callable (B, a_hat, lam) -> (S, v) with a jittable attribute (SpectralProx, RIE)"
     if not callable(denoiser) or not hasattr(denoiser, "jittable"):
         raise ValueError(f"denoiser must be {maps}, got {denoiser!r}")
-    _, _, d = _checks.dataset(output.task, data)
+    task = output.channel.task
+    _, _, d = _checks.dataset(task, data)
     if not (isinstance(start, tuple) and hasattr(start, "S") and hasattr(start, "v")):
         raise ValueError(f"start must be an attnlib.gamp.Start, got {start!r}")
     _checks.square_matrix("start.S", start.S, d, True, against="data.X")
     _checks.in_interval("start.v", start.v, 0.0, _checks.MAX_ABS)
-    per_pair = dict(ndim=2, shape=(np.shape(data.X)[0], output.task.n_pairs), against="data")
+    per_pair = dict(ndim=2, shape=(np.shape(data.X)[0], task.n_pairs), against="data")
     g = getattr(start, "g", None)
     if g is not None:
         _checks.finite_array("start.g", g, **per_pair, max_abs=_checks.MAX_ABS)

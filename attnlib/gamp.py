@@ -13,9 +13,9 @@ with one scalar variance ``v`` iterates, with ``alpha = n / d^2``:
 1. output step (the *channel*), for every sequence and pair: ``V_ab = sigma_ab^2 v``,
    ``omega = h(S_hat) - V g_old`` (Onsager term), then ``(g, dg)``: for the ERM
    ``h* = argmin_h loss(Y, h) + sum_ab (h_ab - omega_ab)^2 / (2 V_ab)``, ``g = (h* -
-   omega) / V``, ``dg = diag dg/domega`` (:class:`ERMOutput`); the zero-scale projection
-   of hardmax attention (:class:`ProjectionOutput`); the Bayes posterior
-   (:class:`PosteriorOutput`);
+   omega) / V``, ``dg = diag dg/domega`` (:class:`ERMOutput` of a channel: of the task,
+   or the zero-scale one of hardmax attention, the channel of its state evolution); the
+   Bayes posterior (:class:`PosteriorOutput`);
 2. ``a_hat = alpha sum_ab sigma_ab^2 mean_mu(-dg_ab)``;
 3. ``B = S_hat + (1 / (d a_hat)) sum_mu sum_ab g_ab Z_ab`` (:func:`data_gradient_sum`,
    without forming the ``Z``);
@@ -52,11 +52,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, channels, iterate
+from attnlib import _checks, _deprecation, channels, iterate
 from attnlib import _gamp_checks as _args
 from attnlib.rmt import spectral_divergence
 from attnlib.spectral_map import SpectralMap, check_penalty
-from attnlib.tasks import Task, pair_indices, pair_variances, preactivations, to_pairs
+from attnlib.tasks import Hardmax, Task, pair_indices, pair_variances, preactivations, to_pairs
 
 __all__ = [
     "ERMOutput",
@@ -215,13 +215,14 @@ def _spectral_prox(B, tau, penalty):
 
 @dataclasses.dataclass(frozen=True)
 class ERMOutput:
-    """The ERM output step of ``task``'s channel: the closed form where the channel has
-    one; else ``n_newton`` safeguarded Newton steps of :func:`attnlib.channels.prox` from
-    the previous ``h*`` (``ok``: every sequence ends at a strict local minimum), or
-    (``robust``) the multi-start :func:`attnlib.channels.output_step` started at the
-    previous ``h*`` (``warm``) or at the current ``h(S_hat)``."""
+    """The ERM output step of a channel (``task``: a :class:`attnlib.tasks.Task`, for its
+    channel, or a :class:`attnlib.channels.Channel`): the closed form or exact prox where
+    the channel has one; else ``n_newton`` safeguarded Newton steps of
+    :func:`attnlib.channels.prox` from the previous ``h*`` (``ok``: every sequence ends at
+    a strict local minimum), or (``robust``) the multi-start
+    :func:`attnlib.channels.output_step` from the previous ``h*`` (``warm``) or ``h(S_hat)``."""
 
-    task: Task
+    task: Task | channels.Channel
     n_newton: int = 4
     robust: bool = False
     warm: bool = True
@@ -230,10 +231,16 @@ class ERMOutput:
     def __post_init__(self):
         object.__setattr__(self, "n_newton", _args.erm_output(self))
 
+    @property
+    def channel(self) -> channels.Channel:  # the task's, or the channel given
+        t = self.task
+        return t if isinstance(t, channels.Channel) else channels.for_task(t)
+
     def __call__(self, Y, omega, V, start):
-        task = self.task
-        if channels.for_task(task).global_prox:  # closed form or exact: no starts needed
-            return channels.output_step(task, Y, omega, V), jnp.asarray(True)
+        channel, task = self.channel, self.channel.task
+        if channel.global_prox:  # closed form or exact: no starts needed
+            out = channel.output_step(Y, omega, jnp.broadcast_to(V, omega.shape), None)
+            return out, jnp.asarray(True)
         if self.robust:
             return channels.output_step(task, Y, omega, V, starts=start), jnp.asarray(True)
         Vb = jnp.broadcast_to(V, omega.shape)
@@ -243,32 +250,17 @@ class ERMOutput:
 
     def fallbacks(self) -> tuple:
         """The output steps tried, in order, when this one is not trusted."""
-        if self.robust or channels.for_task(self.task).global_prox:
+        if self.robust or self.channel.global_prox:
             return ()
         more = dataclasses.replace(self, n_newton=8 * self.n_newton)
         return (more, dataclasses.replace(self, robust=True))
 
 
-@dataclasses.dataclass(frozen=True)
-class ProjectionOutput:
-    """The zero-scale output step of hardmax attention: the ``1/V``-weighted projection
-    of ``omega`` on the closed region of each sequence's labels
-    (:func:`attnlib.channels.hardmax.projection`)."""
-
-    task: Task
-    warm = True
-    jittable = True
-
-    def __post_init__(self):
-        _args.projection_task(self.task)
-
-    def __call__(self, Y, omega, V, start):
-        channel = channels.for_task(self.task)
-        out = channel.projection(Y, omega, jnp.broadcast_to(V, omega.shape))
-        return out, jnp.asarray(True)
-
-    def fallbacks(self) -> tuple:
-        return ()
+def ProjectionOutput(task) -> ERMOutput:  # noqa: N802 (the deprecated class name)
+    """Deprecated, for one release: ``ERMOutput(channels.for_task(task).at_zero_scale())``."""
+    _deprecation.warn("gamp.ProjectionOutput(task)", "gamp.ERMOutput(zero-scale channel)")
+    channels.require_task(task, Hardmax)  # its T checked by ERMOutput
+    return ERMOutput(channels.for_task(task).at_zero_scale())
 
 
 class _Posterior(NamedTuple):
@@ -290,6 +282,8 @@ class PosteriorOutput:
     def __post_init__(self):
         _args.posterior_task(self.task)
 
+    channel = property(lambda self: channels.for_task(self.task), doc="The task's channel.")
+
     def __call__(self, Y, omega, V, start):
         g, dg = channels.for_task(self.task).posterior_output(Y, omega, V)
         return _Posterior(g, dg), True
@@ -300,14 +294,21 @@ class PosteriorOutput:
 
 @dataclasses.dataclass(frozen=True)
 class SpectralProx:
-    """The ERM denoiser: the spectral prox of the penalty at threshold ``lam / a_hat``,
-    ``v = div F(B) / (d^2 a_hat)`` (``lam`` is an operand of :func:`run`)."""
+    """The ERM denoiser of GAMP and the state evolution: the penalty's spectral prox at
+    ``tau = lam / a_hat`` on ``B``, ``v = div F(B) / (d^2 a_hat)`` (GAMP), or integrated
+    against ``rho_R`` of ``target`` (:mod:`attnlib.se.engine`; ``kappa < 1``: cut where a
+    width-``kappa`` student's rank binds); ``ray``: renormalised to ``Tr S^2 / d = Q0``."""
 
     penalty: str = "nuclear"
+    target: Any = dataclasses.field(default=None, compare=False)  # GAMP compiles without it
+    kappa: float = 1.0
+    ray: bool = False
     jittable = True
 
     def __post_init__(self):
         check_penalty(self.penalty)
+        if self.ray:  # renormalised to the target's Q0
+            _checks.target(self.target)
 
     def __call__(self, B, a_hat, lam):
         S, div = _spectral_prox(B, lam / a_hat, self.penalty)
@@ -468,11 +469,12 @@ def run(
     Returns:
       :class:`GAMPResult`; warns (``RuntimeWarning``) when it did not converge or broke down.
     """
+    Q0 = denoiser.target.Q0 if Q0 is None and getattr(denoiser, "ray", False) else Q0
     lam, Q0, weights = _args.run_arguments(output, denoiser, data, start, (lam, Q0, weights))
     settings = resolve_settings(settings)
     ops, xp = _operands(output, denoiser, data, lam, Q0, weights)
     n, _, d = ops.X.shape
-    g0 = np.zeros((n, output.task.n_pairs)) if start.g is None else start.g
+    g0 = np.zeros((n, output.channel.task.n_pairs)) if start.g is None else start.g
     hstar = to_pairs(preactivations(ops.X, jnp.asarray(start.S))) if xp is jnp else None
     x0 = np.concatenate([np.ravel(start.S), [start.v], np.ravel(g0)])
     status, rec = _iterate((output, *output.fallbacks()), denoiser, ops, settings, x0, hstar)

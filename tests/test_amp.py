@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import attnlib  # noqa: F401
-from attnlib import amp, bayes, gamp, hardmax, tasks, train
+from attnlib import amp, bayes, channels, gamp, hardmax, tasks, train
 from attnlib.denoisers.rie import RIE
 from attnlib.targets import Wishart
 
@@ -272,8 +272,8 @@ def test_the_three_gamps_take_one_settings_type():
         (lambda: gamp.ERMOutput("linear"), "task"),
         (lambda: gamp.ERMOutput(lin, n_newton=0), "n_newton"),
         (lambda: gamp.ERMOutput(lin, robust="yes"), "robust"),
-        (lambda: gamp.ProjectionOutput(lin), "task"),
-        (lambda: gamp.ProjectionOutput(tasks.Hardmax(T=5)), "T"),
+        (lambda: gamp.ERMOutput(channels.for_task(tasks.Hardmax(T=5)).at_zero_scale()), "T"),
+        (lambda: gamp.ERMOutput(tasks.Hardmax(T=5)), "T"),
         (lambda: gamp.PosteriorOutput(tasks.Seq2Seq(T=2, noise=0.1, noise_on="outputs")), "task"),
         (lambda: gamp.SpectralProx("lasso"), "penalty"),
         (lambda: RIE("wishart"), "target"),

@@ -1071,14 +1071,14 @@ def _later_specs(add, c):
     )
     add(gamp.ERMOutput, dict(task=lin), dict(task="task", n_newton="int", robust="bool",
                                              warm="bool"))  # fmt: skip
-    add(gamp.ProjectionOutput, dict(task=hm), dict(task="task"))
+    add(gamp.ProjectionOutput, dict(task=hm), dict(task="task"))  # deprecated
     add(gamp.PosteriorOutput, dict(task=lin), dict(task="task"))
     add(gamp.SpectralProx, dict(), dict(penalty="penalty"))
     add(gamp.sequence_weights, dict(X=c["data"].X), dict(X="sequences"))
     add(
         gamp.run,  # renormalised hardmax: every trajectory field is finite
         dict(
-            output=gamp.ProjectionOutput(hm),
+            output=gamp.ERMOutput(channels.for_task(hm).at_zero_scale()),
             denoiser=gamp.SpectralProx(),
             data=hdata,
             start=gamp.Start(np.eye(D), 0.3),

@@ -111,6 +111,29 @@ def test_hardmax_output_side_is_se_output_side_of_the_zero_scale_channel():
     assert new.stderr[0] == float(np.std(old[:, 0], ddof=1) / 2.0)
 
 
+def test_projection_output_is_the_erm_output_of_the_zero_scale_channel():
+    """GAMP's output step is a channel's: the hardmax projection is ``ERMOutput`` of the
+    zero-scale channel (the channel of the hardmax state evolution). The deprecated
+    ``gamp.ProjectionOutput(task)`` returns that step, with a warning, for one release;
+    its output equals the channel's projection computed by hand on random inputs."""
+    import numpy as np
+
+    from attnlib import channels, gamp
+
+    task = tasks.Hardmax(T=2)
+    with pytest.warns(DeprecationWarning, match="ERMOutput"):
+        old = gamp.ProjectionOutput(task)
+    zero_scale = channels.for_task(task).at_zero_scale()
+    assert old == gamp.ERMOutput(zero_scale) and old.fallbacks() == ()
+    rng = np.random.default_rng(0)
+    omega = rng.normal(size=(50, 3))
+    Y, _ = zero_scale.labels(rng.normal(size=(50, 3)), np.zeros((50, 0)))
+    V = np.array([2.0, 1.0, 2.0]) * 0.3
+    out, ok = old(Y, omega, V, None)
+    ref = channels.hardmax.projection(task, Y, omega, np.broadcast_to(V, omega.shape))
+    assert bool(ok) and np.array_equal(out.g, ref.g) and np.array_equal(out.dg, ref.dg)
+
+
 def test_overlap_density_takes_theta_for_the_target_eigenvalue():
     """``spectrum.overlap_density(target, Delta, x, theta)``: ``theta`` is a target
     eigenvalue (the notation page's theta_i; ``lam`` is the penalty only). The old

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import attnlib  # noqa: F401
-from attnlib import iterate, targets, tasks
+from attnlib import channels, iterate, se, targets, tasks
 from attnlib.hardmax import state_evolution as hse
 
 DOTTIE = 0.7390851332151607
@@ -165,15 +165,20 @@ def test_largest_root_reports_a_bad_start_and_no_root():
 
 
 def _old_hardmax_loop(task, target, alpha, lam, init, qmc, tol, max_iter, damping):
-    """The damped loop that hardmax.solve ran before it became a configuration of
-    iterate.run (attnlib before issue 27, step 4), written out."""
+    """The damped loop that hardmax.solve ran on its own (attnlib before issue 37, when
+    it became the state evolution's fixed point with a renormalised denoiser), written
+    out from the public output side of the zero-scale channel and the input side."""
     y = np.array([np.arctanh(init[0]), math.log(init[1])])
-    res, it = math.inf, 0
-    settings = hse.HardmaxSettings(n_qmc=qmc[0], n_rep=qmc[1], seed=qmc[2])
-    pb = hse._ray(task, target, alpha, lam, settings)  # the map of attnlib today
+    res, it, Q0 = math.inf, 0, target.Q0
+    zero_scale = channels.for_task(task).at_zero_scale()
     while it < max_iter:
         it += 1
-        y_new, aux = hse._map(pb, y)
+        c, rho = math.tanh(y[0]), math.exp(y[1])
+        o = se.output_side(zero_scale, alpha, Q0, c * Q0, Q0, rho * math.sqrt(Q0),
+                           n_qmc=qmc[0], n_rep=qmc[1], seed=qmc[2])  # fmt: skip
+        i = se.input_side(target, o.m_hat, o.q_hat, o.a_hat, lam, "nuclear", Q0=Q0)
+        cos = min(i.m / math.sqrt(i.q * Q0), 1 - 1e-15)
+        y_new = np.array([np.arctanh(cos), math.log(i.v / math.sqrt(i.q))])
         res = float(np.max(np.abs(y_new - y)))
         y = damping * y + (1 - damping) * y_new
         if res < tol:

@@ -187,7 +187,7 @@ def test_long_theory_calls_log_their_progress_at_info(solver, caplog, monkeypatc
                   "attnlib.bayes", "bayes.solve at alpha 0.3"),
         "hardmax": (lambda: hardmax.solve(tasks.Hardmax(T=2), target, 0.5, 1.0, max_iter=3,
                                           n_qmc=1024),
-                    "attnlib.hardmax", "hardmax SE at alpha 0.5"),
+                    "attnlib.se", "state evolution at alpha 0.5"),
         "search": (lambda: se.search_lambda(tasks.Linear(T=1, noise=0.1), target, 0.5,
                                             grid=[0.01, 0.1]),
                    "attnlib.se", "lambda search: solve 2"),

@@ -8,8 +8,8 @@ On the Nishimori line the overlaps satisfy ``m = q`` and the state evolution clo
 on one scalar, the effective noise ``Delta_eff = 1 / q_hat`` of the input problem
 ``R = S0 + sqrt(Delta_eff) W_goe`` (arXiv:2506.01582; T = 1: arXiv:2408.03733):
 
-    mmse = mmse_den(Delta_eff)                      (input side, the RIE; denoisers/rie.py)
-    1 / Delta_eff = q_hat = 2 alpha J(mmse)          (output side; channels/posterior.py)
+    mmse = mmse_den(Delta_eff)                      (input side: the denoiser rie.RIE)
+    1 / Delta_eff = q_hat = 2 alpha J(mmse)          (output side: the channel's posterior)
 
 with ``J = sum_ab sigma_ab^2 E[g_ab^2]`` the information per sequence of the
 task's channel at posterior variances ``V_ab = sigma_ab^2 mmse``. Where the ``2``
@@ -150,23 +150,23 @@ def _check(task, target):
         raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
 
 
-def _info(task, target, mmse, cfg):
-    return posterior.information(
-        task, mmse, target.Q0, n_outer=cfg.n_outer, n_inner=cfg.n_inner, seed=cfg.seed
-    )
+def _info(channel, denoiser, mmse, cfg):
+    """The output side: ``J(mmse)`` of the channel's posterior (``channels.posterior``)."""
+    Q0, qmc = denoiser.target.Q0, dict(n_outer=cfg.n_outer, n_inner=cfg.n_inner, seed=cfg.seed)
+    return posterior.information(channel.task, mmse, Q0, **qmc)
 
 
-def _gap_fn(task, target, alpha, cfg):
-    """``G(log Delta) = 2 alpha Delta J(mmse_den(Delta)) - 1`` (zero at a fixed point), and
-    its cache ``{log Delta: (mmse, information)}`` (``len(cache)`` distinct evaluations)."""
+def _gap_fn(channel, denoiser, alpha, cfg):
+    """``G(log Delta) = 2 alpha Delta J(denoiser.mmse(Delta)) - 1`` (zero at a fixed point),
+    and its cache ``{log Delta: (mmse, information)}`` (``len(cache)`` evaluations)."""
     cache = {}
 
     def G(logD):
         _limits.tick(log, "bayes.solve at alpha %.4g: %d evaluations so far", alpha, len(cache))
         _limits.check()  # the caller's time limit, between two evaluations
         D = math.exp(logD)
-        mm = rie.mmse_den(target, D)
-        info = _info(task, target, mm, cfg)
+        mm = denoiser.mmse(D)
+        info = _info(channel, denoiser, mm, cfg)
         cache[logD] = (mm, info)
         return 2 * alpha * D * info.J - 1.0
 
@@ -235,9 +235,11 @@ def solve(
 def _solve(task, target, alpha: float, cfg: BayesSettings) -> BayesResult:
     _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
     Q0 = float(target.Q0)
+    # the composition of GAMP-RIE (bayes.gamp_rie): the channel's posterior x the RIE
+    channel, denoiser = _channels.for_task(task), rie.RIE(target)
     var0 = rie.prior_variance(target)
-    D0 = 1.0 / (2 * alpha * _info(task, target, var0, cfg).J)  # first iterate from no information
-    G, cache = _gap_fn(task, target, alpha, cfg)
+    D0 = 1.0 / (2 * alpha * _info(channel, denoiser, var0, cfg).J)  # from no information
+    G, cache = _gap_fn(channel, denoiser, alpha, cfg)
     gauss = posterior.is_gaussian(task)
     scan_all = gauss and cfg.check_unique
     root = iterate.largest_root(

@@ -132,9 +132,10 @@ def rie_denoise(R, target, Delta: float) -> Denoised:
 
 @dataclasses.dataclass(frozen=True)
 class RIE:
-    """The Bayes-optimal denoiser of GAMP-RIE (numpy, on the host): ``Delta_eff = 1 / (2
-    a_hat)``, ``S_hat = F(B)`` with the RIE of ``target`` at ``Delta_eff`` and ``v = 2
-    Delta_eff div F(B) / d^2`` (``lam`` is not used)."""
+    """The Bayes-optimal denoiser of GAMP-RIE and of the Bayes state evolution (numpy, on
+    the host): ``Delta_eff = 1 / (2 a_hat)``, ``S_hat = F(B)`` with the RIE of ``target``
+    at ``Delta_eff`` and ``v = 2 Delta_eff div F(B) / d^2`` (``lam`` is not used); its
+    error at ``Delta`` in the limit, :meth:`mmse` (the state evolution's input side)."""
 
     target: Any
     jittable = False
@@ -147,3 +148,7 @@ class RIE:
         Delta = 1.0 / (2 * a_hat)
         den = rie_denoise(B, self.target, Delta)
         return den.S, 2 * Delta * den.div / d**2
+
+    def mmse(self, Delta: float) -> float:
+        """:func:`mmse_den` of ``target`` at ``Delta >= 0``."""
+        return mmse_den(self.target, Delta)

@@ -6,11 +6,11 @@ the labels) is :mod:`attnlib.channels.hardmax`.
 
 - :mod:`attnlib.hardmax.state_evolution`: the fixed *ray* of the state evolution
   (the scale of ``S_hat`` contracts to zero, the direction converges), :func:`solve`,
-  and the map iterated from a start, :func:`trajectory`: the output side of
-  :mod:`attnlib.se` with the zero-scale channel, the nuclear input side and a
-  renormalisation, iterated by :func:`attnlib.iterate.run`;
-- :mod:`attnlib.hardmax.gamp`: GAMP on a finite data set with the same channel,
-  renormalised after each iteration, :func:`gamp`.
+  and the map iterated from a start, :func:`trajectory`: the state evolution's fixed
+  point (:func:`attnlib.se.engine.solve_fixed_point`) of the zero-scale channel x the
+  nuclear denoiser renormalised to ``q = Q0`` (``gamp.SpectralProx(..., ray=True)``);
+- :mod:`attnlib.hardmax.gamp`: GAMP on a finite data set with the same channel and
+  denoiser, :func:`gamp`.
 """
 
 from attnlib.hardmax.gamp import gamp

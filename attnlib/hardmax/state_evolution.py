@@ -22,30 +22,29 @@ shrinks the scale. The threshold of the spectral map in units of its slope is
 (``rho`` proportional to ``1 / lam``). The test error depends on ``S`` only through its
 direction (``hardmax(c h) = hardmax(h)``).
 
-One map is the map of :mod:`attnlib.se`, then the renormalisation to ``q = Q0``: the
-output side of every task (:func:`attnlib.se.output.output_arrays`) with the zero-scale
-channel ``channels.for_task(task).at_zero_scale()`` (``a_hat`` from the exact derivative
-of the projection, the Stein form of ``a_hat`` as a check, ``m_hat`` in its Stein form:
-``Y`` jumps with ``h0``), the nuclear input side :func:`attnlib.se.input_side`, then
-``(m, q, v) -> (cos_theta, rho)``; :func:`attnlib.iterate.run` iterates it (memory 0).
+The ray is a fixed point of the one state evolution,
+:func:`attnlib.se.engine.solve_fixed_point` (memory 0, no step cap), composing the
+zero-scale channel ``channels.for_task(task).at_zero_scale()`` (``a_hat`` from the exact
+derivative of the projection, its Stein form as a check, ``m_hat`` in its Stein form:
+``Y`` jumps with ``h0``) with the nuclear denoiser renormalised to ``q = Q0``
+(``gamp.SpectralProx("nuclear", target, ray=True)``, the denoiser of :func:`attnlib.hardmax.gamp`
+too: the unknowns are ``(artanh cos_theta, log rho)``).
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import warnings
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, _compiled_programs, _deprecation, _limits, channels, iterate
+from attnlib import _checks, _deprecation, _limits, channels, iterate
 from attnlib import tasks as _tasks
-from attnlib.qmc import qmc_normals
-from attnlib.se import SEConvergenceWarning, input_side, test_error_from_overlaps
-from attnlib.se.output import noise_dim, output_arrays
+from attnlib.gamp import SpectralProx
+from attnlib.se import SEConvergenceWarning, engine, test_error_from_overlaps
+from attnlib.se.output import output_arrays, qmc_points
 
 __all__ = [
     "HardmaxSE",
@@ -55,8 +54,6 @@ __all__ = [
     "solve",
     "trajectory",
 ]
-
-log = logging.getLogger("attnlib.hardmax")
 
 # the columns of the zero-scale output side (se.output.output_arrays of the channel)
 _COLUMNS = ("a_hat", "q_hat", "m_hat", "train_loss", "a_hat_stein")
@@ -136,73 +133,38 @@ def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4,
     m = _checks.real("m", m)
     if not (math.isfinite(m) and m * m < q * Q0):
         raise ValueError(f"m must satisfy m^2 < q Q0, got m={m}, q={q}, Q0={Q0}")
-    n_qmc, n_rep, seed = _checks.qmc_sizes(n_qmc, n_rep, seed)
-    pb = _ray(task, None, alpha, None, HardmaxSettings(n_qmc=n_qmc, n_rep=n_rep, seed=seed))
-    return _output(pb, Q0, (m, q, v))
+    z = qmc_points(task, *_checks.qmc_sizes(n_qmc, n_rep, seed))
+    f, x = jnp.float64, jnp.asarray([m, q, v], dtype=jnp.float64)
+    zero_scale = channels.for_task(task).at_zero_scale()
+    return np.asarray(output_arrays(zero_scale, z, f(alpha), f(Q0), x, None).means)
 
 
 class _Ray(NamedTuple):
-    """One hardmax state evolution: the zero-scale channel, the target, ``alpha``,
-    ``lam`` and the QMC points ``z`` ``(R, N, dim)`` of its output side."""
+    """One hardmax state evolution: the zero-scale channel, the renormalised nuclear
+    denoiser, the arrays of :class:`attnlib.se.engine.Data` and the (unused: the
+    projection is exact) prox points ``(R N, K)``."""
 
     channel: object
-    target: object
-    alpha: float
-    lam: float
-    z: jax.Array
+    denoiser: SpectralProx
+    data: engine.Data
+    prox0: np.ndarray
 
 
 def _ray(task, target, alpha, lam, s: HardmaxSettings) -> _Ray:
     """:class:`_Ray` of ``task`` with the QMC points of the settings ``s``."""
-    z = qmc_normals(2 * task.n_pairs + noise_dim(task), s.n_qmc, s.n_rep, s.seed)
-    return _Ray(channels.for_task(task).at_zero_scale(), target, alpha, lam, jnp.asarray(z))
+    z = qmc_points(task, s.n_qmc, s.n_rep, s.seed)
+    data = engine.Data(z, np.float64(alpha), np.float64(lam), np.float64(target.Q0))
+    prox0 = np.zeros((s.n_qmc, task.n_pairs))
+    zero_scale = channels.for_task(task).at_zero_scale()
+    return _Ray(zero_scale, SpectralProx("nuclear", target, ray=True), data, prox0)
 
 
-def _output(pb: _Ray, Q0: float, x) -> np.ndarray:
-    """The state evolution's output side (:func:`attnlib.se.output.output_arrays`) of
-    the zero-scale channel at ``x = (m, q, v)``: per-replicate ``(a_hat, q_hat, m_hat,
-    train_loss, a_hat_stein)``."""
-    f, x = jnp.float64, jnp.asarray(x, dtype=jnp.float64)
-    return np.asarray(output_arrays(pb.channel, pb.z, f(pb.alpha), f(Q0), x, None).means)
-
-
-def _map(pb: _Ray, y):
-    """The state evolution's map at ``q = Q0`` followed by the renormalisation to ``q =
-    Q0``: ``y = (artanh cos_theta, log rho) -> y'``, and the map's by-products (the
-    output side's per-replicate means, the input side, ``kappa_scale``)."""
-    Q0 = float(pb.target.Q0)
-    cos_theta, rho = float(np.tanh(y[0])), float(np.exp(y[1]))
-    means = _output(pb, Q0, [cos_theta * Q0, Q0, rho * math.sqrt(Q0)])
-    a_hat, q_hat, m_hat = (float(t) for t in means.mean(axis=0)[:3])
-    if not (a_hat > 0 and m_hat > 0 and q_hat > 0):
-        raise RuntimeError(f"hardmax SE left its domain: a_hat={a_hat}, m_hat={m_hat}")
-    i = input_side(pb.target, m_hat, q_hat, a_hat, pb.lam, "nuclear", Q0=Q0)
-    if not i.q > 0:
-        raise RuntimeError("hardmax SE: the spectral map thresholded the whole spectrum")
-    g_new = i.m / math.sqrt(i.q * Q0)
-    y_new = np.array([np.arctanh(min(g_new, 1 - 1e-15)), math.log(i.v / math.sqrt(i.q))])
-    return y_new, (means, i, math.sqrt(i.q / Q0))
-
-
-def _iterate(pb: _Ray, y0, cfg: iterate.AndersonConfig, observe=None) -> iterate.FixedPoint:
-    """:func:`_map` iterated by :func:`attnlib.iterate.run` from ``y0``; a map the input
-    side cannot resolve raises a ``ValueError`` naming ``alpha`` and ``lam``."""
-    _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
-    n = [0]
-
-    def F(y, aux):
-        _limits.tick(log, "hardmax SE at alpha %.4g: %d maps so far", pb.alpha, n[0])
-        _limits.check()  # the caller's time limit, between two maps
-        n[0] += 1
-        try:
-            y_new, aux = _map(pb, y)
-        except (ValueError, RuntimeError) as err:
-            raise ValueError(
-                f"hardmax SE at alpha = {pb.alpha!r}, lam = {pb.lam!r}: {err}"
-            ) from err
-        return y_new, aux, True
-
-    return iterate.run(F, y0, None, cfg, observe=observe)
+def _maps(pb: _Ray, y0, tol, max_iter, damping) -> iterate.FixedPoint:
+    """:func:`attnlib.se.engine.solve_fixed_point` of the ray from ``y0 = (artanh
+    cos_theta, log rho)``: the damped iteration (memory 0, no cap on the step)."""
+    loop = engine.LoopSettings(tol, max_iter, damping, math.inf)
+    start = (np.asarray(y0, dtype=np.float64), pb.prox0, engine.no_history(0, 2))
+    return engine.solve_fixed_point(pb.channel, pb.denoiser, 0, pb.data, loop, start)[0]
 
 
 class HardmaxTrajectory(NamedTuple):
@@ -242,20 +204,21 @@ def trajectory(
       n_qmc, n_rep, seed: QMC points of each output side (``None``: the field of
         :class:`HardmaxSettings`, so that the defaults give :func:`solve`'s points).
 
-    A map the input side cannot resolve raises a ``ValueError`` naming ``alpha`` and
-    ``lam`` (as in :func:`solve`).
+    A map that leaves its domain (the input side cannot resolve it) raises a
+    ``ValueError`` naming ``alpha`` and ``lam``.
     """
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
     lam = _lam("trajectory", lam)
     n_iter = _checks.integer("n_iter", n_iter, 1)
     s = _settings(None, dict(n_qmc=n_qmc, n_rep=n_rep, seed=seed))
-    y0 = _start("start", start, target)
-    rows = []
+    rows = [_start("start", start, target)]
     pb = _ray(task, target, alpha, lam, s)
-    cfg = iterate.AndersonConfig(0.0, n_iter, 0.0, memory=0, max_step=math.inf)  # undamped
-    _iterate(pb, y0, cfg, observe=lambda y, y_new, state: rows.append(y_new))
-    rows = np.array(rows)
+    for _ in range(n_iter):  # one undamped map each
+        rows.append(np.asarray(_maps(pb, rows[-1], 0.0, 1, 0.0).fx))
+        if not np.all(np.isfinite(rows[-1])):
+            raise ValueError(f"hardmax SE at alpha = {alpha!r}, lam = {lam!r} left its domain")
+    rows = np.array(rows[1:])
     return HardmaxTrajectory(np.tanh(rows[:, 0]), np.exp(rows[:, 1]))
 
 
@@ -319,8 +282,7 @@ def solve(
     Args:
       task: :class:`attnlib.tasks.Hardmax` (``T <= 3``, any noise).
       target: an :class:`attnlib.targets.Target` (``Q0 = Tr S0^2 / d``).
-      alpha: ``n / d^2`` in ``[1e-100, 1e100]`` (a ``ValueError`` naming ``alpha`` and
-        ``lam`` if the input side cannot resolve the point).
+      alpha: ``n / d^2`` in ``[1e-100, 1e100]``.
       lam: penalty strength in ``[1e-100, 1e100]``, required as in :func:`attnlib.se.solve`
         (omitted: 1.0 with a ``DeprecationWarning``, for one release); the direction is the
         same for every ``lam`` (only ``rho``, proportional to ``1 / lam``, changes).
@@ -329,11 +291,12 @@ def solve(
       settings: :class:`HardmaxSettings` (default ``HardmaxSettings()``).
       tol, max_iter, damping, n_qmc, n_rep, seed, time_limit: shorthands for the fields
         of ``settings`` (``None``: the field of ``settings``). Progress: INFO on the logger
-        ``attnlib.hardmax`` every 10 s.
+        ``attnlib.se`` every 10 s (the state evolution's loop).
 
     Returns:
       :class:`HardmaxSE`: the fixed ray (``converged=True``), or, if ``max_iter`` maps did
-      not reach ``tol``, ``converged=False`` with NaN fields (but ``alpha``, ``Q0`` and the
+      not reach ``tol`` or the iteration left the map's domain (steps halved down to the
+      solver's ``min_step``), ``converged=False`` with NaN fields (but ``alpha``, ``Q0`` and the
       diagnostics ``residual``, ``n_iter``) and an :class:`attnlib.se.SEConvergenceWarning`.
     """
     task = _check_task(task)
@@ -345,15 +308,15 @@ def solve(
     pb = _ray(task, target, alpha, lam, s)
     try:
         with _limits.limit(s.time_limit):
-            cfg = iterate.AndersonConfig(s.tol, s.max_iter, s.damping, 0, max_step=math.inf)
-            fp = _iterate(pb, y0, cfg)
+            fp = _maps(pb, y0, s.tol, s.max_iter, s.damping)
     except _limits.TimeUp:
         if s.time_limit is None:  # the limit of an enclosing call: its to handle
             raise
         return _failed(pb, f"stopped at time_limit = {s.time_limit:g} s (NaN)", math.nan, 0)
     if int(fp.status) != iterate.CONVERGED:
         res, n = float(fp.residual), int(fp.n_iter)
-        return _failed(pb, f"residual {res:.3g} >= tol after {n} maps", res, n)
+        why = "left its domain" if int(fp.status) == iterate.STALLED else "residual"
+        return _failed(pb, f"{why}: residual {res:.3g} >= tol after {n} maps", res, n)
     return _result(pb, fp, s.damping)
 
 
@@ -361,23 +324,24 @@ def _failed(pb: _Ray, why: str, residual: float, n_iter: int) -> HardmaxSE:
     """A ray that was not reached: every order parameter and metric NaN, and a warning."""
     warnings.warn(f"hardmax SE: {why}", SEConvergenceWarning, stacklevel=3)
     fields = dict.fromkeys(HardmaxSE._fields, math.nan)
-    fields.update(alpha=pb.alpha, Q0=float(pb.target.Q0), converged=False)
+    fields.update(alpha=float(pb.data.alpha), Q0=float(pb.data.Q0), converged=False)
     return HardmaxSE(**fields)._replace(residual=residual, n_iter=n_iter)
 
 
 def _result(pb: _Ray, fp: iterate.FixedPoint, damping: float) -> HardmaxSE:
     """The ray one damped step past the converged map, ``damping y + (1 - damping) F(y)``,
     with the by-products of that map."""
-    means, i, kappa = fp.aux
+    _, means, image = (np.asarray(t) for t in fp.aux)
     y = damping * np.asarray(fp.x) + (1 - damping) * np.asarray(fp.fx)
-    Q0 = float(pb.target.Q0)
+    Q0, lam = float(pb.data.Q0), float(pb.data.lam)
     mean = means.mean(axis=0)
     err = means.std(axis=0, ddof=1) / math.sqrt(len(means)) if len(means) > 1 else 0 * mean
     cos_theta = float(np.tanh(y[0]))
     te = test_error_from_overlaps(pb.channel.task, Q0, cos_theta * Q0, Q0, n_qmc=1 << 15)
     f = dict(zip(_COLUMNS, map(float, mean), strict=True))
-    f.update(alpha=pb.alpha, Q0=Q0, cos_theta=cos_theta, rho=float(np.exp(y[1])), test_error=te)
-    f.update(Delta_eff=i.Delta_eff, threshold=pb.lam / f["m_hat"], rank_fraction=i.rank_fraction)
-    f.update(kappa_scale=kappa, converged=True, residual=float(fp.residual), n_iter=int(fp.n_iter))
+    f.update(alpha=float(pb.data.alpha), Q0=Q0, cos_theta=cos_theta, rho=float(np.exp(y[1])))
+    f.update(Delta_eff=f["q_hat"] / f["m_hat"] ** 2, threshold=lam / f["m_hat"], test_error=te)
+    f.update(rank_fraction=float(image[3]), kappa_scale=math.sqrt(image[1] / Q0), converged=True)
+    f.update(residual=float(fp.residual), n_iter=int(fp.n_iter))
     f.update(integration_error=float(np.max(err[:3] / np.abs(mean[:3]))), trace=0.0)
     return HardmaxSE(**f, objective=f["train_loss"])

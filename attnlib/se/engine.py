@@ -34,12 +34,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnlib import _compiled_programs, _limits, iterate, qmc
+from attnlib.gamp import SpectralProx
 from attnlib.se.input import frobenius_arrays, host_input
 from attnlib.se.output import _join, _rows, output_arrays
 
 __all__ = [
     "Data",
-    "Denoiser",
     "to_y",
     "to_x",
     "se_map",
@@ -60,14 +60,12 @@ class Data(NamedTuple):
     Q0: jax.Array
 
 
-class Denoiser(NamedTuple):
-    """The input side of one solve: ``penalty`` (``"nuclear"`` or ``"frobenius"``) for
-    ``target``; ``kappa < 1`` (nuclear only): the map cut at ``x_kappa`` where the rank
-    constraint of a student of width ``kappa`` binds (:mod:`attnlib.denoisers.constrained`)."""
-
-    penalty: str
-    target: object
-    kappa: float = 1.0
+Denoiser = SpectralProx  # not exported: one name, gamp.SpectralProx
+"""The input side of one solve, GAMP's denoiser (:class:`attnlib.gamp.SpectralProx`):
+``penalty`` for ``target``; ``kappa < 1`` (nuclear): the map cut at ``x_kappa``
+(:mod:`attnlib.denoisers.constrained`); ``ray`` (nuclear): the image renormalised to ``q =
+Q0``, the unknowns the scale-free ``(artanh(m / sqrt(q Q0)), log(v / sqrt q))`` of
+:func:`to_y` (the fixed ray of a map homogeneous of degree one, :mod:`attnlib.hardmax`)."""
 
 
 class LoopSettings(NamedTuple):
@@ -77,6 +75,7 @@ class LoopSettings(NamedTuple):
     tol: float = 1e-6
     max_iter: int = 300
     damping: float = 0.5
+    max_step: float = 1.0
 
 
 def loop_settings(s) -> LoopSettings:
@@ -89,16 +88,23 @@ def _xp(a):
     return np if isinstance(a, np.ndarray) else jnp
 
 
-def to_y(x, Q0):
-    """``(m, q, v) -> (m / Q0, log(q / Q0), log v)``."""
+def to_y(x, Q0, ray=False):
+    """``(m, q, v) -> (m / Q0, log(q / Q0), log v)``; ``ray``: ``-> (artanh(m / sqrt(q
+    Q0)), log(v / sqrt q))`` (the direction and scale-free width; the cosine capped at
+    ``1 - 1e-15``)."""
     xp = _xp(x)
+    if ray:
+        cos = xp.minimum(x[0] / xp.sqrt(x[1] * Q0), 1 - 1e-15)
+        return xp.stack([xp.arctanh(cos), xp.log(x[2] / xp.sqrt(x[1]))])
     return xp.stack([x[0] / Q0, xp.log(x[1] / Q0), xp.log(x[2])])
 
 
-def to_x(y, Q0):
-    """The inverse of :func:`to_y` (``y`` clipped to ``[-50, 50]``)."""
+def to_x(y, Q0, ray=False):
+    """The inverse of :func:`to_y` (``y`` clipped to ``[-50, 50]``; ``ray``: at ``q = Q0``)."""
     xp = _xp(y)
     y = xp.clip(y, -50.0, 50.0)
+    if ray:
+        return xp.stack([xp.tanh(y[0]) * Q0, Q0 * xp.ones_like(y[0]), xp.exp(y[1]) * xp.sqrt(Q0)])
     return xp.stack([y[0] * Q0, Q0 * xp.exp(y[1]), xp.exp(y[2])])
 
 
@@ -127,10 +133,10 @@ class _Half(NamedTuple):
     means: jax.Array
 
 
-def _output_half(task, data: Data, y, aux, mode="warm") -> _Half:
+def _output_half(task, data: Data, y, aux, mode="warm", ray=False) -> _Half:
     prox = aux[0]
     Q0 = data.Q0
-    x = to_x(y, Q0)
+    x = to_x(y, Q0, ray)
     bound = 0.999 * jnp.sqrt(x[1] * Q0)
     inside = x[0] ** 2 < x[1] * Q0
     x_safe = jnp.where(inside, x, x.at[0].set(jnp.clip(x[0], -bound, bound)))
@@ -142,13 +148,13 @@ def _output_half(task, data: Data, y, aux, mode="warm") -> _Half:
     return _Half(x, inside, out_ok, safe, new_prox, out.means)
 
 
-def _input_half(half: _Half, inp, aux, Q0):
+def _input_half(half: _Half, inp, aux, Q0, ray=False):
     """``(F(y), aux', ok)`` from the output half and the input side's ``inp``."""
     zero = half.out_ok & (inp[3] == 0.0) & (inp[1] == 0.0)
     fx = inp[:3]
     fx_ok = jnp.all(jnp.isfinite(fx)) & (fx[1] > 0) & (fx[2] > 0) & (fx[0] ** 2 < fx[1] * Q0)
     ok = half.in_domain & half.out_ok & fx_ok
-    fy = to_y(jnp.where(fx_ok, fx, half.x), Q0)
+    fy = to_y(jnp.where(fx_ok, fx, half.x), Q0, ray)
     return fy, (half.prox, aux[1] | zero, half.means, inp), ok
 
 
@@ -168,7 +174,7 @@ def se_map(task, data: Data, y, aux, mode="warm"):
 
 def _config(settings: LoopSettings, memory):
     return iterate.AndersonConfig(
-        tol=settings.tol, max_iter=settings.max_iter, damping=settings.damping, memory=memory
+        settings.tol, settings.max_iter, settings.damping, memory, settings.max_step
     )
 
 
@@ -176,10 +182,10 @@ def _aux0(data: Data, prox0):
     return (prox0, jnp.asarray(False), jnp.zeros((data.z.shape[0], 4)), jnp.zeros(4))
 
 
-def no_history(memory):
-    """An empty warm history of the Anderson solver (``k = 0``): arrays of the same
-    shapes as a real one, so that both share one compilation."""
-    h = np.zeros((memory + 1, 3))
+def no_history(memory, n=3):
+    """An empty warm history of the Anderson solver (``k = 0``) for ``n`` unknowns (2 on
+    a ray): arrays of the same shapes as a real one, so that both share one compilation."""
+    h = np.zeros((memory + 1, n))
     return h, h, np.int64(0)
 
 
@@ -200,21 +206,22 @@ def _device_loop(task, memory, data: Data, settings: LoopSettings, start, *, mod
     return _finish(iterate.anderson(F, y0, _aux0(data, prox0), cfg, history))
 
 
-@functools.partial(jax.jit, static_argnames=("task", "mode"))
-def _host_output(task, data: Data, y, prox, mode):
-    return _output_half(task, data, y, (prox,), mode)
+@functools.partial(jax.jit, static_argnames=("task", "mode", "ray"))
+def _host_output(task, data: Data, y, prox, mode, ray):
+    return _output_half(task, data, y, (prox,), mode, ray)
 
 
-def _pieces_output(task, data: Data, y, prox, mode) -> _Half:
+def _pieces_output(task, data: Data, y, prox, mode, ray) -> _Half:
     """The output half at ``y`` on the pieces of :func:`attnlib.qmc.chunks` (one compiled
     program for every number of points): the pieces' means averaged, then the checks of
     :func:`_output_half` on them (on the host); one piece: the compiled half itself."""
     pieces = qmc.chunks(data.z.shape[1])
     if len(pieces) == 1:
-        return _host_output(task, data, y, prox, mode)
+        return _host_output(task, data, y, prox, mode, ray)
     zn, R, p = np.asarray(data.z), data.z.shape[0], np.asarray(prox)
     halves = [
-        _host_output(task, data._replace(z=zn[:, sl]), y, _rows(p, R, sl), mode) for sl in pieces
+        _host_output(task, data._replace(z=zn[:, sl]), y, _rows(p, R, sl), mode, ray)
+        for sl in pieces
     ]
     means = np.mean([np.asarray(h.means) for h in halves], axis=0)
     mean = means.mean(axis=0)
@@ -227,9 +234,9 @@ def _pieces_output(task, data: Data, y, prox, mode) -> _Half:
     )
 
 
-@functools.partial(jax.jit, static_argnames=("memory",))
-def _host_advance(memory, data: Data, settings: LoopSettings, st, half, inp):
-    fy, aux, ok = _input_half(half, inp, st.aux, data.Q0)
+@functools.partial(jax.jit, static_argnames=("memory", "ray"))
+def _host_advance(memory, data: Data, settings: LoopSettings, st, half, inp, *, ray):
+    fy, aux, ok = _input_half(half, inp, st.aux, data.Q0, ray)
     return iterate.update(st, fy, aux, ok, _config(settings, memory))
 
 
@@ -248,7 +255,7 @@ def _host_loop(
     y0, prox, history = start
     # the prox points stay out of the compiled state (their number is a runtime size):
     # the programs below see a placeholder and the QMC points' pieces only
-    none = jnp.zeros((0, task.n_pairs))
+    none, ray = jnp.zeros((0, np.shape(prox)[1])), denoiser.ray
     scalars = data._replace(z=np.zeros((data.z.shape[0], 0, 0)))
     st = _host_start(memory, scalars, settings, (y0, none, history))
     n = 0
@@ -257,10 +264,10 @@ def _host_loop(
                      float(data.alpha), float(data.lam), n)  # fmt: skip
         _limits.check()  # the caller's time limit, between two maps
         n += 1
-        half = _pieces_output(task, data, st.x, prox, mode)
+        half = _pieces_output(task, data, st.x, prox, mode, ray)
         prox = half.prox
         inp = host_input(denoiser.target, np.asarray(half.conj), data.lam, denoiser.kappa)
-        st = _host_advance(memory, scalars, settings, st, half._replace(prox=none), inp)
+        st = _host_advance(memory, scalars, settings, st, half._replace(prox=none), inp, ray=ray)
         if int(st.status) >= 0:
             fp, saw_zero = _finish(iterate.result(st))
             return fp._replace(aux=(prox, *fp.aux[1:])), saw_zero
@@ -280,9 +287,8 @@ def solve_fixed_point(
     """
     _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
     # strongly typed scalars: a Python float (weakly typed) would compile anew
-    settings = LoopSettings(
-        np.float64(settings.tol), np.int64(settings.max_iter), np.float64(settings.damping)
-    )
+    tol, n, damping, max_step = settings
+    settings = LoopSettings(np.float64(tol), np.int64(n), np.float64(damping), np.float64(max_step))
     if denoiser.penalty == "nuclear":
         return _host_loop(task, denoiser, memory, data, settings, start, mode=mode)
     return _device_loop(task, memory, data, settings, start, mode=mode)
