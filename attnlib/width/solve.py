@@ -189,10 +189,11 @@ def solve_constrained(
     (``lam > 0``), else from the default start of :mod:`attnlib.se`. ``attempts``: the
     ``(damping, max_iter)`` of the successive damped Anderson attempts (default
     ``((settings.damping, settings.max_iter), (0.9, 5 settings.max_iter))``, that is ``((0.5,
-    300), (0.9, 1500))``; ``max_iter`` bounds both, so ``max_iter=1`` fails cheaply). Not
-    converged: NaN fields and a warning. Without ``init``, where the convex point is the zero
-    phase, that result (``S = 0``, rank 0). With ``return_warm``: ``(SEResult, WarmStart |
-    None)``.
+    300), (0.9, 1500))``; ``max_iter`` bounds both, so ``max_iter=1`` fails cheaply).
+    ``rtol=``: ``n_qmc`` doubles as in :func:`solve`; ``integration_error``: the QMC error
+    propagated through the constrained map's Jacobian. Not converged: NaN fields and a
+    warning. Without ``init``, where the convex point is the zero phase, that result (``S =
+    0``, rank 0). With ``return_warm``: ``(SEResult, WarmStart | None)``.
     """
     s = resolve(settings, **shorthands)
     _check(task, target, alpha, lam, kappa, init)
@@ -202,7 +203,7 @@ def solve_constrained(
     return (r, w) if return_warm else r
 
 
-def _constrained(task, target, point_, init, s: SESettings, attempts, stacklevel=3):
+def _constrained(task, target, point_, init, s: SESettings, attempts, *, stacklevel=3):
     """:func:`solve_constrained` at ``point_ = (alpha, lam, kappa)`` with validated
     ``s`` and ``attempts``: ``(SEResult, WarmStart | None)``; with ``s.rtol``, ``n_qmc``
     doubles (each solve warm-started from the last converged one) until
@@ -292,8 +293,11 @@ def solve(
       convex: the convex :class:`SEResult` at ``(alpha, lam)`` if already solved (same
         settings; pass its warm start as ``init`` to reuse its prox points).
       settings: an :class:`attnlib.se.SESettings`; the shorthand keywords (``tol=``,
-        ``anderson=``, ``n_qmc=``, ``n_rep=``, ``seed=``, ...) as in
-        :func:`attnlib.se.solve` (no ``rtol``). Not converged: NaN fields and an
+        ``anderson=``, ``n_qmc=``, ``n_rep=``, ``seed=``, ``rtol=``, ``max_n_qmc=``, ...)
+        as in :func:`attnlib.se.solve`. With ``rtol``, the convex point (unless given)
+        and the constrained one each double ``n_qmc`` (warm-started solves) until their
+        ``integration_error <= rtol``, or up to ``max_n_qmc`` (then a
+        ``RuntimeWarning`` gives the accuracy reached). Not converged: NaN fields and an
         :class:`attnlib.se.SEConvergenceWarning` (the deprecated ``on_fail="raise"``:
         ``RuntimeError``). ``time_limit`` (seconds, the whole call): past it NaN fields,
         ``converged=False`` and the same policy. Progress: INFO on ``attnlib.se``.
