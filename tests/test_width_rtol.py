@@ -120,14 +120,19 @@ def test_reported_error_covers_the_spread_over_seeds(kappa):
 def test_rtol_within_its_error_of_a_reference_over_seeds():
     """:func:`width.solve` at ``rtol = 2.5e-3``, ``kappa = 0.2``: the convex point and
     the constrained one meet it, and the constrained one lies within 3 combined errors
-    of a plain solve at 2^17 points with seed 50 (its own error about 3e-4); so do eight
-    seeds of :func:`width.solve_constrained` at ``rtol = 2e-3``."""
+    of a plain solve at 2^17 points with seed 50 (its own error 3.9e-4; seeds 51, 52 at
+    2^17 agree with it to 1.7e-4 in the mse); so do eight seeds of
+    :func:`width.solve_constrained` at ``rtol = 1.5e-3`` (16384 or 32768 points).
+    Measured: largest deviation 0.58 combined errors for :func:`width.solve`, 2.75 over
+    the seeds (seed 3, whose 4 scramblings, 3 degrees of freedom, reported 6.6e-4 at
+    16384 points where the others report 1.1-1.3e-3: a doubling stops on a low
+    estimate more often than on a high one)."""
     ref = _reference(0.2, 2**17, 50)
     r = width.solve(*POINT, 0.2, rtol=2.5e-3)
     assert r.constrained and r.integration_error <= 2.5e-3
     assert r.convex.integration_error <= 2.5e-3
     _within(r.se, ref)
     for seed in range(8):
-        r = width.solve_constrained(*POINT, 0.2, rtol=2e-3, seed=seed)
-        assert r.integration_error <= 2e-3
+        r = width.solve_constrained(*POINT, 0.2, rtol=1.5e-3, seed=seed)
+        assert r.integration_error <= 1.5e-3
         _within(r, ref)
