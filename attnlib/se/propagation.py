@@ -13,7 +13,9 @@ metrics then move by their dependence on ``x`` plus their own integrals' error: 
 ``L' delta x`` plus its own QMC error, correlated with that of ``C`` (same points); the
 test error by ``(de/dm, de/dq) . (delta m, delta q)`` plus its own (independent points).
 Each scrambling's deviation from the mean is propagated linearly and the standard error
-is taken over the ``R`` propagated deviations, so the correlations are kept.
+is taken over the ``R`` propagated deviations, so the correlations are kept. The
+rank-constrained map of a student of width ``kappa < 1`` (:mod:`attnlib.width`) has its
+own ``G`` (the nuclear one cut at ``x_kappa``, :func:`_nuclear_jacobian`).
 
 Costs per converged point: the output side at ``x`` and its three neighbours on the
 first ``PROBE_POINTS`` QMC points of the first scrambling (common random numbers), one
