@@ -13,7 +13,9 @@ metrics then move by their dependence on ``x`` plus their own integrals' error: 
 ``L' delta x`` plus its own QMC error, correlated with that of ``C`` (same points); the
 test error by ``(de/dm, de/dq) . (delta m, delta q)`` plus its own (independent points).
 Each scrambling's deviation from the mean is propagated linearly and the standard error
-is taken over the ``R`` propagated deviations, so the correlations are kept.
+is taken over the ``R`` propagated deviations, so the correlations are kept. The
+rank-constrained map of a student of width ``kappa < 1`` (:mod:`attnlib.width`) has its
+own ``G`` (the nuclear one cut at ``x_kappa``, :func:`_nuclear_jacobian`).
 
 Costs per converged point: the output side at ``x`` and its three neighbours on the
 first ``PROBE_POINTS`` QMC points of the first scrambling (common random numbers), one
@@ -40,7 +42,8 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import channels
+from attnlib import channels, rmt
+from attnlib.denoisers.constrained import binding_cut
 from attnlib.denoisers.nuclear import nuclear_spectrum
 from attnlib.se.input import input_side
 from attnlib.se.output import output_arrays
@@ -120,22 +123,31 @@ def _output_jacobian(pb, x, prox, steps):
     return np.stack(cols, axis=-1)  # (R, 4, 3): one Jacobian per scrambling
 
 
-def _nuclear_jacobian(lam, conj, spec):
+def _nuclear_jacobian(lam, conj, spec, cut=(-math.inf, 0.0)):
     """``d (m, q, v) / d (m_hat, q_hat, a_hat)`` of the nuclear input side from the
     spectrum ``spec`` at the fixed point. In ``c`` and ``tau`` at fixed ``Delta`` the
     derivatives are integrals of ``df`` (``f = (c x - tau)_+`` vanishes at its kink);
     in ``Delta`` they follow from the complex Burgers equation ``dG/dDelta = -G dG/dz``
     of the free convolution with a semicircle: ``d/dDelta int rho phi = int rho h phi'``
-    and ``d/dDelta int rho h phi = int rho (h^2 - pi^2 rho^2 / 3) phi'``."""
+    and ``d/dDelta int rho h phi = int rho (h^2 - pi^2 rho^2 / 3) phi'``.
+
+    ``cut = (x_kappa, rho_R(x_kappa))``: the rank-constrained map ``f 1[x > x_kappa]``
+    (:mod:`attnlib.width`), cut where the constraint binds. The cut is the top-``kappa``
+    quantile, which the flow ``drho/dDelta = -d(rho h)/dx`` carries at the speed
+    ``h(x_kappa)``: integrals above it of a ``phi`` without ``h`` obey the same rule,
+    and those with ``h`` gain ``-(pi^2 / 3) rho(x_kappa)^3 phi(x_kappa)``, with ``phi =
+    f`` the jump of ``f`` at the cut (``s``, hence ``m`` and ``v``)."""
     m_hat, q_hat, a_hat = conj
     D, c, tau = q_hat / m_hat**2, m_hat / a_hat, lam / a_hat
     x, w, h = np.asarray(spec.x), np.asarray(spec.w), np.asarray(spec.hilbert)
     rho = np.asarray(spec.density)
-    kept = (c * x > tau).astype(float)
-    f = np.maximum(c * x - tau, 0.0)
+    kept = ((c * x > tau) & (x > cut[0])).astype(float)
+    f = np.maximum(c * x - tau, 0.0) * kept
     u = x - 2.0 * D * h
     s = np.sum(w * f * h)  # v m_hat
     ds = c * np.sum(w * kept * (h * h - np.pi**2 * rho * rho / 3.0))
+    if math.isfinite(cut[0]):  # the jump c x_kappa - tau of f at the cut
+        ds -= np.pi**2 / 3.0 * cut[1] ** 3 * max(c * cut[0] - tau, 0.0)
     dP = np.array(
         [
             [np.sum(w * h * (c * x * kept + f)) - 2 * s - 2 * D * ds,
@@ -156,10 +168,24 @@ def _nuclear_jacobian(lam, conj, spec):
     return G
 
 
+def _constrained_jacobian(target, lam, conj, kappa):
+    """:func:`_nuclear_jacobian` of the map cut at ``x_kappa`` where the rank constraint
+    of a student of width ``kappa < 1`` binds (:mod:`attnlib.denoisers.constrained`)."""
+    m_hat, q_hat, a_hat = (float(t) for t in conj)
+    D, c, tau = q_hat / m_hat**2, m_hat / a_hat, lam / a_hat
+    cut = binding_cut(target, D, c, tau, kappa)
+    spec = nuclear_spectrum(target, D, c, tau, cut)
+    rho = float(rmt.density(target, D, cut)) if math.isfinite(cut) else 0.0
+    return _nuclear_jacobian(lam, conj, spec, (cut, rho))
+
+
 def _input_jacobian(pb, lam, conj, spec=None):
     """``d (m, q, v) / d (m_hat, q_hat, a_hat)`` at the fixed point (``spec``: its
-    spectrum, :func:`attnlib.denoisers.nuclear_spectrum`, computed if None); the
-    Frobenius input side is closed-form (forward differences)."""
+    spectrum, :func:`attnlib.denoisers.nuclear_spectrum`, computed if None; ignored for
+    the rank-constrained map of ``pb.kappa < 1``); the Frobenius input side is
+    closed-form (forward differences)."""
+    if pb.penalty == "nuclear" and pb.kappa < 1.0:
+        return _constrained_jacobian(pb.target, lam, conj, pb.kappa)
     if pb.penalty == "nuclear":
         if spec is None:
             m_hat, q_hat, a_hat = conj

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnlib import _checks, _limits, follow, se
+from attnlib import _checks, _doubling, _limits, follow, se
 from attnlib.se import engine as se_engine
 from attnlib.se import point, robust
 from attnlib.se.continuation import unfinished_result
@@ -67,8 +67,9 @@ class WidthResult(NamedTuple):
 
     @property
     def integration_error(self) -> float:
-        """``se.integration_error``: the relative QMC error of the metrics at ``se`` (at a
-        constrained point the metrics' own QMC error, not propagated through the map)."""
+        """``se.integration_error``: the relative QMC error of the metrics at ``se``,
+        propagated through the map's Jacobian (:mod:`attnlib.se.propagation`; at a
+        constrained point the Jacobian of the rank-constrained map, not the convex one's)."""
         return self.se.integration_error
 
 
@@ -84,10 +85,11 @@ def _problem(task, target, alpha, lam, *, kappa, s: SESettings) -> point.Problem
 
 def _attempt(pb, x0, prox, settings):
     """One attempt of :func:`attnlib.se.point.attempt` (the one attempt of every ERM state
-    evolution): ``(sides | None, x, prox, n_iter, residual)``; ``sides`` without the
-    propagated error's ingredients (the map's Jacobian is the convex one's there)."""
+    evolution): ``(sides | None, x, prox, n_iter, residual)``; ``sides`` with what the
+    propagated error needs (:func:`attnlib.se.point.sides_at`; the Jacobian of the map
+    cut at ``x_kappa`` is :mod:`attnlib.se.propagation`'s for ``pb.kappa < 1``)."""
     a = point.attempt(pb, x0, prox, settings)
-    sides = point.sides_at(float(pb.data.lam), a.sides[:2]) if a.converged else None
+    sides = point.sides_at(float(pb.data.lam), a.sides) if a.converged else None
     return sides, a.x, a.prox, a.n_iter, a.residual
 
 
@@ -128,13 +130,6 @@ def _fail(msg, on_fail):
     warnings.warn(msg, SEConvergenceWarning, stacklevel=3)
 
 
-def _settings(settings, shorthands) -> SESettings:
-    s = resolve(settings, **shorthands)
-    if s.rtol is not None:
-        raise ValueError(f"rtol: the rank-constrained state evolution has no rtol, got {s.rtol}")
-    return s
-
-
 def _attempts(attempts, s: SESettings) -> tuple:
     """The ``(damping, max_iter)`` pairs of the successive attempts, validated (a
     ``ValueError`` naming ``attempts``); default ``((damping, max_iter), (0.9, 5 max_iter))``
@@ -166,7 +161,7 @@ def _convex_start(task, target, alpha, lam, s: SESettings):
         return robust.default_x0(float(target.Q0)), None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SEConvergenceWarning)
-        quiet = s._replace(on_fail="warn")
+        quiet = s._replace(on_fail="warn", rtol=None)  # a start: the doublings are ours
         r, w = se.solve(task, target, alpha, lam, settings=quiet, return_warm=True)
     if r.converged and r.q == 0.0:
         return None, r
@@ -194,20 +189,57 @@ def solve_constrained(
     (``lam > 0``), else from the default start of :mod:`attnlib.se`. ``attempts``: the
     ``(damping, max_iter)`` of the successive damped Anderson attempts (default
     ``((settings.damping, settings.max_iter), (0.9, 5 settings.max_iter))``, that is ``((0.5,
-    300), (0.9, 1500))``; ``max_iter`` bounds both, so ``max_iter=1`` fails cheaply). Not
-    converged: NaN fields and a warning. Without ``init``, where the convex point is the zero
-    phase, that result (``S = 0``, rank 0). With ``return_warm``: ``(SEResult, WarmStart |
-    None)``.
+    300), (0.9, 1500))``; ``max_iter`` bounds both, so ``max_iter=1`` fails cheaply).
+    ``rtol=``: ``n_qmc`` doubles as in :func:`solve`; ``integration_error``: the QMC error
+    propagated through the constrained map's Jacobian. Not converged: NaN fields and a
+    warning. Without ``init``, where the convex point is the zero phase, that result (``S =
+    0``, rank 0). With ``return_warm``: ``(SEResult, WarmStart | None)``.
     """
-    s = _settings(settings, shorthands)
+    s = resolve(settings, **shorthands)
     _check(task, target, alpha, lam, kappa, init)
     attempts = _attempts(attempts, s)
-    alpha, lam, kappa = float(alpha), float(lam), float(kappa)
+    point_ = (float(alpha), float(lam), float(kappa))
+    r, w = _constrained(task, target, point_, init, s, attempts)
+    return (r, w) if return_warm else r
+
+
+def _constrained(task, target, point_, init, s: SESettings, attempts, *, stacklevel=3):
+    """:func:`solve_constrained` at ``point_ = (alpha, lam, kappa)`` with validated
+    ``s`` and ``attempts``: ``(SEResult, WarmStart | None)``; with ``s.rtol``, ``n_qmc``
+    doubles (each solve warm-started from the last converged one) until
+    ``integration_error <= rtol`` or up to ``max_n_qmc`` (``_doubling.until_accurate``;
+    ``stacklevel``: its warning's, from the caller of this function)."""
+    if s.rtol is None:
+        return _constrained_once(task, target, point_, init, s, attempts)
+
+    def once(s1, last):
+        start = init if last is None or not last[0].converged else last[1]
+        return _constrained_once(task, target, point_, start, s1, attempts)
+
+    return _doubling.until_accurate(
+        once,
+        s._replace(rtol=None),
+        rtol=s.rtol,
+        grow=lambda s1, r, prev: (
+            s1._replace(n_qmc=2 * s1.n_qmc) if 2 * s1.n_qmc <= s.max_n_qmc else None
+        ),
+        name=f"width.solve at alpha={point_[0]}, lam={point_[1]}, kappa={point_[2]}",
+        sizes=("n_qmc",),
+        what="relative error of the metrics",
+        hint=" (the error falls like n_qmc^-1/2 to n_qmc^-3/4)",
+        stacklevel=stacklevel,
+    )
+
+
+def _constrained_once(task, target, point_, init, s: SESettings, attempts):
+    """One solve of the rank-constrained map at ``s.n_qmc``: ``(SEResult, WarmStart |
+    None)`` (:func:`solve_constrained`)."""
+    alpha, lam, kappa = point_
     pb = _problem(task, target, alpha, lam, kappa=kappa, s=s)
     if init is None:
         init, zero = _convex_start(task, target, alpha, lam, s)
         if zero is not None:
-            return (zero, None) if return_warm else zero
+            return zero, None
     x0, prox = _start(init, pb)
     n_iter, residual = 0, math.inf
     for damping, max_iter in attempts:
@@ -219,16 +251,14 @@ def solve_constrained(
             i = sides[1]
             trace = constrained_trace(target, i.Delta_eff, i.c, i.tau, kappa)
             r = point.result(pb, lam, x, extra, sides, trace=trace)
-            w = point.warm_start(pb, x, prox_new)
-            return (r, w) if return_warm else r
+            return r, point.warm_start(pb, x, prox_new)
         log.info("width SE: no fixed point with damping %.2f (residual %.2e)", damping, residual)
     _fail(
         f"rank-constrained state evolution did not converge at alpha={alpha}, lam={lam}, "
         f"kappa={kappa}: residual {residual:.2e} after {n_iter} maps (fields are NaN)",
         s.on_fail,
     )
-    r = point.failed(pb, lam, residual, n_iter)
-    return (r, None) if return_warm else r
+    return point.failed(pb, lam, residual, n_iter), None
 
 
 def solve(
@@ -263,8 +293,11 @@ def solve(
       convex: the convex :class:`SEResult` at ``(alpha, lam)`` if already solved (same
         settings; pass its warm start as ``init`` to reuse its prox points).
       settings: an :class:`attnlib.se.SESettings`; the shorthand keywords (``tol=``,
-        ``anderson=``, ``n_qmc=``, ``n_rep=``, ``seed=``, ...) as in
-        :func:`attnlib.se.solve` (no ``rtol``). Not converged: NaN fields and an
+        ``anderson=``, ``n_qmc=``, ``n_rep=``, ``seed=``, ``rtol=``, ``max_n_qmc=``, ...)
+        as in :func:`attnlib.se.solve`. With ``rtol``, the convex point (unless given)
+        and the constrained one each double ``n_qmc`` (warm-started solves) until their
+        ``integration_error <= rtol``, or up to ``max_n_qmc`` (then a
+        ``RuntimeWarning`` gives the accuracy reached). Not converged: NaN fields and an
         :class:`attnlib.se.SEConvergenceWarning` (the deprecated ``on_fail="raise"``:
         ``RuntimeError``). ``time_limit`` (seconds, the whole call): past it NaN fields,
         ``converged=False`` and the same policy. Progress: INFO on ``attnlib.se``.
@@ -273,7 +306,7 @@ def solve(
     Returns:
       :class:`WidthResult` (``(WidthResult, WarmStart | None)`` with ``return_warm``).
     """
-    s = _settings(settings, shorthands)
+    s = resolve(settings, **shorthands)
     _check(task, target, alpha, lam, kappa, init)
     _check_convex(convex, alpha, lam)
     with _limits.limit(s.time_limit):
@@ -302,5 +335,6 @@ def _width_point(task, target, alpha, lam, kappa, *, init, convex, s: SESettings
         return WidthResult(float(kappa), k_star, False, convex, convex), warm
     if init is None:
         init = convex if warm is None else warm
-    r, w = solve_constrained(task, target, alpha, lam, kappa, init, settings=s, return_warm=True)
+    point_ = (float(alpha), float(lam), float(kappa))
+    r, w = _constrained(task, target, point_, init, s, _attempts(None, s), stacklevel=4)
     return WidthResult(float(kappa), k_star, True, r, convex), w
