@@ -349,14 +349,19 @@ def _solve_once(task, target, point, y0, s: HardmaxSettings) -> HardmaxSE:
 
 def _solve_to_rtol(task, target, point, y0, s: HardmaxSettings) -> HardmaxSE:
     """:func:`_solve_once` with ``n_qmc`` doubled until ``integration_error <= s.rtol``
-    (``_doubling.until_accurate``), each solve started from the last converged ray."""
+    (``_doubling.until_accurate``), each solve started from the last converged ray; also
+    doubled where the ray was not reached (at few points the QMC average is a step
+    function of the ray, and the iteration can cycle above ``tol``): the warning of a
+    ray not reached is given only if the last solve did not reach it."""
 
     def once(s1, last):
         r = None if last is None else last[0]
         y = y0 if r is None or not r.converged else _start("init", (r.cos_theta, r.rho), target)
-        return _solve_once(task, target, point, y, s1), None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SEConvergenceWarning)
+            return _solve_once(task, target, point, y, s1), caught
 
-    return _doubling.until_accurate(
+    r, caught = _doubling.until_accurate(
         once,
         s._replace(rtol=None),
         rtol=s.rtol,
@@ -365,9 +370,13 @@ def _solve_to_rtol(task, target, point, y0, s: HardmaxSettings) -> HardmaxSE:
         ),
         name=f"hardmax.solve at alpha={point[0]}",
         sizes=("n_qmc",),
+        more=lambda r: not r.converged,
         what="relative error of cos_theta, rho and the test error",
         stacklevel=3,
-    )[0]
+    )
+    for w in caught:  # the last solve's warnings (a ray not reached at max_n_qmc)
+        warnings.warn(w.message, w.category, stacklevel=3)
+    return r
 
 
 def _failed(alpha, Q0, why: str, residual: float, n_iter: int, stacklevel=3) -> HardmaxSE:
