@@ -29,6 +29,21 @@ derivative of the projection, its Stein form as a check, ``m_hat`` in its Stein 
 ``Y`` jumps with ``h0``) with the nuclear denoiser renormalised to ``q = Q0``
 (``gamp.SpectralProx("nuclear", target, ray=True)``, the denoiser of :func:`attnlib.hardmax.gamp`
 too: the unknowns are ``(artanh cos_theta, log rho)``).
+
+``integration_error`` is the QMC error of the reported quantities, propagated through the
+fixed point as :mod:`attnlib.se.propagation` does for ``(m, q, v)``: each of the ``R``
+scramblings' conjugates gives its own image ``F_r(y)`` of the ray ``y``; the deviations
+``F_r - mean F_r`` move the fixed point by ``(I - J)^{-1} (F_r - mean F_r)``, ``J`` the
+map's ``2 x 2`` Jacobian by central differences on the same points (4 maps more per
+solve), and the standard error over the ``R`` moved rays gives that of ``cos_theta``,
+``rho`` and, through ``d test_error / d cos_theta``, of the test error (plus its own QMC
+error). Measured (T = 2 noise-free, Wishart(0.5), alpha 0.5, 16 seeds at 4096 and 16384
+points, ``n_rep = 8``, against the mean of three rays at ``2^20`` points, ``tol = 1e-5``):
+every single solve within 1.9 of its reported error, root mean square 0.4-1.0 per
+quantity; the spread of the ``R`` scramblings' separate solves (``n_qmc / R`` points each)
+covered less (up to 2.8 times it) and 38 % of the scramblings did not converge
+at 512 points. ``rtol=`` doubles ``n_qmc`` until that error meets it (``_doubling``, as
+:func:`attnlib.se.solve`).
 """
 
 from __future__ import annotations
@@ -81,7 +96,9 @@ class HardmaxSE(NamedTuple):
       converged, residual, n_iter: the diagnostics of :class:`attnlib.iterate.FixedPoint`
         (``residual``: the smallest ``max |F(y) - y|`` seen; not converged: every other
         field but ``alpha`` and ``Q0`` is NaN);
-      integration_error: largest relative QMC standard error of ``a_hat, q_hat, m_hat``;
+      integration_error: largest relative standard error of ``cos_theta``, ``rho`` and
+        ``test_error``: the conjugates' QMC error propagated through the ray's fixed point
+        (module docstring; NaN with ``n_rep = 1``);
       trace, objective: the minimised objective in the normalisation of
         :class:`attnlib.se.SEResult`. The ERM has no minimiser: its infimum per sequence
         is approached along the ray as the scale goes to 0, where ``lim Tr S_hat / d``
