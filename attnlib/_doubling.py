@@ -1,5 +1,6 @@
 """A solve to a requested accuracy: the QMC sizes double until ``integration_error <= rtol``
-(internal; the ``rtol=`` of :func:`attnlib.se.solve` and of :func:`attnlib.bayes.solve`).
+(internal; the ``rtol=`` of :func:`attnlib.se.solve`, :func:`attnlib.bayes.solve` and
+:func:`attnlib.hardmax.solve`).
 
 One loop for every solver whose result carries ``converged`` and ``integration_error``:
 solve, and while the result is converged with ``integration_error > rtol`` (or ``more``

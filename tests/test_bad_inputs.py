@@ -1028,6 +1028,8 @@ def _later_specs(add, c):
             max_iter="int",
             damping="unit",
             n_qmc="int",
+            rtol="pos",
+            max_n_qmc="int",
         ),  # fmt: skip
         n=10,
     )

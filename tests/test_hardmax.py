@@ -9,6 +9,10 @@ channel.
 
 from __future__ import annotations
 
+import logging
+import math
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -244,13 +248,63 @@ def test_state_evolution_settings_and_failure_policy():
         s = hardmax.solve(task, tg, 0.5, 1.0, settings=small._replace(max_iter=50), max_iter=2)
     assert s.residual == r.residual and s.n_iter == 2
     for field, bad in (("tol", 0.0), ("max_iter", 0), ("damping", 1.0), ("n_qmc", 3),
-                       ("n_rep", 0), ("seed", -1)):  # fmt: skip
+                       ("n_rep", 0), ("seed", -1), ("rtol", 0.0), ("rtol", np.nan),
+                       ("max_n_qmc", 1)):  # fmt: skip
         with pytest.raises(ValueError, match=field):
             hardmax.solve(task, tg, 0.5, 1.0, settings=hardmax.HardmaxSettings(**{field: bad}))
     with pytest.raises(ValueError, match="settings"):
         hardmax.solve(task, tg, 0.5, 1.0, settings=(1e-3, 10))
     with pytest.raises(TypeError):  # settings are keyword-only
         hardmax.solve(task, tg, 0.5, 1.0, None, small)
+
+
+def _rel_devs(r, ref):
+    """Relative deviations of ``(cos_theta, rho, test_error)`` of ``r`` from ``ref``."""
+    keys = ("cos_theta", "rho", "test_error")
+    return np.array([abs(getattr(r, k) / getattr(ref, k) - 1) for k in keys])
+
+
+def test_rtol_doubles_n_qmc_until_the_propagated_error_meets_it(caplog):
+    """rtol = 1e-2 from 2048 points: n_qmc doubles (logged) until integration_error <=
+    rtol, and cos_theta, rho and the test error are within 3 combined errors of an
+    independent reference: the ray at 65536 points with another seed, tol 1e-4 (its own
+    reported error about 2e-3). Beyond max_n_qmc a RuntimeWarning names rtol; a ray not
+    reached (1024 points: the QMC cycle, residual 3e-3 > tol) is doubled too, silently."""
+    task, tg = tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)
+    with caplog.at_level(logging.INFO, logger="attnlib"):
+        r = hardmax.solve(task, tg, 0.5, 1.0, n_qmc=2048, rtol=1e-2)
+    assert "doubling" in caplog.text
+    assert r.converged and r.integration_error <= 1e-2
+    ref = hardmax.solve(task, tg, 0.5, 1.0, n_qmc=65536, seed=7, tol=1e-4, max_iter=400)
+    assert ref.converged and ref.integration_error < 5e-3
+    assert np.all(_rel_devs(r, ref) <= 3 * math.hypot(r.integration_error, ref.integration_error))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = hardmax.solve(task, tg, 0.5, 1.0, n_qmc=1024, rtol=1e-6, max_n_qmc=2048)
+    assert s.converged and [w.category for w in caught] == [RuntimeWarning]
+    assert "rtol" in str(caught[0].message)
+
+
+@pytest.mark.slow
+def test_integration_error_covers_the_spread_over_seeds():
+    """integration_error (the per-scrambling error propagated through the ray's fixed
+    point) against the deviation of single solves from a reference: T = 2, alpha 0.5,
+    8 seeds at 16384 points against the mean of two rays at 2^19 points (tol 1e-5).
+    Every single solve's cos_theta, rho and test error lie within 3 combined errors
+    (measured: within 1.9, rms 0.6-1.0 over 16 seeds)."""
+    task, tg = tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5)
+    refs = [
+        hardmax.solve(task, tg, 0.5, 1.0, n_qmc=2**19, seed=100 + k, tol=1e-5, max_iter=400)
+        for k in range(2)
+    ]
+    ref = refs[0]._replace(**{k: (getattr(refs[0], k) + getattr(refs[1], k)) / 2
+                              for k in ("cos_theta", "rho", "test_error")})  # fmt: skip
+    ref_err = max(r.integration_error for r in refs) / math.sqrt(2)
+    for seed in range(8):
+        r = hardmax.solve(task, tg, 0.5, 1.0, n_qmc=16384, seed=seed)
+        assert r.converged, seed
+        bound = 3 * math.hypot(r.integration_error, ref_err)
+        assert np.all(_rel_devs(r, ref) <= bound), (seed, _rel_devs(r, ref), bound)
 
 
 def test_state_evolution_direction_does_not_depend_on_lam():
