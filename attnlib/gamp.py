@@ -469,9 +469,6 @@ def run(
     Returns:
       :class:`GAMPResult`; warns (``RuntimeWarning``) when it did not converge or broke down.
     """
-    if Q0 is not None:
-        _deprecation.warn("gamp.run(..., Q0=)", "a ray denoiser, SpectralProx(target=, ray=True)")
-    Q0 = denoiser.target.Q0 if Q0 is None and getattr(denoiser, "ray", False) else Q0
     lam, Q0, weights = _args.run_arguments(output, denoiser, data, start, (lam, Q0, weights))
     settings = resolve_settings(settings)
     ops, xp = _operands(output, denoiser, data, lam, Q0, weights)

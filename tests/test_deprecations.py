@@ -153,8 +153,9 @@ def test_gamp_run_q0_is_a_ray_denoiser():
     ray = gamp.SpectralProx(target=TARGET, ray=True)
     new, caught = _quiet(gamp.run, out, ray, *args, settings=gs)
     assert _deprecations(caught) == []
-    with pytest.warns(DeprecationWarning, match="ray denoiser"):
+    with pytest.warns(DeprecationWarning, match="ray denoiser") as rec:
         old = gamp.run(out, gamp.SpectralProx(), *args, settings=gs, Q0=TARGET.Q0)
+    assert rec[0].filename == __file__  # attributed to the caller of gamp.run
     assert np.array_equal(old.S, new.S) and np.array_equal(old.history, new.history)
     assert new.status != "breakdown" and np.isfinite(new.S).all()
 
