@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlib import _checks, channels
+from attnlib import _checks, _deprecation, channels
 from attnlib.tasks import Hardmax
 
 __all__ = ["erm_output", "posterior_task", "resolve", "run_arguments"]
@@ -63,7 +63,8 @@ def resolve(cls, settings, default, given: dict):
 
 def run_arguments(output, denoiser, data, start, extra):
     """Check :func:`attnlib.gamp.run`'s ``output``, ``denoiser``, ``data``, ``start`` and
-    ``extra = (lam, Q0, weights)``; returns the last three, checked."""
+    ``extra = (lam, Q0, weights)``; returns the last three, checked (``Q0``: a ray
+    denoiser's target's where not given)."""
     steps = "an attnlib.gamp output step (ERMOutput, PosteriorOutput)"
     if not all(hasattr(output, a) for a in ("channel", "jittable", "warm", "fallbacks")):
         raise ValueError(f"output must be {steps}, got {output!r}")
@@ -82,6 +83,10 @@ def run_arguments(output, denoiser, data, start, extra):
         _checks.finite_array("start.g", g, **per_pair, max_abs=_checks.MAX_ABS)
     lam, Q0, weights = extra
     lam = _checks.in_interval("lam", lam, 0.0, _checks.MAX_ABS, low_open=False)
+    if Q0 is not None:  # deprecated; stacklevel 4: the caller of gamp.run
+        _deprecation.warn("gamp.run(..., Q0=)", "a ray denoiser (SpectralProx)", stacklevel=4)
+    elif getattr(denoiser, "ray", False):  # renormalised to the target's Q0
+        Q0 = denoiser.target.Q0
     if Q0 is not None:
         Q0 = _checks.in_interval("Q0", Q0, 1.0 / _checks.MAX_ABS, _checks.MAX_ABS, low_open=False)
     if weights is not None:

@@ -26,8 +26,8 @@ with one scalar variance ``v`` iterates, with ``alpha = n / d^2``:
    (:class:`attnlib.denoisers.rie.RIE`). The divergence is over the ``D`` orthonormal
    coordinates, ``sum_i f'(x_i) + sum_{i<j} (f(x_i) - f(x_j)) / (x_i - x_j)``.
 
-Then, where asked (hardmax), ``S_hat`` and ``v`` are divided by ``sqrt(Tr(S_hat^2) / (d
-Q0))``. The residual is ``||S_new - S_old||_F / max(||S_new||_F, 1e-12)``. :func:`run`
+Then, with a ray denoiser (hardmax), ``S_hat`` and ``v`` are divided by ``sqrt(Tr(S_hat^2)
+/ (d Q0))``. The residual is ``||S_new - S_old||_F / max(||S_new||_F, 1e-12)``. :func:`run`
 iterates this map of ``x = (S_hat, v, g)`` with :func:`attnlib.iterate.init` and
 :func:`~attnlib.iterate.update` at memory 0, ``x_new = x + (1 - damping) (F(x) - x)``
 (damping does not move a fixed point); :func:`attnlib.amp.gamp` (ERM),
@@ -461,15 +461,14 @@ def run(
         or :class:`attnlib.denoisers.rie.RIE`.
       data: the data set; start: :class:`Start`; lam: the penalty (the denoiser's operand).
       settings: :class:`GAMPSettings` (default ``GAMPSettings()``).
-      Q0: renormalise ``Tr S_hat^2 / d`` to ``Q0`` after each step (hardmax; ``None``: no
-        renormalisation).
+      Q0: deprecated: renormalise ``Tr S_hat^2 / d`` to ``Q0`` after each step; use a ray
+        denoiser, ``SpectralProx(target=target, ray=True)`` (to the target's ``Q0``).
       weights: optional ``(n, K)`` per-sequence factors ``r`` of the variances, ``V =
         sigma^2 v r`` and ``a_hat = alpha sum sigma^2 mean(-r dg)`` (``None``: ``r = 1``).
 
     Returns:
       :class:`GAMPResult`; warns (``RuntimeWarning``) when it did not converge or broke down.
     """
-    Q0 = denoiser.target.Q0 if Q0 is None and getattr(denoiser, "ray", False) else Q0
     lam, Q0, weights = _args.run_arguments(output, denoiser, data, start, (lam, Q0, weights))
     settings = resolve_settings(settings)
     ops, xp = _operands(output, denoiser, data, lam, Q0, weights)

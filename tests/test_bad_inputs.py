@@ -1081,12 +1081,11 @@ def _later_specs(add, c):
         gamp.run,  # renormalised hardmax: every trajectory field is finite
         dict(
             output=gamp.ERMOutput(channels.for_task(hm).at_zero_scale()),
-            denoiser=gamp.SpectralProx(),
+            denoiser=gamp.SpectralProx(target=c["target"], ray=True),
             data=hdata,
             start=gamp.Start(np.eye(D), 0.3),
             lam=1.0,
             settings=gs,
-            Q0=1.0,
         ),  # fmt: skip
         dict(
             output="task",

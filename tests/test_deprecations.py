@@ -134,6 +134,32 @@ def test_projection_output_is_the_erm_output_of_the_zero_scale_channel():
     assert bool(ok) and np.array_equal(out.g, ref.g) and np.array_equal(out.dg, ref.dg)
 
 
+def test_gamp_run_q0_is_a_ray_denoiser():
+    """``gamp.run``'s renormalisation ``Tr S^2 / d = Q0`` is the ray denoiser's
+    (``SpectralProx(target=, ray=True)``, the target's ``Q0``); the deprecated ``Q0=``
+    gives the same iterates for one release, with a warning naming the ray denoiser.
+    Hardmax at ``d = 8``, 128 sequences, 30 iterations at damping 0.5 (no breakdown)."""
+    import jax
+    import numpy as np
+
+    from attnlib import channels, gamp
+
+    task, d = tasks.Hardmax(T=2), 8
+    key = jax.random.PRNGKey(1)
+    data = tasks.make_dataset(key, task, np.asarray(TARGET.sample(key, d)), 128)
+    out = gamp.ERMOutput(channels.for_task(task).at_zero_scale())
+    args = (data, gamp.Start(np.eye(d), 0.3), 1.0)
+    gs = gamp.GAMPSettings(damping=0.5, max_iter=30, tol=1e-12)
+    ray = gamp.SpectralProx(target=TARGET, ray=True)
+    new, caught = _quiet(gamp.run, out, ray, *args, settings=gs)
+    assert _deprecations(caught) == []
+    with pytest.warns(DeprecationWarning, match="ray denoiser") as rec:
+        old = gamp.run(out, gamp.SpectralProx(), *args, settings=gs, Q0=TARGET.Q0)
+    assert rec[0].filename == __file__  # attributed to the caller of gamp.run
+    assert np.array_equal(old.S, new.S) and np.array_equal(old.history, new.history)
+    assert new.status != "breakdown" and np.isfinite(new.S).all()
+
+
 def test_overlap_density_takes_theta_for_the_target_eigenvalue():
     """``spectrum.overlap_density(target, Delta, x, theta)``: ``theta`` is a target
     eigenvalue (the notation page's theta_i; ``lam`` is the penalty only). The old

@@ -19,6 +19,7 @@ import warnings
 import numpy as np
 
 from attnlib import _checks, _deprecation, _doubling, _limits, channels, follow
+from attnlib.gamp import SpectralProx
 from attnlib.se import engine, optimal, point, replicon, robust, several
 from attnlib.se.continuation import continuation, unfinished_result
 from attnlib.se.lam0 import _interpolation_bound, check_lam0  # noqa: F401  (tests read it)
@@ -56,7 +57,7 @@ def _problem(task, target, alpha, lam, penalty, opts) -> point.Problem:
         lam=np.float64(lam),
         Q0=np.float64(Q0),
     )
-    return point.Problem(task, target, penalty, data, qmc, memory)
+    return point.Problem(channels.for_task(task), SpectralProx(penalty, target), data, qmc, memory)
 
 
 def _start(init, pb: point.Problem):

@@ -1,8 +1,8 @@
 """The state-evolution map and its fixed point, jitted (one compilation per task and penalty).
 
-One map for every ERM state evolution: the task's output side composed with a
-:class:`Denoiser`, the input side of the penalty (nuclear + PSD, Frobenius, or the
-nuclear map cut at ``x_kappa`` for a student of width ``kappa``, :mod:`attnlib.width`).
+One map for every ERM state evolution: the task's output side composed with a denoiser
+(:class:`attnlib.gamp.SpectralProx`), the input side of the penalty (nuclear + PSD,
+Frobenius, or the nuclear map cut at ``x_kappa`` for a student of width ``kappa``).
 Frobenius penalty: the whole iteration is one compiled ``lax.while_loop``. Nuclear
 penalty, constrained or not: the input side is numpy (:func:`attnlib.se.input.host_input`),
 so the same iteration is driven from the host, one compiled output side and one compiled
@@ -58,14 +58,6 @@ class Data(NamedTuple):
     alpha: jax.Array
     lam: jax.Array
     Q0: jax.Array
-
-
-Denoiser = SpectralProx  # not exported: one name, gamp.SpectralProx
-"""The input side of one solve, GAMP's denoiser (:class:`attnlib.gamp.SpectralProx`):
-``penalty`` for ``target``; ``kappa < 1`` (nuclear): the map cut at ``x_kappa``
-(:mod:`attnlib.denoisers.constrained`); ``ray`` (nuclear): the image renormalised to ``q =
-Q0``, the unknowns the scale-free ``(artanh(m / sqrt(q Q0)), log(v / sqrt q))`` of
-:func:`to_y` (the fixed ray of a map homogeneous of degree one, :mod:`attnlib.hardmax`)."""
 
 
 class LoopSettings(NamedTuple):
@@ -247,7 +239,7 @@ def _host_start(memory, data: Data, settings: LoopSettings, start):
 
 
 def _host_loop(
-    task, denoiser: Denoiser, memory, data: Data, settings: LoopSettings, start, *, mode
+    task, denoiser: SpectralProx, memory, data: Data, settings: LoopSettings, start, *, mode
 ):
     """The same iteration driven from the host, two jitted calls per map around the
     nuclear input side (numpy, :mod:`attnlib.rmt`): no host callback inside the
@@ -274,7 +266,7 @@ def _host_loop(
 
 
 def solve_fixed_point(
-    task, denoiser: Denoiser, memory, data: Data, settings: LoopSettings, start, *, mode="warm"
+    task, denoiser: SpectralProx, memory, data: Data, settings: LoopSettings, start, *, mode="warm"
 ):
     """Anderson fixed point of :func:`se_map` from ``start = (y0, prox0, history)``
     (``history``: a warm Anderson history, :func:`no_history` for none; ``mode``: the

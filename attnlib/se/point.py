@@ -1,9 +1,9 @@
 """One attempt at a state-evolution fixed point, the zero phase, and the final metrics.
 
 :func:`attempt` is the one attempt of every ERM state evolution, convex (:mod:`attnlib.se`)
-or rank-constrained (:mod:`attnlib.width`): the problem's denoiser (``penalty``, and
-``kappa`` for a student of width ``kappa``) selects the input side of the one map
-(:mod:`attnlib.se.engine`)."""
+or rank-constrained (:mod:`attnlib.width`): a :class:`Problem` is GAMP's composition, a
+channel and a denoiser (``penalty``, and ``kappa`` for a student of width ``kappa``),
+which select the two sides of the one map (:mod:`attnlib.se.engine`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import numpy as np
 
 from attnlib import _limits, channels, iterate
 from attnlib.denoisers.nuclear import nuclear_integrals, nuclear_spectrum
+from attnlib.gamp import SpectralProx
 from attnlib.se import engine, propagation, refine, replicon
 from attnlib.se.continuation import unfinished_result
 from attnlib.se.input import InputSide, input_side, input_trace
@@ -27,7 +28,6 @@ from attnlib.se.test_error import test_errors
 __all__ = [
     "Problem",
     "Attempt",
-    "denoiser",
     "cold_prox",
     "attempt",
     "origin",
@@ -60,16 +60,21 @@ _MAX_TIGHTEN = 4
 
 
 class Problem(NamedTuple):
-    """Everything fixed during one solve (``data`` holds its arrays)."""
+    """Everything fixed during one solve: the output ``channel``
+    (:func:`attnlib.channels.for_task`), the input side ``denoiser`` (its ``kappa < 1``: the
+    nuclear map cut at ``x_kappa``, a student of width ``kappa``), ``data`` its arrays."""
 
-    task: Any
-    target: Any
-    penalty: str
+    channel: channels.Channel
+    denoiser: SpectralProx
     data: engine.Data
     qmc: tuple  # (n_qmc, n_rep, seed)
     memory: int
-    kappa: float = 1.0  # < 1: the nuclear map cut at x_kappa (a student of width kappa)
     refine: tuple = (1, 1)  # (factor, steps) of the Newton corrections (attnlib.se.refine)
+
+    task = property(lambda self: self.channel.task)
+    target = property(lambda self: self.denoiser.target)
+    penalty = property(lambda self: self.denoiser.penalty)
+    kappa = property(lambda self: self.denoiser.kappa)
 
 
 class Attempt(NamedTuple):
@@ -85,15 +90,11 @@ class Attempt(NamedTuple):
     checks: int = 0  # re-solves after the multi-start check found lower prox minima
 
 
-def _linear(pb) -> bool:
-    return channels.for_task(pb.task).closed_form_output
-
-
 def cold_prox(pb: Problem, x):
     """Prox points at ``x`` from the cold starts (omega and the noisy logits)."""
     z = pb.data.z
     prox = np.zeros((z.shape[0] * z.shape[1], pb.task.n_pairs))
-    if _linear(pb):
+    if pb.channel.closed_form_output:
         return prox
     x = jnp.asarray(x, dtype=jnp.float64)
     return _cold_prox(pb.task, z, pb.data.Q0, x)[0]
@@ -102,7 +103,7 @@ def cold_prox(pb: Problem, x):
 def _check_global(pb: Problem, x, prox):
     """Multi-start prox at ``x``: ``(prox, n_better)`` (the SE needs the global minimum);
     the cold prox shares its compiled program with :func:`cold_prox`."""
-    if channels.for_task(pb.task).global_prox:  # closed form / exact prox
+    if pb.channel.global_prox:  # closed form / exact prox
         return prox, 0
     xj = jnp.asarray(x, dtype=jnp.float64)
     cold = _cold_prox(pb.task, pb.data.z, pb.data.Q0, xj)
@@ -114,11 +115,6 @@ def _mse_moves(x, image, Q0) -> bool:
     """Whether one map moves the mse ``Q0 - 2m + q`` by more than the accepted amount."""
     mse, mse_image = Q0 - 2 * x[0] + x[1], Q0 - 2 * image[0] + image[1]
     return abs(mse_image - mse) > _MSE_RTOL * abs(mse) + _MSE_ATOL * Q0
-
-
-def denoiser(pb: Problem) -> engine.Denoiser:
-    """The input side of ``pb``'s map (:class:`attnlib.se.engine.Denoiser`)."""
-    return engine.Denoiser(pb.penalty, pb.target, pb.kappa)
 
 
 def attempt(pb: Problem, x0, prox0, settings: engine.LoopSettings, history=None) -> Attempt:
@@ -135,7 +131,7 @@ def attempt(pb: Problem, x0, prox0, settings: engine.LoopSettings, history=None)
     while True:
         _limits.check()  # the caller's time limit, between two runs of the solver
         fp, saw_zero = engine.solve_fixed_point(
-            pb.task, denoiser(pb), pb.memory, pb.data, settings, (y, prox, history), mode=mode
+            pb.task, pb.denoiser, pb.memory, pb.data, settings, (y, prox, history), mode=mode
         )
         history = fp.history
         n_iter += int(fp.n_iter)
@@ -234,7 +230,7 @@ def final(pb: Problem, lam, a: Attempt, extra: dict) -> SEResult:
     ``factor = 1``: none) where the output side is a QMC average; where a correction
     leaves the domain, the uncorrected point."""
     factor, steps = pb.refine
-    if factor > 1 and not _linear(pb) and not channels.for_task(pb.task).scale_free:
+    if factor > 1 and not pb.channel.closed_form_output and not pb.channel.scale_free:
         fine = refine.refine(pb, lam, a.x, a.sides[2], factor, steps)
         if fine is not None:
             sides = sides_at(lam, fine.sides)
@@ -268,7 +264,7 @@ def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None, jac=None,
     if len(sides) > 2:
         metrics = (o.train_loss, te, mse)
         error = propagation.metric_error(pb, lam, x, sides[2], metrics, spec, jac=jac)
-    elif _linear(pb):
+    elif pb.channel.closed_form_output:
         error = 0.0
     elif q == 0.0:  # the zero phase: x = 0 exactly
         error = propagation.own_error(o.train_loss, o.stderr[3], te)
@@ -286,7 +282,7 @@ def result(pb: Problem, lam, x, extra: dict, sides, *, trace=None, jac=None,
         test_error_noisy=te.test_error_noisy, mse=mse,
         rank_fraction=i.rank_fraction, integration_error=error,
         trace=float(trace), objective=objective_of(pb.penalty, alpha, lam, o.train_loss, tq),
-        replicon=rep, e0=float(channels.for_task(pb.task).noise_floor(Q0, pb.qmc)[0]),
+        replicon=rep, e0=float(pb.channel.noise_floor(Q0, pb.qmc)[0]),
         **extra,
     )  # fmt: skip
 
@@ -298,7 +294,7 @@ def _replicon(pb: Problem, x, sides, spec, coarse=None) -> float:
     prox = sides[2][0] if len(sides) > 2 else None
     if coarse is not None:
         pb, prox = coarse
-    if prox is None and not _linear(pb) and float(x[1]) != 0.0:
+    if prox is None and not pb.channel.closed_form_output and float(x[1]) != 0.0:
         return math.nan
     return replicon.replicon_at(pb, x, sides[0], sides[1], prox, spec)
 

@@ -198,7 +198,7 @@ def replicon_at(pb, x, o, i, prox, spec=None) -> float:
     (:func:`attnlib.se.point.sides_at`) and prox points ``prox``; ``spec``: the
     spectrum of the point's nuclear input side if already computed. NaN where not
     defined (module docstring); 0 in the zero phase (``x[1] = q = 0``)."""
-    if pb.kappa < 1.0 or channels.for_task(pb.task).scale_free:
+    if pb.kappa < 1.0 or pb.channel.scale_free:
         return math.nan
     if float(x[1]) == 0.0:
         return 0.0

@@ -50,7 +50,8 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, _limits
+from attnlib import _checks, _limits, channels
+from attnlib.gamp import SpectralProx
 from attnlib.se import engine, point
 from attnlib.se.input import input_side
 from attnlib.se.output import output_chunks, qmc_points, summarize
@@ -194,7 +195,8 @@ def growth_rate(
 def _problem(task, target, alpha, z) -> point.Problem:
     """A :class:`attnlib.se.point.Problem` for the cold prox points at ``lam = 0``."""
     data = engine.Data(z=z, alpha=np.float64(alpha), lam=np.float64(0.0), Q0=np.float64(target.Q0))
-    return point.Problem(task, target, "nuclear", data, (0, 0, 0), 0)
+    den = SpectralProx("nuclear", target)
+    return point.Problem(channels.for_task(task), den, data, (0, 0, 0), 0)
 
 
 def _remember(key, verdict) -> None:

@@ -54,7 +54,7 @@ import warnings
 
 import numpy as np
 
-from attnlib import channels, follow
+from attnlib import follow
 from attnlib.se import point, robust
 from attnlib.se.engine import LoopSettings, in_domain
 from attnlib.se.lam0 import _lam0_refusal
@@ -84,7 +84,7 @@ def _small_lam(pb: point.Problem) -> bool:
 def needs_search(pb: point.Problem, a: point.Attempt) -> bool:
     """Whether to look for other fixed points next to the attempt ``a``: a non-linear
     task where the prox check found lower minima on the way, or at small ``lam``."""
-    if channels.for_task(pb.task).global_prox:
+    if pb.channel.global_prox:
         return False
     return bool(a.checks > 0 or _small_lam(pb))
 

@@ -9,7 +9,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnlib import _checks, _doubling, _limits, follow, se
+from attnlib import _checks, _doubling, _limits, channels, follow, se
+from attnlib.gamp import SpectralProx
 from attnlib.se import engine as se_engine
 from attnlib.se import point, robust
 from attnlib.se.continuation import unfinished_result
@@ -76,11 +77,12 @@ class WidthResult(NamedTuple):
 def _problem(task, target, alpha, lam, *, kappa, s: SESettings) -> point.Problem:
     """The state-evolution problem at ``(alpha, lam, kappa)`` with the QMC points and
     Anderson memory of ``s``: the convex one with the nuclear map cut at ``x_kappa``
-    (``kappa``, :func:`attnlib.se.point.denoiser`)."""
+    (the denoiser's ``kappa``, :class:`attnlib.gamp.SpectralProx`)."""
     qmc = (int(s.n_qmc), int(s.n_rep), int(s.seed))
     z = qmc_points(task, *qmc)
     data = se_engine.Data(z, np.float64(alpha), np.float64(lam), np.float64(target.Q0))
-    return point.Problem(task, target, "nuclear", data, qmc, int(s.anderson), float(kappa))
+    denoiser = SpectralProx("nuclear", target, float(kappa))
+    return point.Problem(channels.for_task(task), denoiser, data, qmc, int(s.anderson))
 
 
 def _attempt(pb, x0, prox, settings):
