@@ -41,9 +41,10 @@ error). Measured (T = 2 noise-free, Wishart(0.5), alpha 0.5 and 1.5, 16 seeds at
 and 16384 points, ``n_rep = 8``, against the mean of three rays at ``2^20`` points, ``tol =
 1e-5``): every single solve's deviation within 2.4 times its reported error (1.9 at
 alpha 0.5), root mean square 0.4-1.1 per quantity (``cos_theta`` alone: at most 1.0, its
-error the smallest of the three); the spread of the ``R`` scramblings' separate solves (``n_qmc / R`` points each)
-covered less (up to 2.8 times it) and 38 % of the scramblings did not converge
-at 512 points. ``rtol=`` doubles ``n_qmc`` until that error meets it (``_doubling``, as
+error the smallest of the three); the spread of the ``R`` scramblings' separate
+solves (``n_qmc / R`` points each) covered less (up to 2.8 times it) and 38 %
+of the scramblings did not converge at 512 points. ``rtol=`` doubles ``n_qmc`` until
+that error meets it (``_doubling``, as
 :func:`attnlib.se.solve`).
 """
 
