@@ -36,7 +36,7 @@ from attnlib.channels.losses import (
 )
 from attnlib.channels.newton import Batch, masked_step
 
-__all__ = ["Prox", "prox", "finish", "output_step", "label_start"]
+__all__ = ["Prox", "prox", "finish", "output_step", "label_start", "target_derivative"]
 
 
 class Prox(NamedTuple):
@@ -164,6 +164,32 @@ def _finish_jit(task, Y, omega, V, h):
     task = loss_task(task)
     (h, g, dg, loss), ok = _finish_batch(task, Y, omega, V, h)
     return OutputStep(h=h, g=g, dg=dg, loss=loss), ok
+
+
+def _dg_dh0(channel, h, h0, xi, V):
+    """``diag d g / d h0`` ``(K,)`` of one sequence (implicit function theorem)."""
+    task = loss_task(channel.task)
+
+    def grad_h(h, h0):
+        Y, _ = channel.labels(h0[None], xi[None])
+        return jax.grad(lambda p: pair_loss(task, Y[0], p))(h)
+
+    A = jax.jacfwd(grad_h, 0)(h, h0) + jnp.diag(1.0 / V)
+    B = jax.jacfwd(grad_h, 1)(h, h0)
+    return -jnp.diagonal(jnp.linalg.solve(A, B)) / V
+
+
+def target_derivative(channel, h, h0, xi, V):
+    r"""``diag d g / d h0`` ``(n, K)`` at prox points ``h`` ``(n, K)``: how the output
+    step moves with the target pairs ``h0`` ``(n, K)`` through the labels
+    ``channel.labels(h0, xi)`` (noise normals ``xi`` ``(n, noise_dim)``, held fixed)
+    at fixed ``omega``, variances ``V`` ``(n, K)``. At a strict local minimum ``h`` of
+    the prox objective ``L(Y(h0), h) + |h - omega|^2 / 2V`` the implicit function
+    theorem gives ``d h / d h0 = -(H + D_V^{-1})^{-1} d_h0 grad_h L`` (``H`` the loss's
+    Hessian in ``h``) and ``g = (h - omega) / V``. Exact where ``h`` does not jump
+    between minima as ``h0`` moves. Traceable (``channel`` a static, hashable
+    :class:`attnlib.channels.Channel` whose labels and loss are differentiable)."""
+    return jax.vmap(functools.partial(_dg_dh0, channel))(h, h0, xi, V)
 
 
 def _is_concrete(x) -> bool:
