@@ -166,19 +166,6 @@ def _finish_jit(task, Y, omega, V, h):
     return OutputStep(h=h, g=g, dg=dg, loss=loss), ok
 
 
-def _dg_dh0(channel, h, h0, xi, V):
-    """``diag d g / d h0`` ``(K,)`` of one sequence (implicit function theorem)."""
-    task = loss_task(channel.task)
-
-    def grad_h(h, h0):
-        Y, _ = channel.labels(h0[None], xi[None])
-        return jax.grad(lambda p: pair_loss(task, Y[0], p))(h)
-
-    A = jax.jacfwd(grad_h, 0)(h, h0) + jnp.diag(1.0 / V)
-    B = jax.jacfwd(grad_h, 1)(h, h0)
-    return -jnp.diagonal(jnp.linalg.solve(A, B)) / V
-
-
 def target_derivative(channel, h, h0, xi, V):
     r"""``diag d g / d h0`` ``(n, K)`` at prox points ``h`` ``(n, K)``: how the output
     step moves with the target pairs ``h0`` ``(n, K)`` through the labels
@@ -188,8 +175,24 @@ def target_derivative(channel, h, h0, xi, V):
     theorem gives ``d h / d h0 = -(H + D_V^{-1})^{-1} d_h0 grad_h L`` (``H`` the loss's
     Hessian in ``h``) and ``g = (h - omega) / V``. Exact where ``h`` does not jump
     between minima as ``h0`` moves. Traceable (``channel`` a static, hashable
-    :class:`attnlib.channels.Channel` whose labels and loss are differentiable)."""
-    return jax.vmap(functools.partial(_dg_dh0, channel))(h, h0, xi, V)
+    :class:`attnlib.channels.Channel` whose labels and loss are differentiable); batched:
+    one Hessian, ``K`` forward derivatives of the gradient and ``K`` small solves."""
+    task = loss_task(channel.task)
+    n, K = h.shape
+
+    def grad_of(h0):
+        Y, _ = channel.labels(h0, xi)
+        return jax.grad(lambda p: jnp.sum(pair_loss(task, Y, p)))(h)
+
+    Y, _ = channel.labels(h0, xi)
+    A = grad_hess_batch(task, Y, h)[1] + jax.vmap(jnp.diag)(1.0 / V)
+    L = small.cholesky(A)
+    _, dgrad = jax.linearize(grad_of, h0)
+    cols = []
+    for k in range(K):
+        e = jnp.zeros((n, K), dtype=h.dtype).at[:, k].set(1.0)
+        cols.append(small.cho_solve(L, dgrad(e))[:, k])
+    return -jnp.stack(cols, axis=-1) / V
 
 
 def _is_concrete(x) -> bool:
