@@ -159,11 +159,13 @@ def seeds(name, n_seeds=8):
         r = se.solve(task, target, alpha, lam, seed=seed, init=init)
         init = init or r
         rows.append((r.mse, r.test_error, r.integration_error))
+        el = time.perf_counter() - t
         print(f"  seed {seed}: mse {r.mse:.6f} test {r.test_error:.6f} reported "
-              f"{r.integration_error:.3%} ({time.perf_counter() - t:.1f} s)", flush=True)  # fmt: skip
+              f"{r.integration_error:.3%} ({el:.1f} s)", flush=True)  # fmt: skip
     a = np.array(rows)
-    print(f"{name}: mse {a[:, 0].mean():.6f}, relative sd over seeds {a[:, 0].std(ddof=1) / a[:, 0].mean():.3%}; "
-          f"test {a[:, 1].mean():.6f} ({a[:, 1].std(ddof=1) / a[:, 1].mean():.3%}); rms reported "
+    mean, sd = a.mean(0), a.std(0, ddof=1)
+    print(f"{name}: mse {mean[0]:.6f}, relative sd over seeds {sd[0] / mean[0]:.3%}; "
+          f"test {mean[1]:.6f} ({sd[1] / mean[1]:.3%}); rms reported "
           f"{np.sqrt(np.mean(a[:, 2] ** 2)):.3%}")  # fmt: skip
 
 
