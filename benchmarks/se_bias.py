@@ -78,6 +78,7 @@ import numpy as np
 
 import attnlib
 from attnlib import channels, qmc, se, tasks
+from attnlib.channels.prox import target_derivative
 from attnlib.se import output as se_output
 from attnlib.targets import Wishart
 
@@ -106,7 +107,7 @@ def _per_point(task, Q0, alpha, x):
         p2 = ch.prox(p.Y, p.omega, p.V, p.lab[:, None])
         h = jnp.where((p1.objective <= p2.objective)[:, None], p1.h, p2.h)
         out, ok = ch.finish(p.Y, p.omega, p.V, h)
-        dg = channels.prox.target_derivative(ch, h, p.h0, z[:, 2 * K :], p.V)
+        dg = target_derivative(ch, h, p.h0, z[:, 2 * K :], p.V)
         return jnp.stack(
             [
                 alpha * jnp.sum(s2 * -out.dg, -1),

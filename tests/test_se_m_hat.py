@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from attnlib import channels, qmc, se, tasks
+from attnlib.channels.prox import target_derivative
 from attnlib.targets import Wishart
 
 TASK, TARGET, ALPHA, LAM = tasks.Seq2Seq(T=2), Wishart(0.5), 2.0, 0.1
@@ -66,3 +67,32 @@ def test_default_solve_at_small_mse_within_its_error_of_a_reference():
         dev = abs(r.mse - ref.mse) / ref.mse
         assert dev <= 3 * math.hypot(r.integration_error, ref.integration_error), (seed, dev)
         assert r.integration_error < 0.02
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", [tasks.Seq2Lab(T=2, noise=0.2, noise_on="outputs")])
+def test_target_derivative_against_central_differences_of_the_prox(task):
+    """``channels.prox.target_derivative`` (implicit function theorem) against central
+    differences of ``output_step``'s ``g`` in each target pair (labels with their
+    noise normals held fixed), on 64 random problems (seq2lab with output noise; the
+    seq2seq channel with logit noise: tests/test_se.py, through the output side)."""
+    ch = channels.for_task(task)
+    K, n, eps = task.n_pairs, 64, 1e-5
+    rng = np.random.default_rng(0)
+    h0 = rng.normal(size=(n, K))
+    xi = rng.normal(size=(n, ch.noise_dim))
+    omega = 0.8 * h0 + 0.3 * rng.normal(size=(n, K))
+    V = np.full((n, K), 0.7)
+
+    def g_of(h0):
+        Y, logits = ch.labels(jnp.asarray(h0), jnp.asarray(xi))
+        return np.asarray(channels.output_step(task, Y, omega, V, starts=logits).g)
+
+    step = channels.output_step(task, ch.labels(jnp.asarray(h0), jnp.asarray(xi))[0], omega, V)
+    got = np.asarray(target_derivative(ch, step.h, jnp.asarray(h0),
+                                                     jnp.asarray(xi), jnp.asarray(V)))  # fmt: skip
+    fd = np.stack(
+        [(g_of(h0 + eps * np.eye(K)[k]) - g_of(h0 - eps * np.eye(K)[k]))[:, k] / (2 * eps)
+         for k in range(K)], axis=-1,
+    )  # fmt: skip
+    np.testing.assert_allclose(got, fd, atol=1e-5 * (1 + np.abs(fd).max()))
