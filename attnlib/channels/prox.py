@@ -176,7 +176,8 @@ def target_derivative(channel, h, h0, xi, V):
     Hessian in ``h``) and ``g = (h - omega) / V``. Exact where ``h`` does not jump
     between minima as ``h0`` moves. Traceable (``channel`` a static, hashable
     :class:`attnlib.channels.Channel` whose labels and loss are differentiable); batched:
-    one Hessian, ``K`` forward derivatives of the gradient and ``K`` small solves."""
+    one Hessian, the ``K`` forward derivatives of the gradient and their small solves
+    as one batch."""
     task = loss_task(channel.task)
     n, K = h.shape
 
@@ -187,12 +188,11 @@ def target_derivative(channel, h, h0, xi, V):
     Y, _ = channel.labels(h0, xi)
     A = grad_hess_batch(task, Y, h)[1] + jax.vmap(jnp.diag)(1.0 / V)
     L = small.cholesky(A)
-    _, dgrad = jax.linearize(grad_of, h0)
-    cols = []
-    for k in range(K):
-        e = jnp.zeros((n, K), dtype=h.dtype).at[:, k].set(1.0)
-        cols.append(small.cho_solve(L, dgrad(e))[:, k])
-    return -jnp.stack(cols, axis=-1) / V
+    # the K directions e_k as one batch axis (one copy of each derivative in the program)
+    E = jnp.broadcast_to(jnp.eye(K, dtype=h.dtype)[:, None, :], (K, n, K))
+    dgrad = jax.vmap(lambda e: jax.jvp(grad_of, (h0,), (e,))[1])(E)  # (K, n, K)
+    X = jax.vmap(lambda b: small.cho_solve(L, b))(dgrad)  # X[k] = A^{-1} d grad / d h0_k
+    return -jnp.diagonal(X, axis1=0, axis2=2) / V  # (n, K)
 
 
 def _is_concrete(x) -> bool:
