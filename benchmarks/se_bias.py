@@ -71,6 +71,12 @@ s2l T2 a1 lam 1e-3        0.00240, 77 % / 86 %        0.001886, 0.72 % / 0.83 %
 
 Cost: the warm output side at 8192 points, T = 2: 0.014 s (Stein form: 0.016 s); a warm
 default solve at alpha 2: 0.2-0.5 s either way.
+
+Not measured: the T = 3 point over seeds (``seeds s2s_T3_n0.1_a0.3_l1e-2``). In this
+session solves there stopped with every thread in a futex wait and no CPU use, at
+several places of the solve, with this code and, later, with the code before it (one
+solve of the code before finished in 4.5 s, the next one hung): a stall of the machine
+or of JAX's compilation cache, not of the pathwise form.
 """
 
 import sys
