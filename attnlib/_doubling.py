@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import warnings
 
-__all__ = ["until_accurate"]
+__all__ = ["until_accurate", "double_n_qmc"]
 
 log = logging.getLogger("attnlib")
 
@@ -56,3 +56,14 @@ def _short(result, rtol) -> bool:
 
 def _sizes(settings, names) -> str:
     return ", ".join(f"{k} = {getattr(settings, k)}" for k in names)
+
+
+def double_n_qmc(max_n_qmc: int):
+    """The ``grow`` of :func:`until_accurate` for settings with one QMC size ``n_qmc``:
+    doubled while the double is at most ``max_n_qmc``, else ``None`` (stop)."""
+
+    def grow(settings, result, previous):
+        n = 2 * settings.n_qmc
+        return settings._replace(n_qmc=n) if n <= max_n_qmc else None
+
+    return grow

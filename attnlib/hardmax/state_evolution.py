@@ -386,9 +386,7 @@ def _solve_to_rtol(task, target, point, y0, s: HardmaxSettings) -> HardmaxSE:
         once,
         s._replace(rtol=None),
         rtol=s.rtol,
-        grow=lambda s1, r, prev: (
-            s1._replace(n_qmc=2 * s1.n_qmc) if 2 * s1.n_qmc <= s.max_n_qmc else None
-        ),
+        grow=_doubling.double_n_qmc(s.max_n_qmc),
         name=f"hardmax.solve at alpha={point[0]}",
         sizes=("n_qmc",),
         more=lambda r: not r.converged,

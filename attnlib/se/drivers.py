@@ -216,9 +216,7 @@ def _solve_to_rtol(task, target, point_, init, s: SESettings):
         once,
         s._replace(rtol=None),
         rtol=s.rtol,
-        grow=lambda s1, r, prev: (
-            s1._replace(n_qmc=2 * s1.n_qmc) if 2 * s1.n_qmc <= s.max_n_qmc else None
-        ),
+        grow=_doubling.double_n_qmc(s.max_n_qmc),
         name="se.solve",
         sizes=("n_qmc",),
         more=lambda r: not r.converged and r.alternatives,

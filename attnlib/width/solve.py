@@ -222,9 +222,7 @@ def _constrained(task, target, point_, init, s: SESettings, attempts, *, stackle
         once,
         s._replace(rtol=None),
         rtol=s.rtol,
-        grow=lambda s1, r, prev: (
-            s1._replace(n_qmc=2 * s1.n_qmc) if 2 * s1.n_qmc <= s.max_n_qmc else None
-        ),
+        grow=_doubling.double_n_qmc(s.max_n_qmc),
         name=f"width.solve at alpha={point_[0]}, lam={point_[1]}, kappa={point_[2]}",
         sizes=("n_qmc",),
         what="relative error of the metrics",
