@@ -209,10 +209,11 @@ def test_bad_arguments_raise():
         channels.pair_loss(task, Y, omega[:, :2])
 
 
-@pytest.mark.parametrize("K", [3, 6])
+@pytest.mark.parametrize("K", [3, 4, 6])
 def test_small_linear_algebra_matches_lapack(K):
-    """channels.small (written out for K <= UNROLL_MAX_K, LAPACK above) against
-    jnp.linalg on random positive-definite and indefinite batches: rounding level."""
+    """channels.small (written out for K <= UNROLL_MAX_K, column loops above) against
+    jnp.linalg's LAPACK on random positive-definite and indefinite batches: rounding
+    level; the factor of an indefinite matrix is not finite, as LAPACK's."""
     rng = np.random.default_rng(K)
     B = rng.normal(size=(200, K, K))
     pd = jnp.asarray(np.einsum("nij,nkj->nik", B, B) + 0.1 * np.eye(K))
@@ -229,6 +230,8 @@ def test_small_linear_algebra_matches_lapack(K):
         expect = jnp.all(jnp.isfinite(jnp.linalg.cholesky(A)), axis=(1, 2))
         assert bool(jnp.all(ok == expect))
     assert not bool(jnp.all(small.inv_diag(ind)[1]))  # the indefinite batch is detected
+    lapack_ok = jnp.all(jnp.isfinite(jnp.linalg.cholesky(ind)), axis=(1, 2))
+    assert bool(jnp.all(jnp.all(jnp.isfinite(small.cholesky(ind)), axis=(1, 2)) == lapack_ok))
 
 
 @pytest.mark.parametrize("T", [2, 3])

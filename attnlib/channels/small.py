@@ -4,8 +4,15 @@ The prox problems of the output channel are ``K``-dimensional (``K = T (T + 1) /
 pairs: 3 for ``T = 2``) and come in batches of tens of thousands. XLA's CPU
 decompositions call LAPACK once per matrix; for ``K <= UNROLL_MAX_K`` the functions
 below write the factorisations out entry by entry on ``(N,)`` vectors instead (the same
-arithmetic, an order of magnitude faster on a batch). Beyond that size they call
-:mod:`jax.numpy.linalg`. Shapes: ``A`` ``(N, K, K)`` symmetric (only its lower
+arithmetic, an order of magnitude faster on a batch). Beyond that size the Cholesky
+factor and its solves are loops over the ``K`` columns on the whole batch, and only
+:func:`eigh` (and the LU fallback of :func:`inv_diag`) call :mod:`jax.numpy.linalg`.
+Why not LAPACK's batched Cholesky and LU: jaxlib runs each of them on the intra-op
+thread pool and waits for it; two of them running at once in one program can occupy
+every thread of that pool and wait for each other for ever (seen on 2 cores, jaxlib
+0.10.2: the ``T = 3`` state evolution with the pathwise ``m_hat`` of
+:mod:`attnlib.se.output`, whose derivative factors the prox Hessian beside the
+variances' inverse). Shapes: ``A`` ``(N, K, K)`` symmetric (only its lower
 triangle is read), right-hand sides ``(N, K)``.
 """
 
@@ -36,12 +43,40 @@ def _factor(A):
     return L
 
 
+def _cholesky_loop(A):
+    """:func:`cholesky` for any ``K``: one column of ``L`` per loop step."""
+    K = A.shape[-1]
+    rows = jnp.arange(K)
+
+    def column(j, L):
+        t = A[:, :, j] - jnp.einsum("nik,nk->ni", L, L[:, j, :])  # columns >= j still 0
+        d = jnp.sqrt(t[:, j])
+        col = jnp.where(rows > j, t / d[:, None], jnp.where(rows == j, d[:, None], 0.0))
+        return L.at[:, :, j].set(col)
+
+    return jax.lax.fori_loop(0, K, column, jnp.zeros_like(A))
+
+
+def _tri_solve_loop(L, B, lower):
+    """``L^{-1} B`` (``lower``) or ``L^{-T} B`` for a lower triangular ``L`` ``(N, K, K)``
+    and ``B`` ``(N, K, R)``: one row of the solution per loop step."""
+    K = L.shape[-1]
+    M = L if lower else jnp.swapaxes(L, -1, -2)
+
+    def row(step, X):
+        i = step if lower else K - 1 - step
+        t = B[:, i, :] - jnp.einsum("nk,nkr->nr", M[:, i, :], X)  # rows not yet set are 0
+        return X.at[:, i, :].set(t / M[:, i, i][:, None])
+
+    return jax.lax.fori_loop(0, K, row, jnp.zeros_like(B))
+
+
 def cholesky(A):
     """Lower Cholesky factor ``(N, K, K)`` of ``A``; not finite where ``A`` is not
     positive definite (as :func:`jax.numpy.linalg.cholesky`)."""
     K = A.shape[-1]
     if K > UNROLL_MAX_K:
-        return jnp.linalg.cholesky(A)
+        return _cholesky_loop(A)
     L = _factor(A)
     zero = jnp.zeros_like(A[:, 0, 0])
     rows = [jnp.stack([L[i][j] if j <= i else zero for j in range(K)], -1) for i in range(K)]
@@ -52,7 +87,8 @@ def cho_solve(L, b):
     """``A^{-1} b`` from the lower Cholesky factor ``L`` of ``A``; ``b`` ``(N, K)``."""
     K = L.shape[-1]
     if K > UNROLL_MAX_K:
-        return jax.scipy.linalg.cho_solve((L, True), b[..., None])[..., 0]
+        y = _tri_solve_loop(L, b[..., None], lower=True)
+        return _tri_solve_loop(L, y, lower=False)[..., 0]
     y = []
     for i in range(K):
         t = b[:, i] - sum((L[:, i, k] * y[k] for k in range(i)), jnp.zeros_like(b[:, 0]))
@@ -71,8 +107,11 @@ def inv_diag(A):
     values up to rounding where both apply)."""
     K = A.shape[-1]
     if K > UNROLL_MAX_K:
-        pd = jnp.all(jnp.isfinite(jnp.linalg.cholesky(A)), axis=(-1, -2))
-        return jnp.diagonal(jnp.linalg.inv(A), axis1=-2, axis2=-1), pd
+        L = _cholesky_loop(A)
+        pd = jnp.all(jnp.isfinite(L), axis=(-1, -2))
+        eye = jnp.broadcast_to(jnp.eye(K, dtype=A.dtype), A.shape)
+        diag = jnp.sum(_tri_solve_loop(L, eye, lower=True) ** 2, axis=-2)  # L^{-1}: columns
+        return _pd_or_lu(diag, pd, A), pd
     L = _factor(A)
     # M = L^{-1} (lower triangular); A^{-1} = M^T M, so diag_i = sum_{k >= i} M_ki^2
     M = [[None] * K for _ in range(K)]
@@ -84,12 +123,18 @@ def inv_diag(A):
     diag = jnp.stack([sum(M[k][i] ** 2 for k in range(i, K)) for i in range(K)], -1)
     entries = jnp.stack([L[i][j] for i in range(K) for j in range(i + 1)], -1)
     pd = jnp.all(jnp.isfinite(entries), axis=-1)
+    return _pd_or_lu(diag, pd, A), pd
+
+
+def _pd_or_lu(diag, pd, A):
+    """``diag`` where the whole batch is positive definite, else the diagonal of an LU
+    inverse of ``A``."""
     return jax.lax.cond(
         jnp.all(pd),
         lambda a: diag,
         lambda a: jnp.diagonal(jnp.linalg.inv(a), axis1=-2, axis2=-1),
         A,
-    ), pd
+    )
 
 
 # at most this many cyclic Jacobi sweeps in :func:`eigh` (quadratic convergence: random
