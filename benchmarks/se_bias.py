@@ -95,7 +95,7 @@ from attnlib.targets import Wishart
 
 attnlib.configure_jax()
 warnings.simplefilter("ignore")
-se_output.PATHWISE = True  # the pathwise form (off by default in the library: see there)
+se_output.PATHWISE = True  # the pathwise form (the default; set here explicitly)
 
 POINTS = {
     "s2s_T2_a2_l0.1": (tasks.Seq2Seq(T=2), Wishart(0.5), 2.0, 0.1),

@@ -27,7 +27,7 @@ TASK, TARGET, ALPHA, LAM = tasks.Seq2Seq(T=2), Wishart(0.5), 2.0, 0.1
 
 @pytest.fixture(autouse=True)
 def _pathwise(monkeypatch):
-    """The pathwise form on (``se.output.PATHWISE``, off by default): it is read when a
+    """The pathwise form on (``se.output.PATHWISE``, the default): it is read when a
     program is traced, so JAX's in-memory caches are cleared before and after."""
     monkeypatch.setattr(se_output, "PATHWISE", True)
     jax.clear_caches()

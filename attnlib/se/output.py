@@ -16,7 +16,7 @@ as the mse ``Q0 - 2m + q`` (and with it ``csd``) gets small, where the fixed poi
 amplifies the error of ``m_hat`` most (``benchmarks/se_bias.py``: seq2seq T = 2,
 alpha 2, lam 0.1, mse 0.02 Q0, ``csd = 0.047``: the Stein form's relative error at
 8192 points was 0.39 %, which moved the mse by 14 %; the pathwise form's 0.027 %).
-With ``PATHWISE`` on (off for now, see there), the channels with a Newton prox (a
+With ``PATHWISE`` on (the default), the channels with a Newton prox (a
 smooth loss, labels differentiable in ``h0``) use the pathwise form, the implicit
 derivative of the prox (:func:`attnlib.channels.prox.target_derivative`), exact where
 ``h*`` does not jump,
@@ -162,11 +162,9 @@ def _solve_prox(channel, Y, omega, V, starts, prox, *, mode):
     return h, jnp.where(better, p.objective, f_warm), jnp.sum(better)
 
 
-# Off until a hang is understood: with JAX's persistent compilation cache on, a
-# program with the pathwise derivative stopped with every XLA thread waiting and no CPU
-# used (tests/test_se.py::test_se_T3_matches_convex_solver_small, reproducibly; it
-# passes with ATTNLIB_JAX_CACHE=off). tests/test_se_m_hat.py turns it on.
-PATHWISE = False
+# The pathwise form where the channel allows it (False: the Stein form everywhere, the
+# state evolution of attnlib before 0.x; tests/test_se_m_hat.py compares the two).
+PATHWISE = True
 
 
 def pathwise_m_hat(channel) -> bool:
