@@ -21,6 +21,9 @@ Parts (one file, ``se_default.json``, a key per part):
   ``integration_error``, and the new stored values: per curve and field the relative
   change ``new / old - 1`` and that change over the old reported error (the old error
   bar). Points past a script's time limit (NaN in either) are left out.
+- ``check`` (after ``moved``): for the ``CHECK_TOP`` numbers that moved most over their
+  old error bar (one per curve), plain solves at ``CHECK_N`` points with two
+  independent seeds: which of the old and the new number is nearer.
 """
 
 from __future__ import annotations
@@ -50,10 +53,11 @@ FULL = {"seeds": 16}
 QUICK = {"seeds": 2}
 
 
-def t3_point(*, seed: int) -> dict:
-    """The default solve at the ``T = 3`` point with QMC seed ``seed`` (cold)."""
+def t3_point(*, n_qmc: int, seed: int) -> dict:
+    """The default solve at the ``T = 3`` point on ``n_qmc`` points with QMC seed ``seed``
+    (cold), corrected on ``SESettings().refine`` times as many."""
     c0 = time.process_time()
-    r, notes = C.quiet(se.solve, G.task(), G.target(), G.ALPHA, G.LAM, seed=seed)
+    r, notes = C.quiet(se.solve, G.task(), G.target(), G.ALPHA, G.LAM, n_qmc=n_qmc, seed=seed)
     if notes:
         C.log(f"    [SE] seed={seed}: {notes}")
     row = {f: float(getattr(r, f)) for f in T3_FIELDS}
@@ -109,7 +113,8 @@ def _moved(file: str, row: dict, new: dict) -> list[dict]:
 
 def _t3(quick, out, runner) -> dict:
     cfg = QUICK if quick else FULL
-    t = runner(sweep.Grid(t3_point, {"seed": list(range(cfg["seeds"]))}))
+    n_qmc = se.SESettings().n_qmc
+    t = runner(sweep.Grid(t3_point, {"n_qmc": [n_qmc]}, seeds=cfg["seeds"]))
     rows = sorted(C.records(t), key=lambda r: r["seed"])
     return {"t3": {"settings": se.SESettings()._asdict(), "rows": rows}}
 
@@ -128,6 +133,51 @@ def _moved_all(quick, out, runner) -> dict:
     return {"moved": res}
 
 
+CHECK_TOP, CHECK_N, CHECK_SEEDS = 4, 2**15, (1000, 1001)
+
+
+def check_point(*, file: str, curve: str, alpha: float, field: str) -> dict:
+    """A reference for one moved number: plain solves (``refine=1``) at ``CHECK_N``
+    points with the seeds ``CHECK_SEEDS`` (independent of the stored ones), cold."""
+    script = REGENERATED[file][0]
+    task, target, _, lam, kw = _paper_curve(script, curve)
+    vals = []
+    for seed in CHECK_SEEDS:
+        r, _ = C.quiet(se.solve, task, target, alpha, lam, settings=OLD, n_qmc=CHECK_N,
+                       seed=seed)  # fmt: skip
+        vals.append(float(getattr(r, field)) if r.converged else float("nan"))
+    return {"ref": float(np.mean(vals)), "ref_values": vals}
+
+
+def _checks(quick, out, runner) -> dict:
+    """References for the ``CHECK_TOP`` numbers that moved most over their old error
+    (one per curve), from the ``moved`` part."""
+    path = Path(out) / "se_default.json"
+    moved = json.loads(path.read_text())["moved"]
+    cands = []
+    for file, rows in moved.items():
+        if file.endswith(".alpha"):
+            continue
+        alphas = moved[file + ".alpha"]
+        for m in rows:
+            ratio = np.nan_to_num(np.asarray(m["over_old_error"], float), nan=-1.0)
+            i = int(np.argmax(ratio))
+            cands.append((ratio[i], file, m["curve"], alphas[i], m["field"], m["old"][i],
+                          m["new"][i], m["old_error"][i]))  # fmt: skip
+    cands.sort(reverse=True)
+    seen, top = set(), []
+    for c in cands:
+        if c[2] not in seen and len(top) < (1 if quick else CHECK_TOP):
+            seen.add(c[2])
+            top.append(c)
+    rows = []
+    for ratio, file, curve, alpha, field, old, new, err in top:
+        ref = check_point(file=file, curve=curve, alpha=alpha, field=field)
+        rows.append(dict(file=file, curve=curve, alpha=alpha, field=field, old=old, new=new,
+                         old_error=err, over_old_error=ratio, n_qmc=CHECK_N, **ref))  # fmt: skip
+    return {"check": rows}
+
+
 def _part(fn):
     def run(quick, out, runner):
         path = Path(out) / "se_default.json"
@@ -138,7 +188,7 @@ def _part(fn):
     return run
 
 
-PARTS = {"t3": _part(_t3), "moved": _part(_moved_all)}
+PARTS = {"t3": _part(_t3), "moved": _part(_moved_all), "check": _part(_checks)}
 
 
 def main(argv=None) -> None:
