@@ -22,7 +22,8 @@ Parts (one file, ``se_default.json``, a key per part):
   change ``new / old - 1`` and that change over the old reported error (the old error
   bar). Points past a script's time limit (NaN in either) are left out.
 - ``check`` (after ``moved``): for the ``CHECK_TOP`` numbers that moved most over their
-  old error bar (one per curve), plain solves at ``CHECK_N`` points with two
+  old error bar and the ``CHECK_TOP`` that moved most relative to their value (one per
+  curve each), plain solves at ``CHECK_N`` points with two
   independent seeds: which of the old and the new number is nearer.
 """
 
@@ -48,6 +49,7 @@ from attnlib import se, sweep
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
 OLD = se.SESettings(refine=1)  # the default before the Newton correction
+OLD_N_QMC = 2048  # the paper scripts' n_qmc before (8192 since: make_paper_figures.FULL)
 T3_FIELDS = ("train_loss", "test_error", "mse", "integration_error", "converged")
 FULL = {"seeds": 16}
 QUICK = {"seeds": 2}
@@ -68,12 +70,12 @@ def t3_point(*, n_qmc: int, seed: int) -> dict:
 def _paper_curve(script: str, curve: str):
     """``(task, target, alphas, lam, keywords)`` of a learning curve of
     :mod:`data.make_paper_figures` (``"figures"``) or :mod:`data.make_paper_variants`
-    (``"variants"``), as the script solves it."""
+    (``"variants"``), as the script solved it before (``OLD_N_QMC`` points)."""
     name, T, beta, lam = F.CURVES[curve]
     if script == "figures":
-        kw = {"n_qmc": F.FULL["n_qmc"], "time_limit": F.FULL["time_limit"]}
+        kw = {"n_qmc": OLD_N_QMC, "time_limit": 60.0}  # the old run's time limit per curve
         return F.make_task(name, T, beta), F.TARGET, F.FULL["alpha"], lam, kw
-    kw = {"n_qmc": V.FULL["n_qmc"], "time_limit": V.FULL["time_limit"]}
+    kw = {"n_qmc": OLD_N_QMC, "time_limit": V.FULL["time_limit"]}
     return V._task(curve), V.TARGET, V.FULL["alpha"], lam, kw
 
 
@@ -138,7 +140,8 @@ CHECK_TOP, CHECK_N, CHECK_SEEDS = 4, 2**15, (1000, 1001)
 
 def check_point(*, file: str, curve: str, alpha: float, field: str) -> dict:
     """A reference for one moved number: plain solves (``refine=1``) at ``CHECK_N``
-    points with the seeds ``CHECK_SEEDS`` (independent of the stored ones), cold."""
+    points with the seeds ``CHECK_SEEDS`` (independent of the stored ones), cold; and
+    the corrected solve from ``OLD_N_QMC`` points (cold) with its reported error."""
     script = REGENERATED[file][0]
     task, target, _, lam, kw = _paper_curve(script, curve)
     vals = []
@@ -146,32 +149,64 @@ def check_point(*, file: str, curve: str, alpha: float, field: str) -> dict:
         r, _ = C.quiet(se.solve, task, target, alpha, lam, settings=OLD, n_qmc=CHECK_N,
                        seed=seed)  # fmt: skip
         vals.append(float(getattr(r, field)) if r.converged else float("nan"))
-    return {"ref": float(np.mean(vals)), "ref_values": vals}
+    r, _ = C.quiet(se.solve, task, target, alpha, lam, n_qmc=OLD_N_QMC)  # corrected, cold
+    coarse = {"coarse_corrected": float(getattr(r, field)),
+              "coarse_corrected_error": float(r.integration_error)}  # fmt: skip
+    return {"ref": float(np.mean(vals)), "ref_values": vals, **coarse}
 
 
-def _checks(quick, out, runner) -> dict:
-    """References for the ``CHECK_TOP`` numbers that moved most over their old error
-    (one per curve), from the ``moved`` part."""
-    path = Path(out) / "se_default.json"
-    moved = json.loads(path.read_text())["moved"]
+def _top(moved: dict, key: str, count: int) -> list[tuple]:
+    """The ``count`` numbers (one per curve) of largest ``key(row, i)`` in ``moved``:
+    ``(file, curve, alpha, field, old, new, old error, over old error)``."""
     cands = []
     for file, rows in moved.items():
         if file.endswith(".alpha"):
             continue
         alphas = moved[file + ".alpha"]
         for m in rows:
-            ratio = np.nan_to_num(np.asarray(m["over_old_error"], float), nan=-1.0)
-            i = int(np.argmax(ratio))
-            cands.append((ratio[i], file, m["curve"], alphas[i], m["field"], m["old"][i],
-                          m["new"][i], m["old_error"][i]))  # fmt: skip
-    cands.sort(reverse=True)
+            score = np.nan_to_num(np.abs(np.asarray(m[key], float)), nan=-1.0)
+            i = int(np.argmax(score))
+            cands.append((score[i], file, m["curve"], alphas[i], m["field"], m["old"][i],
+                          m["new"][i], m["old_error"][i], m["over_old_error"][i]))  # fmt: skip
+    cands.sort(key=lambda c: -c[0])
     seen, top = set(), []
     for c in cands:
-        if c[2] not in seen and len(top) < (1 if quick else CHECK_TOP):
+        if c[2] not in seen and len(top) < count:
             seen.add(c[2])
-            top.append(c)
+            top.append(c[1:])
+    return top
+
+
+# checked whatever moved: where the correction from 2048 points went wrong (beta = 2,
+# large alpha, a small mse)
+CHECK_ALWAYS = (("paper_figures_theory.npz", "beta2", 2.0, "test_error"),)
+
+
+def _always(moved: dict) -> list[tuple]:
+    """The numbers of ``CHECK_ALWAYS`` present in ``moved``, as :func:`_top` gives them."""
+    out = []
+    for file, curve, alpha, field in CHECK_ALWAYS:
+        if file not in moved:
+            continue
+        i = int(np.argmin(np.abs(np.asarray(moved[file + ".alpha"]) - alpha)))
+        m = next(m for m in moved[file] if m["curve"] == curve and m["field"] == field)
+        out.append((file, curve, alpha, field, m["old"][i], m["new"][i], m["old_error"][i],
+                    m["over_old_error"][i]))  # fmt: skip
+    return out
+
+
+def _checks(quick, out, runner) -> dict:
+    """References for the ``CHECK_TOP`` numbers that moved most over their old error,
+    and the ``CHECK_TOP`` that moved most relative to their value (one per curve each),
+    from the ``moved`` part."""
+    path = Path(out) / "se_default.json"
+    moved = json.loads(path.read_text())["moved"]
+    count = 1 if quick else CHECK_TOP
+    top = _top(moved, "over_old_error", count)
+    top += [c for c in _top(moved, "rel", count) if c[:4] not in {t[:4] for t in top}]
+    top += [c for c in _always(moved) if c[:4] not in {t[:4] for t in top}]
     rows = []
-    for ratio, file, curve, alpha, field, old, new, err in top:
+    for file, curve, alpha, field, old, new, err, ratio in top:
         ref = check_point(file=file, curve=curve, alpha=alpha, field=field)
         rows.append(dict(file=file, curve=curve, alpha=alpha, field=field, old=old, new=new,
                          old_error=err, over_old_error=ratio, n_qmc=CHECK_N, **ref))  # fmt: skip
