@@ -130,8 +130,9 @@ def test_qmc_solve_matches_linear_closed_form_and_reports_error():
 
 
 def test_stein_form_of_m_hat_matches_derivative_form():
-    """m_hat = alpha sum_ab E[g_ab (h0_ab - (m/q) omega_ab)] / (Q0 - m^2/q) (computed by
-    the SE) against alpha sum_ab sigma_ab^2 E[d g_ab / d h0_ab] by central differences of
+    """m_hat as the SE computes it (the implicit derivative of the prox in h0 through the
+    labels; the Stein form alpha sum_ab E[g_ab (h0_ab - (m/q) omega_ab)] / (Q0 - m^2/q)
+    before) against alpha sum_ab sigma_ab^2 E[d g_ab / d h0_ab] by central differences of
     the prox in h0, on the same QMC points (softmax with logit noise)."""
     task = tasks.Seq2Seq(T=2, noise=0.1)
     alpha, m, q, v = 0.3, 0.7, 0.4, 1.0

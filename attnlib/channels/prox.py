@@ -36,7 +36,7 @@ from attnlib.channels.losses import (
 )
 from attnlib.channels.newton import Batch, masked_step
 
-__all__ = ["Prox", "prox", "finish", "output_step", "label_start"]
+__all__ = ["Prox", "prox", "finish", "output_step", "label_start", "target_derivative"]
 
 
 class Prox(NamedTuple):
@@ -164,6 +164,35 @@ def _finish_jit(task, Y, omega, V, h):
     task = loss_task(task)
     (h, g, dg, loss), ok = _finish_batch(task, Y, omega, V, h)
     return OutputStep(h=h, g=g, dg=dg, loss=loss), ok
+
+
+def target_derivative(channel, h, h0, xi, V):
+    r"""``diag d g / d h0`` ``(n, K)`` at prox points ``h`` ``(n, K)``: how the output
+    step moves with the target pairs ``h0`` ``(n, K)`` through the labels
+    ``channel.labels(h0, xi)`` (noise normals ``xi`` ``(n, noise_dim)``, held fixed)
+    at fixed ``omega``, variances ``V`` ``(n, K)``. At a strict local minimum ``h`` of
+    the prox objective ``L(Y(h0), h) + |h - omega|^2 / 2V`` the implicit function
+    theorem gives ``d h / d h0 = -(H + D_V^{-1})^{-1} d_h0 grad_h L`` (``H`` the loss's
+    Hessian in ``h``) and ``g = (h - omega) / V``. Exact where ``h`` does not jump
+    between minima as ``h0`` moves. Traceable (``channel`` a static, hashable
+    :class:`attnlib.channels.Channel` whose labels and loss are differentiable); batched:
+    one Hessian, ``K`` forward derivatives of the gradient and ``K`` small solves."""
+    task = loss_task(channel.task)
+    n, K = h.shape
+
+    def grad_of(h0):
+        Y, _ = channel.labels(h0, xi)
+        return jax.grad(lambda p: jnp.sum(pair_loss(task, Y, p)))(h)
+
+    Y, _ = channel.labels(h0, xi)
+    A = grad_hess_batch(task, Y, h)[1] + jax.vmap(jnp.diag)(1.0 / V)
+    L = small.cholesky(A)
+    _, dgrad = jax.linearize(grad_of, h0)
+    cols = []
+    for k in range(K):
+        e = jnp.zeros((n, K), dtype=h.dtype).at[:, k].set(1.0)
+        cols.append(small.cho_solve(L, dgrad(e))[:, k])
+    return -jnp.stack(cols, axis=-1) / V
 
 
 def _is_concrete(x) -> bool:
