@@ -21,6 +21,11 @@ Parts (one file, ``se_default.json``, a key per part):
   ``integration_error``, and the new stored values: per curve and field the relative
   change ``new / old - 1`` and that change over the old reported error (the old error
   bar). Points past a script's time limit (NaN in either) are left out.
+  The stored ``moved`` part was computed before ``se.output`` took ``m_hat`` in its
+  pathwise form (merge a57ae94, from branch s5-bias): the reruns then reproduced the old
+  stored numbers exactly, and the regenerated ``paper_figures_theory.npz`` was computed
+  with that code too; rerun now, ``refine=1`` no longer reproduces them (the ``m_hat``
+  change moves them as well).
 - ``check`` (after ``moved``): for the ``CHECK_TOP`` numbers that moved most over their
   old error bar and the ``CHECK_TOP`` that moved most relative to their value (one per
   curve each), plain solves at ``CHECK_N`` points with two
