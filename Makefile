@@ -154,7 +154,7 @@ DATA_SWEEPS := erm amp spectrum scaling
 DATA_OTHERS := multistart finite_size finite_size_checks interp_thresholds blocks mismatch spike_mass \
 	gamp_iterates amp_finite_size scaling_trained scaling_best_lam bayes_data width_theory hardmax_theory \
 	hardmax train_loss t3_gap replica seq2lab_fixed_points replicon paper_power_law paper_rates paper_figures \
-	paper_variants paper_power_law_spectra paper_training ridgeless
+	paper_variants paper_power_law_spectra paper_training ridgeless se_default
 data: $(STAMP)
 	cd book && for s in $(DATA_SWEEPS); do \
 	  ../$(BIN)/python -m data.make_$${s}_data $(DATA_ARGS) || exit 1; done

@@ -30,9 +30,9 @@ Expectations over the pairs use scrambled Sobol points (fixed seeds) mapped thro
 the normal inverse CDF; ``R`` independent scramblings give their standard error, which
 the fixed point amplifies: ``integration_error`` is the error of the metrics at the
 fixed point, propagated through the map's Jacobian (:mod:`attnlib.se.propagation`). The
-fixed point found on ``n_qmc`` points can be corrected by a Newton step on
+fixed point found on ``n_qmc`` points is corrected by a Newton step on
 ``SESettings.refine`` times as many points (:mod:`attnlib.se.refine`; the default
-``refine=1``: no correction), and ``solve(..., rtol=...)`` (or
+``refine=4``, ``refine=1``: no correction), and ``solve(..., rtol=...)`` (or
 :func:`solve_accurate`) raises ``n_qmc`` until it meets ``rtol``. Results hold numbers
 only; ``return_warm=True`` returns the warm start (:class:`WarmStart`) beside them,
 which ``init=`` takes. Settings: one

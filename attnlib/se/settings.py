@@ -40,17 +40,28 @@ class SESettings(NamedTuple):
       the fixed point found on ``n_qmc`` points is corrected by ``refine_steps`` Newton
       steps on ``refine * n_qmc`` points (the map's Jacobian of the error propagation),
       and the metrics and ``integration_error`` are those of the corrected point on the
-      larger set; ``refine=1``: no correction (the solve before this field existed).
-      Measured (``benchmarks/se_accuracy.py``, 16 seeds against references at ``2^17``
-      points; median / largest relative deviation of the mse, CPU time relative to
+      larger set; ``refine=1``: no correction (the solve before this field existed, and
+      the default before the book's theory data were regenerated). The default
+      ``refine=4``: one Newton step on ``4 * 8192`` points. Measured
+      (``benchmarks/se_accuracy.py``, 16 seeds against references at ``2^17`` points;
+      median / largest relative deviation of the mse, CPU time relative to
       ``refine=1``): seq2seq T = 2, noise 0.1, alpha 0.3, lam 1e-3: 2.6 / 7.2 % at
       ``refine=1``, 0.67 / 1.4 % at 4 (1.12x), 0.35 / 0.86 % at 8 (1.19x); seq2seq T = 3,
       noise 0.1, Wishart(0.3), alpha 0.3, lam 0.01: 2.0 / 6.4 %, 0.87 / 2.2 % (1.7x),
-      0.28 / 1.4 % (2.6x). A warm point of a learning curve (6 maps) costs 1.8 times the
-      uncorrected one at ``refine=4``, 2.7 times at 8. The default is still ``refine=1``:
-      the book's stored state-evolution numbers were computed without the correction
-      and move with it (by 1-15 % on some learning curves above alpha 0.5), so the
-      default changes together with their regeneration;
+      0.28 / 1.4 % (2.6x). A warm point (``benchmarks/se_speed.py``'s, lam 0.1, alpha
+      0.3 from 0.32) costs 1.55 (T = 2) and 1.73 (T = 3) times the uncorrected one at
+      ``refine=4``, a 40-point learning curve 1.65 times: within the 2x of
+      issue 34, where ``refine=8`` (2.7x on a warm point) is not. With ``rtol``, each
+      doubling of ``n_qmc`` is corrected on ``refine`` times its points. The warm start
+      returned beside a result is the fixed point on the ``n_qmc`` points themselves
+      (before the correction), which is what the next solve on those points needs. The
+      step starts from the coarse fixed point: from few points where the mse is small it
+      can miss (seq2seq T = 2, beta 2, noise 0.25 on the target, lam 0.01, alpha 2: test
+      error 0.016 from 2048 points, reported error 196 %; 0.027 from 8192 and from plain
+      solves at 2^15 points); keep ``n_qmc`` at the default there, or ask ``rtol``.
+      :func:`attnlib.width.solve_constrained` does not correct its rank-constrained
+      point (its map's Jacobian is not the convex one's); the convex point it starts
+      from, and returns where the constraint is inactive, is corrected;
     - ``time_limit``: seconds of wall clock for the whole call (``None``: no limit); past
       it the call returns what it has: an unfinished point is NaN with
       ``converged=False`` and an :class:`attnlib.se.SEConvergenceWarning` (a curve keeps
@@ -68,7 +79,7 @@ class SESettings(NamedTuple):
     rtol: float | None = None
     max_n_qmc: int = 2**17
     time_limit: float | None = None
-    refine: int = 1
+    refine: int = 4
     refine_steps: int = 1
 
 

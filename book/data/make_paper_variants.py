@@ -50,7 +50,7 @@ VARIANTS = ("seq2lab", "T3", "beta0.5", "beta2")
 SIM_FIELDS = ("train_loss", "mse", "test_error_noisy", "e0", "test_error", "converged", "n_iter")
 SE_FIELDS = ("train_loss", "mse", "test_error_noisy", "e0", "converged")
 FULL = dict(
-    d=50, reps=3, alpha=(0.1, 0.25, 0.5, 1.0, 2.0), n_test=20000, n_qmc=2048, time_limit=300.0,
+    d=50, reps=3, alpha=(0.1, 0.25, 0.5, 1.0, 2.0), n_test=20000, n_qmc=8192, time_limit=300.0,
     interp_xtol=5e-3, interp_time=900.0, small_lam=1e-4, small_alpha=(0.3, 0.4, 0.5, 0.6, 0.8),
 )  # fmt: skip
 QUICK = dict(

@@ -95,9 +95,12 @@ def target() -> targets.Target:
 
 
 def se_point(*, n_qmc: int, seed: int) -> dict:
-    """The state evolution with ``n_qmc`` QMC points of scrambling ``seed`` (cold start)."""
+    """The state evolution with ``n_qmc`` QMC points of scrambling ``seed`` (cold start),
+    without the Newton correction (``refine=1``, the default when this study was made:
+    it measures the plain solve's convergence in ``n_qmc``; :mod:`data.make_se_default`
+    has the corrected default at this point)."""
     c0 = time.process_time()
-    r, notes = C.quiet(se.solve, task(), target(), ALPHA, LAM, n_qmc=n_qmc, seed=seed)
+    r, notes = C.quiet(se.solve, task(), target(), ALPHA, LAM, n_qmc=n_qmc, seed=seed, refine=1)
     if notes:
         C.log(f"    [SE] n_qmc={n_qmc}, seed={seed}: {notes}")
     row = {f: float(getattr(r, f)) for f in SE_FIELDS}
