@@ -9,30 +9,33 @@ import numpy as np
 from attnlib import _checks, _deprecation, channels
 from attnlib.tasks import Hardmax
 
-__all__ = ["erm_output", "posterior_task", "resolve", "run_arguments"]
+__all__ = ["boolean", "erm_channel", "pair", "posterior_task", "resolve", "run_arguments"]
 
 
-def _boolean(name: str, value) -> bool:
+def boolean(name: str, value) -> bool:
+    """``value`` as a bool (a ``ValueError`` naming ``name`` if it is not one)."""
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be a bool, got {value!r}")
     return bool(value)
 
 
-def erm_output(out) -> int:
-    """Check the fields of an :class:`attnlib.gamp.ERMOutput` (``task``: a task or a
-    channel; hardmax at a ``T`` the exact prox solves); its ``n_newton`` as an int."""
-    task = out.task.task if isinstance(out.task, channels.Channel) else out.task
-    channels.require_task(task)
-    if isinstance(task, Hardmax):
-        channels.hardmax.regions(task.T)  # a ValueError naming T beyond it
-    _boolean("robust", out.robust)
-    _boolean("warm", out.warm)
-    return _checks.integer("n_newton", out.n_newton, 1)
+def erm_channel(channel):
+    """The channel of GAMP's ERM output step: hardmax at a ``T`` the exact prox solves."""
+    if isinstance(channel.task, Hardmax):
+        channels.hardmax.regions(channel.task.T)  # a ValueError naming T beyond it
+    return channel
+
+
+def pair(pair, old):
+    """:func:`attnlib.gamp.run`'s ``(channel, denoiser)`` (the first two entries of ``pair``)."""
+    ok = isinstance(pair, tuple) and len(pair) >= 2 and isinstance(pair[0], channels.Channel)
+    if old or not ok:  # ``old``: positional arguments after lam
+        raise ValueError(f"pair must be (channel, denoiser), a Channel first, got {pair!r}")
+    return pair[0], pair[1]
 
 
 def posterior_task(task) -> None:
-    """The task of :class:`attnlib.gamp.PosteriorOutput`: one whose channel has an exact
-    Bayes output step."""
+    """The task of GAMP's Bayes output step: one whose channel has an exact posterior."""
     accepted = (
         "a Task with a Gaussian channel (is_gaussian) or T = 2 hardmax without noise or "
         "with noise_on='logits'"
@@ -48,11 +51,15 @@ def _fields(settings):
     )
     max_iter = _checks.integer("max_iter", settings.max_iter, 1)
     tol = _checks.positive("tol", settings.tol)
+    n_newton = settings.n_newton
+    n_newton = None if n_newton is None else _checks.integer("n_newton", n_newton, 1)
+    warm, posterior = boolean("warm", settings.warm), boolean("posterior", settings.posterior)
     if settings.observe is not None and not callable(settings.observe):
         raise ValueError(f"observe must be None or a callable of S, got {settings.observe!r}")
     if not isinstance(settings.name, str):
         raise ValueError(f"name must be a str, got {settings.name!r}")
-    return settings._replace(damping=damping, max_iter=max_iter, tol=tol)
+    more = dict(n_newton=n_newton, warm=warm, posterior=posterior)
+    return settings._replace(damping=damping, max_iter=max_iter, tol=tol, **more)
 
 
 def resolve(cls, settings, default, given: dict):
@@ -62,12 +69,13 @@ def resolve(cls, settings, default, given: dict):
 
 
 def run_arguments(output, denoiser, data, start, extra):
-    """Check :func:`attnlib.gamp.run`'s ``output``, ``denoiser``, ``data``, ``start`` and
-    ``extra = (lam, Q0, weights)``; returns the last three, checked (``Q0``: a ray
+    """Check :func:`attnlib.gamp.run`'s output step (its channel), ``denoiser``, ``data``,
+    ``start`` and ``extra = (lam, Q0, weights)``; returns the last three, checked (``Q0``: a ray
     denoiser's target's where not given)."""
-    steps = "an attnlib.gamp output step (ERMOutput, PosteriorOutput)"
-    if not all(hasattr(output, a) for a in ("channel", "jittable", "warm", "fallbacks")):
-        raise ValueError(f"output must be {steps}, got {output!r}")
+    if output.posterior:
+        posterior_task(output.channel.task)
+    else:
+        erm_channel(output.channel)
     maps = "a callable (B, a_hat, lam) -> (S, v) with a jittable attribute (SpectralProx, RIE)"
     if not callable(denoiser) or not hasattr(denoiser, "jittable"):
         raise ValueError(f"denoiser must be {maps}, got {denoiser!r}")

@@ -10,7 +10,7 @@ The iteration (the pairs ``Z_ab``, the output step ``g = (h* - omega) / V`` with
 the prox of the loss, ``a_hat``, ``B = S_hat + (1 / (d a_hat)) sum_mu sum_ab g_ab Z_ab``
 and the spectral prox ``S_hat = F(B)`` with threshold ``tau = lam / a_hat``) is that of
 :mod:`attnlib.gamp`; here it is configured with the task's ERM output step
-(:class:`attnlib.gamp.ERMOutput`) and the penalty's prox
+(:meth:`attnlib.channels.Channel.gamp_output`) and the penalty's prox
 (:class:`attnlib.gamp.SpectralProx`).
 
 Fixed point = ERM minimiser. At a fixed point ``omega = h(S_hat) - V g`` and
@@ -86,7 +86,7 @@ def gamp(
     tol: float | None = None,
     S_init=None,
     v_init: float = 1.0,
-    n_newton: int = 4,
+    n_newton: int | None = None,
 ) -> GAMPResult:
     r"""GAMP for the nuclear + PSD or Frobenius ERM on the data set ``data``.
 
@@ -101,11 +101,12 @@ def gamp(
       penalty: ``"nuclear"`` (PSD + trace) or ``"frobenius"``.
       settings: :class:`attnlib.gamp.GAMPSettings` (``damping``, ``max_iter``, ``tol``,
         ``observe``; default ``GAMPSettings()``).
-      damping, max_iter, tol: shorthands for the fields of ``settings`` (``None``: the
-        field of ``settings``).
+      damping, max_iter, tol, n_newton: shorthands for the fields of ``settings`` (``None``:
+        the field of ``settings``).
       S_init: starting symmetric matrix (default zero); v_init: starting ``v > 0``.
       n_newton: warm-started Newton steps of :func:`attnlib.channels.prox` per iteration
-        (then 8 times more, then the multi-start :func:`attnlib.channels.output_step`).
+        (default 4; then 8 times more, then the multi-start
+        :func:`attnlib.channels.output_step`).
 
     Returns:
       :class:`attnlib.gamp.GAMPResult`. Warns (``RuntimeWarning``) with the residual if not
@@ -113,16 +114,14 @@ def gamp(
       and returns NaN for ``S``, ``v`` and ``a_hat`` (``status = "breakdown"``).
     """
     lam = _check_gamp_args(task, data, lam, penalty)
-    settings = _gamp.resolve_settings(settings, damping=damping, max_iter=max_iter, tol=tol)
-    n_newton = _checks.integer("n_newton", n_newton, 1)
+    given = dict(damping=damping, max_iter=max_iter, tol=tol, n_newton=n_newton)
+    settings = _gamp.resolve_settings(settings, **given)
     X, Y, d = _checks.dataset(task, data)
     S_start, v_init = _initial_matrix(d, S_init, v_init)  # S0 is the target's symbol only
-    output = _gamp.ERMOutput(task, n_newton)
+    pair = (channels.for_task(task), _gamp.SpectralProx(penalty))
     start = _gamp.Start(S_start, v_init)
     _compiled_programs.release_if_needed()  # a long process: JAX's caches bounded
-    return _gamp.run(
-        output, _gamp.SpectralProx(penalty), Dataset(X, Y, None), start, lam, settings=settings
-    )
+    return _gamp.run(pair, Dataset(X, Y, None), start, lam, settings=settings)
 
 
 def robust_gamp(

@@ -56,7 +56,7 @@ from attnlib import _checks, _deprecation, channels, iterate
 from attnlib import _gamp_checks as _args
 from attnlib.rmt import spectral_divergence
 from attnlib.spectral_map import SpectralMap, check_penalty
-from attnlib.tasks import Hardmax, Task, pair_indices, pair_variances, preactivations, to_pairs
+from attnlib.tasks import Hardmax, pair_indices, pair_variances, preactivations, to_pairs
 
 __all__ = [
     "ERMOutput",
@@ -122,13 +122,19 @@ class GAMPSettings(NamedTuple):
     """Settings of :func:`run`: ``damping`` in ``[0, 1)`` (weight of the old ``S_hat``,
     ``v``, ``g``), ``max_iter >= 1``, ``tol > 0`` (on the residual), ``observe`` (``None``
     or a callable of the numpy ``S_hat`` returning a float or a tuple of floats, recorded
-    after each iteration) and ``name`` (in the warnings)."""
+    after each iteration), ``name`` (in the warnings); the output step: ``n_newton >= 1``
+    (the channel's :meth:`~attnlib.channels.Channel.gamp_output`, then its fallbacks;
+    ``None``: the multi-start at once) from the previous ``h*`` (``warm``) or ``h(S_hat)``,
+    or (``posterior``) the channel's Bayes posterior."""
 
     damping: float = 0.5
     max_iter: int = 2000
     tol: float = 1e-8
     observe: Callable | None = None
     name: str = "gamp"
+    n_newton: int | None = 4
+    warm: bool = True
+    posterior: bool = False
 
 
 def resolve_settings(settings=None, default: GAMPSettings | None = None, **given) -> GAMPSettings:
@@ -213,54 +219,26 @@ def _spectral_prox(B, tau, penalty):
     return 0.5 * (S + S.T), spectral_divergence(x, f, fp)
 
 
-@dataclasses.dataclass(frozen=True)
-class ERMOutput:
-    """The ERM output step of a channel (``task``: a :class:`attnlib.tasks.Task`, for its
-    channel, or a :class:`attnlib.channels.Channel`): the closed form or exact prox where
-    the channel has one; else ``n_newton`` safeguarded Newton steps of
-    :func:`attnlib.channels.prox` from the previous ``h*`` (``ok``: every sequence ends at
-    a strict local minimum), or (``robust``) the multi-start
-    :func:`attnlib.channels.output_step` from the previous ``h*`` (``warm``) or ``h(S_hat)``."""
+class _Output(NamedTuple):
+    """GAMP's output step: the ``channel``'s :meth:`~attnlib.channels.Channel.gamp_output`
+    at one Newton budget ``n_newton`` (``None``: the multi-start), started at the previous
+    ``h*`` (``warm``) or ``h(S_hat)``, or (``posterior``) its Bayes posterior, on the host."""
 
-    task: Task | channels.Channel
-    n_newton: int = 4
-    robust: bool = False
+    channel: channels.Channel
+    n_newton: int | None = 4
     warm: bool = True
-    jittable = True
-
-    def __post_init__(self):
-        object.__setattr__(self, "n_newton", _args.erm_output(self))
-
-    @property
-    def channel(self) -> channels.Channel:  # the task's, or the channel given
-        t = self.task
-        return t if isinstance(t, channels.Channel) else channels.for_task(t)
+    posterior: bool = False
+    jittable = property(lambda self: not self.posterior)
 
     def __call__(self, Y, omega, V, start):
-        channel, task = self.channel, self.channel.task
-        if channel.global_prox:  # closed form or exact: no starts needed
-            out = channel.output_step(Y, omega, jnp.broadcast_to(V, omega.shape), None)
-            return out, jnp.asarray(True)
-        if self.robust:
-            return channels.output_step(task, Y, omega, V, starts=start), jnp.asarray(True)
-        Vb = jnp.broadcast_to(V, omega.shape)
-        p = channels.prox(task, Y, omega, Vb, start[:, None, :], max_iter=self.n_newton)
-        out, ok = channels.finish(task, Y, omega, Vb, p.h)
-        return out, jnp.all(ok)
+        if self.posterior:
+            return _Posterior(*self.channel.posterior_output(Y, omega, V)), True
+        return self.channel.gamp_output(Y, omega, V, start, self.n_newton)
 
-    def fallbacks(self) -> tuple:
-        """The output steps tried, in order, when this one is not trusted."""
-        if self.robust or self.channel.global_prox:
-            return ()
-        more = dataclasses.replace(self, n_newton=8 * self.n_newton)
-        return (more, dataclasses.replace(self, robust=True))
-
-
-def ProjectionOutput(task) -> ERMOutput:  # noqa: N802 (the deprecated class name)
-    """Deprecated, for one release: ``ERMOutput(channels.for_task(task).at_zero_scale())``."""
-    _deprecation.warn("gamp.ProjectionOutput(task)", "gamp.ERMOutput(zero-scale channel)")
-    channels.require_task(task, Hardmax)  # its T checked by ERMOutput
-    return ERMOutput(channels.for_task(task).at_zero_scale())
+    def chain(self) -> tuple:
+        """This step, then its fallbacks (the channel's :meth:`gamp_budgets`), in order."""
+        budgets = (self.n_newton,) if self.posterior else self.channel.gamp_budgets(self.n_newton)
+        return tuple(self._replace(n_newton=b) for b in budgets)
 
 
 class _Posterior(NamedTuple):
@@ -270,26 +248,28 @@ class _Posterior(NamedTuple):
     loss: None = None
 
 
-@dataclasses.dataclass(frozen=True)
-class PosteriorOutput:
-    """The Bayes-optimal output step of ``task``'s channel, ``g = d/domega log Z_out``,
-    ``dg = diag dg/domega`` (:meth:`attnlib.channels.Channel.posterior_output`, numpy)."""
+def ERMOutput(task, n_newton=4, robust=False, warm=True) -> _Output:  # noqa: N802
+    """Deprecated, for one release: :func:`run` takes ``(channel, denoiser)``, the step in
+    ``GAMPSettings(n_newton=, warm=)`` (``robust``: ``n_newton=None``)."""
+    _deprecation.warn("gamp.ERMOutput", "gamp.run((channel, denoiser), ...) (GAMPSettings)")
+    s = _args.resolve(GAMPSettings, None, None, dict(n_newton=n_newton, warm=warm))
+    channel = task if isinstance(task, channels.Channel) else channels.for_task(task)
+    _args.erm_channel(channel)
+    return _Output(channel, None if _args.boolean("robust", robust) else s.n_newton, s.warm)
 
-    task: Task
-    warm = True
-    jittable = False
 
-    def __post_init__(self):
-        _args.posterior_task(self.task)
+def ProjectionOutput(task) -> _Output:  # noqa: N802 (the deprecated class name)
+    """Deprecated, for one release: :func:`run` with ``channels.for_task(task).at_zero_scale()``."""
+    _deprecation.warn("gamp.ProjectionOutput(task)", "gamp.run((zero-scale channel, ...), ...)")
+    channels.require_task(task, Hardmax)
+    return _Output(_args.erm_channel(channels.for_task(task).at_zero_scale()))
 
-    channel = property(lambda self: channels.for_task(self.task), doc="The task's channel.")
 
-    def __call__(self, Y, omega, V, start):
-        g, dg = channels.for_task(self.task).posterior_output(Y, omega, V)
-        return _Posterior(g, dg), True
-
-    def fallbacks(self) -> tuple:
-        return ()
+def PosteriorOutput(task) -> _Output:  # noqa: N802 (the deprecated class name)
+    """Deprecated, for one release: ``GAMPSettings(posterior=True)`` of :func:`run`."""
+    _deprecation.warn("gamp.PosteriorOutput", "gamp.run(..., GAMPSettings(posterior=True))")
+    _args.posterior_task(task)
+    return _Output(channels.for_task(task), None, True, True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -442,23 +422,18 @@ _STATUS = {iterate.CONVERGED: "converged", iterate.MAX_ITER: "max_iter"}
 
 
 def run(
-    output,
-    denoiser,
-    data,
-    start: Start,
-    lam: float = 0.0,
-    *,
-    settings: GAMPSettings | None = None,
-    Q0: float | None = None,
-    weights=None,
-) -> GAMPResult:
-    """GAMP on ``data`` (``X`` ``(n, T, d)``, ``Y``) with an output step and a denoiser.
+    pair, data, start: Start, lam: float = 0.0, *old, settings: GAMPSettings | None = None,
+    Q0: float | None = None, weights=None,
+) -> GAMPResult:  # fmt: skip
+    """GAMP on ``data`` (``X`` ``(n, T, d)``, ``Y``) with a channel and a denoiser.
 
     Args:
-      output: the channel side, :class:`ERMOutput`, :class:`ProjectionOutput` or
-        :class:`PosteriorOutput` (checked by the public configurations that build it).
-      denoiser: the input side, ``(B, a_hat, lam) -> (S_hat, v)``: :class:`SpectralProx`
-        or :class:`attnlib.denoisers.rie.RIE`.
+      pair: ``(channel, denoiser)``, or a tuple that starts with them
+        (:class:`attnlib.se.point.Problem`): the output side, an
+        :class:`attnlib.channels.Channel` (its step as ``settings`` says), and the input
+        side ``(B, a_hat, lam) -> (S_hat, v)``, :class:`SpectralProx` or
+        :class:`attnlib.denoisers.rie.RIE`. Deprecated, for one release: ``run(output,
+        denoiser, data, start, lam)`` with an output step of :func:`ERMOutput`.
       data: the data set; start: :class:`Start`; lam: the penalty (the denoiser's operand).
       settings: :class:`GAMPSettings` (default ``GAMPSettings()``).
       Q0: deprecated: renormalise ``Tr S_hat^2 / d`` to ``Q0`` after each step; use a ray
@@ -469,19 +444,25 @@ def run(
     Returns:
       :class:`GAMPResult`; warns (``RuntimeWarning``) when it did not converge or broke down.
     """
-    lam, Q0, weights = _args.run_arguments(output, denoiser, data, start, (lam, Q0, weights))
     settings = resolve_settings(settings)
+    if isinstance(pair, _Output):  # the old form run(output, denoiser, data, start, lam)
+        _deprecation.warn("gamp.run(output, denoiser, ...)", "gamp.run((channel, denoiser), ...)")
+        output, denoiser, data, start, lam = pair, data, start, lam, (old[0] if old else 0.0)
+    else:
+        channel, denoiser = _args.pair(pair, old)
+        output = _Output(channel, settings.n_newton, settings.warm, settings.posterior)
+    lam, Q0, weights = _args.run_arguments(output, denoiser, data, start, (lam, Q0, weights))
     ops, xp = _operands(output, denoiser, data, lam, Q0, weights)
     n, _, d = ops.X.shape
     g0 = np.zeros((n, output.channel.task.n_pairs)) if start.g is None else start.g
     hstar = to_pairs(preactivations(ops.X, jnp.asarray(start.S))) if xp is jnp else None
     x0 = np.concatenate([np.ravel(start.S), [start.v], np.ravel(g0)])
-    status, rec = _iterate((output, *output.fallbacks()), denoiser, ops, settings, x0, hstar)
+    status, rec = _iterate(output.chain(), denoiser, ops, settings, x0, hstar)
     status = _STATUS.get(status, "breakdown")
     if status != "converged":
         _warn(settings.name, status, rec, settings.tol)
     broke = status == "breakdown"
-    loss = None if isinstance(output, PosteriorOutput) else np.asarray(rec.loss)
+    loss = None if output.posterior else np.asarray(rec.loss)
     scale = None if Q0 is None else np.asarray(rec.scale)
     traj = GAMPTrajectory(np.asarray(rec.v), np.asarray(rec.a_hat), loss, scale)
     return GAMPResult(

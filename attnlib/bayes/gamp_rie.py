@@ -7,7 +7,7 @@ matrix GAMP of the ERM with the two proximal maps replaced by Bayes-optimal ones
 
 1. output step: ``V_ab = sigma_ab^2 v``, ``omega = h(S_hat) - V g_old`` (Onsager term),
    ``g = d/d omega log Z_out`` and ``dg = diag dg/domega`` of the task's channel
-   (:class:`attnlib.gamp.PosteriorOutput`);
+   (:meth:`attnlib.channels.Channel.posterior_output`);
 2. ``a_hat = alpha sum_ab sigma_ab^2 mean_mu(-dg_ab)`` and ``Delta_eff = 1 / (2 a_hat)``;
 3. ``B = S_hat + (1 / (d a_hat)) sum_mu sum_ab g_ab Z_ab`` (:func:`attnlib.gamp.data_gradient_sum`),
    which behaves like ``S0 + sqrt(Delta_eff) W_goe``;
@@ -91,7 +91,7 @@ def gamp_rie(
         def observe(S):
             return float(np.sum((S - S0) ** 2) / d)
 
-    settings = settings._replace(observe=observe)
+    settings = settings._replace(observe=observe, posterior=True)
     start = _gamp.Start(np.eye(d) * target.measure().moment(1), rie.prior_variance(target))
     data = _tasks.Dataset(X, data.Y, None)
-    return _gamp.run(_gamp.PosteriorOutput(task), rie.RIE(target), data, start, settings=settings)
+    return _gamp.run((_channels.for_task(task), rie.RIE(target)), data, start, settings=settings)

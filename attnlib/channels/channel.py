@@ -171,6 +171,26 @@ class Channel:
         p = _prox_jit(self.task, Y, omega, V, st, tol=float(tol), max_iter=int(max_iter))
         return _finish_jit(self.task, Y, omega, V, p.h)[0]
 
+    def gamp_output(self, Y, omega, V, start, n_newton: int | None = 4):
+        """GAMP's ERM output step, ``(OutputStep, ok)``, ``V`` broadcast to ``omega``'s ``(n,
+        K)``: the closed form or exact prox where the channel has one (:attr:`global_prox`);
+        else ``n_newton`` safeguarded Newton steps of :meth:`prox` from ``start`` ``(n, K)``
+        (``ok``: every sequence ends at a strict local minimum), or (``None``) the
+        multi-start :meth:`output_step` with ``start`` among its starts."""
+        V = jnp.broadcast_to(V, omega.shape)
+        if self.global_prox or n_newton is None:
+            starts = None if self.global_prox else start
+            return self.output_step(Y, omega, V, starts), jnp.asarray(True)
+        p = self.prox(Y, omega, V, start[:, None, :], max_iter=n_newton)
+        out, ok = self.finish(Y, omega, V, p.h)
+        return out, jnp.all(ok)
+
+    def gamp_budgets(self, n_newton: int | None) -> tuple:
+        """The budgets of :meth:`gamp_output` GAMP tries in turn while a step is not trusted:
+        ``n_newton``, ``8 n_newton``, then ``None`` (the multi-start); ``(None,)`` where the
+        prox is global or ``n_newton`` is ``None``."""
+        return (None,) if self.global_prox or n_newton is None else (n_newton, 8 * n_newton, None)
+
     def output_means(self, alpha, Q0, x, n_rep):
         """Per-replicate ``(a_hat, q_hat, m_hat, train_loss)`` ``(n_rep, 4)`` in closed form,
         or ``None`` (then the state evolution averages the prox on QMC points)."""

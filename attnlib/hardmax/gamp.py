@@ -3,8 +3,8 @@ r"""GAMP on a finite data set for hardmax attention, renormalised (the nuclear +
 A configuration of the one GAMP loop :func:`attnlib.gamp.run` (module docstring there)
 with the output channel of the zero-scale limit, the ``1/V``-weighted projection of
 ``omega`` on the closed region of each sequence's labels
-(:class:`attnlib.gamp.ERMOutput` of ``channels.for_task(task).at_zero_scale()``, the
-channel of the state evolution; exact derivatives, no jumps). Each step is
+(``channels.for_task(task).at_zero_scale()``, the channel of the state evolution; exact
+derivatives, no jumps). Each step is
 positively homogeneous of degree one in ``(S_hat, v)`` at fixed ``g`` (see
 :mod:`attnlib.hardmax.state_evolution`), and the scale of ``S_hat`` contracts to zero, so
 after each step ``S_hat`` and ``v`` are divided by ``sqrt(Tr(S_hat^2) / (d Q0))``
@@ -63,9 +63,9 @@ def gamp(
     given = dict(damping=damping, max_iter=max_iter, tol=tol, observe=observe)
     settings = _gamp.resolve_settings(settings, _SETTINGS, **given)
     start = _start(d, Q0, S_init, v_init)
-    output = _gamp.ERMOutput(channels.for_task(task).at_zero_scale())
+    channel = channels.for_task(task).at_zero_scale()
     denoiser = _gamp.SpectralProx("nuclear", target, ray=True)  # that of the state evolution
-    r = _gamp.run(output, denoiser, Dataset(X, Y, None), start, 1.0, settings=settings)
+    r = _gamp.run((channel, denoiser), Dataset(X, Y, None), start, 1.0, settings=settings)
     if r.status == "breakdown" and r.n_iter == 1 and not r.trajectory.scale[0] > 0:
         why = f"v_init = {v_init!r}: the first step thresholds the whole spectrum (S_hat = 0)"
         raise ValueError(why + "; start from a smaller v_init")

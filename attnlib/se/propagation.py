@@ -49,7 +49,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import channels, rmt
+from attnlib import rmt
 from attnlib.denoisers.constrained import binding_cut
 from attnlib.denoisers.nuclear import nuclear_spectrum
 from attnlib.se.input import input_side
@@ -250,7 +250,7 @@ def metric_errors(pb, lam, x, fixed, metrics, spec=None, *, jac=None) -> np.ndar
     side's spectrum there (:func:`attnlib.denoisers.nuclear_spectrum`; computed if None);
     ``jac``: the :func:`jacobians` ``(C, G)`` if already computed. 0 for the linear task
     (closed forms); NaN with a single scrambling (no error estimate)."""
-    if channels.for_task(pb.task).closed_form_output:
+    if pb.channel.closed_form_output:
         return np.zeros(3)
     prox, means, _ = fixed
     means = np.asarray(means, dtype=float)

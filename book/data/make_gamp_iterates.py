@@ -49,7 +49,7 @@ import numpy as np
 from data import _common as C
 
 import attnlib
-from attnlib import gamp, se, sweep, targets, tasks
+from attnlib import channels, gamp, se, sweep, targets, tasks
 from attnlib.gamp import sequence_weights  # the chapters' make_gamp_iterates.sequence_weights
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
@@ -91,14 +91,14 @@ def gamp_trajectory(task, data, S0, lam, n_iter, per_sequence=True):
         S = jnp.asarray(S)
         return float(jnp.sum(S * S0)) / d, float(jnp.sum(S * S)) / d
 
-    settings = gamp.GAMPSettings(damping=0.0, max_iter=n_iter, tol=1e-300, observe=overlaps)
-    output = gamp.ERMOutput(task, robust=True, warm=False)
+    settings = gamp.GAMPSettings(damping=0.0, max_iter=n_iter, tol=1e-300, observe=overlaps,
+                                 n_newton=None, warm=False)  # fmt: skip
     weights = sequence_weights(jnp.asarray(data.X)) if per_sequence else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a fixed number of iterations
         start = gamp.Start(jnp.zeros((d, d)), V_INIT)
-        r = gamp.run(output, gamp.SpectralProx("nuclear"), data, start, lam,
-                     settings=settings, weights=weights)  # fmt: skip
+        pair = (channels.for_task(task), gamp.SpectralProx("nuclear"))
+        r = gamp.run(pair, data, start, lam, settings=settings, weights=weights)
     if r.status == "breakdown":
         raise FloatingPointError(f"GAMP broke down: a_hat = {r.trajectory.a_hat[-1]}")
     m, q = np.concatenate([[[0.0, 0.0]], r.trace[:-1]]).T
