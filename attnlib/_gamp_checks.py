@@ -9,7 +9,7 @@ import numpy as np
 from attnlib import _checks, _deprecation, channels
 from attnlib.tasks import Hardmax
 
-__all__ = ["boolean", "erm_channel", "pair", "posterior_task", "resolve", "run_arguments"]
+__all__ = ["boolean", "erm_task", "pair", "posterior_task", "resolve", "run_arguments"]
 
 
 def boolean(name: str, value) -> bool:
@@ -19,11 +19,10 @@ def boolean(name: str, value) -> bool:
     return bool(value)
 
 
-def erm_channel(channel):
-    """The channel of GAMP's ERM output step: hardmax at a ``T`` the exact prox solves."""
-    if isinstance(channel.task, Hardmax):
-        channels.hardmax.regions(channel.task.T)  # a ValueError naming T beyond it
-    return channel
+def erm_task(task) -> None:
+    """The task of GAMP's ERM output step: hardmax at a ``T`` the exact prox solves."""
+    if isinstance(task, Hardmax):
+        channels.hardmax.regions(task.T)  # a ValueError naming T beyond it
 
 
 def pair(pair, old):
@@ -72,14 +71,11 @@ def run_arguments(output, denoiser, data, start, extra):
     """Check :func:`attnlib.gamp.run`'s output step (its channel), ``denoiser``, ``data``,
     ``start`` and ``extra = (lam, Q0, weights)``; returns the last three, checked (``Q0``: a ray
     denoiser's target's where not given)."""
-    if output.posterior:
-        posterior_task(output.channel.task)
-    else:
-        erm_channel(output.channel)
+    task = output.channel.task
+    (posterior_task if output.posterior else erm_task)(task)
     maps = "a callable (B, a_hat, lam) -> (S, v) with a jittable attribute (SpectralProx, RIE)"
     if not callable(denoiser) or not hasattr(denoiser, "jittable"):
         raise ValueError(f"denoiser must be {maps}, got {denoiser!r}")
-    task = output.channel.task
     _, _, d = _checks.dataset(task, data)
     if not (isinstance(start, tuple) and hasattr(start, "S") and hasattr(start, "v")):
         raise ValueError(f"start must be an attnlib.gamp.Start, got {start!r}")

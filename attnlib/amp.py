@@ -105,8 +105,7 @@ def gamp(
         the field of ``settings``).
       S_init: starting symmetric matrix (default zero); v_init: starting ``v > 0``.
       n_newton: warm-started Newton steps of :func:`attnlib.channels.prox` per iteration
-        (default 4; then 8 times more, then the multi-start
-        :func:`attnlib.channels.output_step`).
+        (default 4; then 8 times more, then the multi-start :func:`~attnlib.channels.output_step`).
 
     Returns:
       :class:`attnlib.gamp.GAMPResult`. Warns (``RuntimeWarning``) with the residual if not

@@ -13,9 +13,9 @@ with one scalar variance ``v`` iterates, with ``alpha = n / d^2``:
 1. output step (the *channel*), for every sequence and pair: ``V_ab = sigma_ab^2 v``,
    ``omega = h(S_hat) - V g_old`` (Onsager term), then ``(g, dg)``: for the ERM
    ``h* = argmin_h loss(Y, h) + sum_ab (h_ab - omega_ab)^2 / (2 V_ab)``, ``g = (h* -
-   omega) / V``, ``dg = diag dg/domega`` (:class:`ERMOutput` of a channel: of the task,
-   or the zero-scale one of hardmax attention, the channel of its state evolution); the
-   Bayes posterior (:class:`PosteriorOutput`);
+   omega) / V``, ``dg = diag dg/domega`` (:meth:`attnlib.channels.Channel.gamp_output` of
+   the task's channel, or of the zero-scale one of hardmax attention, the channel of its
+   state evolution); the Bayes posterior (:meth:`~attnlib.channels.Channel.posterior_output`);
 2. ``a_hat = alpha sum_ab sigma_ab^2 mean_mu(-dg_ab)``;
 3. ``B = S_hat + (1 / (d a_hat)) sum_mu sum_ab g_ab Z_ab`` (:func:`data_gradient_sum`,
    without forming the ``Z``);
@@ -28,7 +28,8 @@ with one scalar variance ``v`` iterates, with ``alpha = n / d^2``:
 
 Then, with a ray denoiser (hardmax), ``S_hat`` and ``v`` are divided by ``sqrt(Tr(S_hat^2)
 / (d Q0))``. The residual is ``||S_new - S_old||_F / max(||S_new||_F, 1e-12)``. :func:`run`
-iterates this map of ``x = (S_hat, v, g)`` with :func:`attnlib.iterate.init` and
+iterates this map of ``x = (S_hat, v, g)`` for the pair ``(channel, denoiser)`` of the
+state evolution (:class:`attnlib.se.point.Problem`) with :func:`attnlib.iterate.init` and
 :func:`~attnlib.iterate.update` at memory 0, ``x_new = x + (1 - damping) (F(x) - x)``
 (damping does not move a fixed point); :func:`attnlib.amp.gamp` (ERM),
 :func:`attnlib.hardmax.gamp` and :func:`attnlib.bayes.gamp_rie` configure it. One
@@ -98,7 +99,7 @@ class GAMPResult(NamedTuple):
         damping), ``(n_iter,)``; residual: the last one; n_iter: iterations run.
       converged: whether the residual fell below ``tol``.
       n_fallback: iterations whose output step needed its last fallback (the multi-start
-        solver of :func:`attnlib.channels.output_step` for the ERM).
+        of :meth:`attnlib.channels.Channel.gamp_output` for the ERM).
       trace: the values of ``observe(S_hat)`` after each iteration (``(n_iter,)``, or
         ``(n_iter, k)`` for ``k`` values), empty without ``observe``.
       trajectory: :class:`GAMPTrajectory`, the per-iteration scalars.
@@ -232,7 +233,8 @@ class _Output(NamedTuple):
 
     def __call__(self, Y, omega, V, start):
         if self.posterior:
-            return _Posterior(*self.channel.posterior_output(Y, omega, V)), True
+            g, dg = self.channel.posterior_output(Y, omega, V)  # numpy
+            return SimpleNamespace(g=g, dg=dg, h=None, loss=None), True
         return self.channel.gamp_output(Y, omega, V, start, self.n_newton)
 
     def chain(self) -> tuple:
@@ -241,28 +243,21 @@ class _Output(NamedTuple):
         return tuple(self._replace(n_newton=b) for b in budgets)
 
 
-class _Posterior(NamedTuple):
-    g: np.ndarray
-    dg: np.ndarray
-    h: None = None
-    loss: None = None
-
-
 def ERMOutput(task, n_newton=4, robust=False, warm=True) -> _Output:  # noqa: N802
     """Deprecated, for one release: :func:`run` takes ``(channel, denoiser)``, the step in
     ``GAMPSettings(n_newton=, warm=)`` (``robust``: ``n_newton=None``)."""
     _deprecation.warn("gamp.ERMOutput", "gamp.run((channel, denoiser), ...) (GAMPSettings)")
     s = _args.resolve(GAMPSettings, None, None, dict(n_newton=n_newton, warm=warm))
     channel = task if isinstance(task, channels.Channel) else channels.for_task(task)
-    _args.erm_channel(channel)
+    _args.erm_task(channel.task)
     return _Output(channel, None if _args.boolean("robust", robust) else s.n_newton, s.warm)
 
 
 def ProjectionOutput(task) -> _Output:  # noqa: N802 (the deprecated class name)
     """Deprecated, for one release: :func:`run` with ``channels.for_task(task).at_zero_scale()``."""
     _deprecation.warn("gamp.ProjectionOutput(task)", "gamp.run((zero-scale channel, ...), ...)")
-    channels.require_task(task, Hardmax)
-    return _Output(_args.erm_channel(channels.for_task(task).at_zero_scale()))
+    _args.erm_task(channels.require_task(task, Hardmax))
+    return _Output(channels.for_task(task).at_zero_scale())
 
 
 def PosteriorOutput(task) -> _Output:  # noqa: N802 (the deprecated class name)
@@ -372,7 +367,6 @@ def _step(chain, denoiser, ops, st, cfg):
         final = i == len(chain) - 1
         if ok or final:
             return new, last, (_Aux(res, a_hat, loss, scale), v, int(status)), final and i > 0
-    raise AssertionError("unreachable")
 
 
 def _operands(output, denoiser, data, lam, Q0, r):

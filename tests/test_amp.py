@@ -177,11 +177,26 @@ class _Blowup:
         return B * jnp.nan, jnp.nan
 
 
+def test_gamp_runs_on_the_state_evolution_problem():
+    """GAMP and the state evolution are one composition: ``gamp.run`` takes the state
+    evolution's ``se.point.Problem`` (its ``(channel, denoiser)`` pair) and, on the data of
+    ``test_fixed_point_is_convex_minimiser``, reaches the minimiser of the independent
+    convex solver (same bound, 1e-3 relative)."""
+    from attnlib.se.point import Problem
+
+    task, data = _problem("seq2seq")
+    pb = Problem(channels.for_task(task), gamp.SpectralProx("nuclear", Wishart(0.5)), None, (), 0)
+    start = gamp.Start(np.zeros((D, D)), 1.0)
+    res = gamp.run(pb, data, start, LAM)
+    ref = _solutions("seq2seq", "nuclear")[1]
+    assert res.converged and np.linalg.norm(res.S - ref.S) < 1e-3 * np.linalg.norm(ref.S)
+
+
 def test_breakdown_stops_with_nan_and_a_warning():
     task, data = _problem("linear")
     start = gamp.Start(np.zeros((D, D)), 1.0)
     with pytest.warns(RuntimeWarning, match="broke down after 1 iterations"):
-        r = gamp.run(gamp.ERMOutput(task), _Blowup(), data, start, LAM,
+        r = gamp.run((channels.for_task(task), _Blowup()), data, start, LAM,
                      settings=gamp.GAMPSettings(max_iter=5))  # fmt: skip
     assert r.status == "breakdown" and not r.converged and r.n_iter == 1
     assert np.all(np.isnan(r.S)) and math.isnan(r.v) and math.isnan(r.a_hat)
@@ -196,11 +211,11 @@ def test_unit_weights_and_the_observe_hook():
     n, K = data.X.shape[0], task.n_pairs
     start = gamp.Start(np.zeros((D, D)), 1.0)
     settings = gamp.GAMPSettings(damping=0.5, max_iter=4, tol=1e-300, observe=np.trace)
-    out, den = gamp.ERMOutput(task), gamp.SpectralProx("nuclear")
+    pair = (channels.for_task(task), gamp.SpectralProx("nuclear"))
     with pytest.warns(RuntimeWarning, match="residual"):
-        a = gamp.run(out, den, data, start, LAM, settings=settings)
+        a = gamp.run(pair, data, start, LAM, settings=settings)
     with pytest.warns(RuntimeWarning, match="residual"):
-        b = gamp.run(out, den, data, start, LAM, settings=settings, weights=np.ones((n, K)))
+        b = gamp.run(pair, data, start, LAM, settings=settings, weights=np.ones((n, K)))
     assert a.status == "max_iter" and a.n_iter == 4
     assert np.linalg.norm(b.S - a.S) < 1e-12 * np.linalg.norm(a.S)
     np.testing.assert_allclose(a.trace[-1], np.trace(a.S), rtol=1e-14)
@@ -268,13 +283,17 @@ def test_the_three_gamps_take_one_settings_type():
             run(settings=settings._replace(damping=1.0))
     with pytest.raises(TypeError):  # settings are keyword-only
         amp.gamp(lin, ldata, LAM, "nuclear", settings)
+    lin_ch, den, start = channels.for_task(lin), gamp.SpectralProx(), gamp.Start(np.eye(12), 1.0)
+    bad_bayes = tasks.Seq2Seq(T=2, noise=0.1, noise_on="outputs")
+    bayes_gs = gamp.GAMPSettings(posterior=True)
     for make, name in (
-        (lambda: gamp.ERMOutput("linear"), "task"),
-        (lambda: gamp.ERMOutput(lin, n_newton=0), "n_newton"),
-        (lambda: gamp.ERMOutput(lin, robust="yes"), "robust"),
-        (lambda: gamp.ERMOutput(channels.for_task(tasks.Hardmax(T=5)).at_zero_scale()), "T"),
-        (lambda: gamp.ERMOutput(tasks.Hardmax(T=5)), "T"),
-        (lambda: gamp.PosteriorOutput(tasks.Seq2Seq(T=2, noise=0.1, noise_on="outputs")), "task"),
+        (lambda: gamp.run(("linear", den), ldata, start), "pair"),
+        (lambda: gamp.run((lin_ch, den), ldata, start, LAM, 2.0), "pair"),  # a 5th positional
+        (lambda: gamp.resolve_settings(n_newton=0), "n_newton"),
+        (lambda: gamp.resolve_settings(warm="yes"), "warm"),
+        (lambda: gamp.resolve_settings(posterior=1), "posterior"),
+        (lambda: gamp.run((channels.for_task(tasks.Hardmax(T=5)).at_zero_scale(), den), 0, 0), "T"),
+        (lambda: gamp.run((channels.for_task(bad_bayes), den), 0, 0, settings=bayes_gs), "task"),
         (lambda: gamp.SpectralProx("lasso"), "penalty"),
         (lambda: RIE("wishart"), "target"),
     ):

@@ -1069,27 +1069,31 @@ def _later_specs(add, c):
             max_iter="int",
             tol="pos",
             observe="callable",
+            n_newton="int",
+            warm="bool",
+            posterior="bool",
         ),  # fmt: skip
     )
     add(gamp.ERMOutput, dict(task=lin), dict(task="task", n_newton="int", robust="bool",
-                                             warm="bool"))  # fmt: skip
+                                             warm="bool"))  # fmt: skip  # deprecated
     add(gamp.ProjectionOutput, dict(task=hm), dict(task="task"))  # deprecated
-    add(gamp.PosteriorOutput, dict(task=lin), dict(task="task"))
+    add(gamp.PosteriorOutput, dict(task=lin), dict(task="task"))  # deprecated
     add(gamp.SpectralProx, dict(), dict(penalty="penalty"))
     add(gamp.sequence_weights, dict(X=c["data"].X), dict(X="sequences"))
     add(
         gamp.run,  # renormalised hardmax: every trajectory field is finite
         dict(
-            output=gamp.ERMOutput(channels.for_task(hm).at_zero_scale()),
-            denoiser=gamp.SpectralProx(target=c["target"], ray=True),
+            pair=(
+                channels.for_task(hm).at_zero_scale(),
+                gamp.SpectralProx(target=c["target"], ray=True),
+            ),
             data=hdata,
             start=gamp.Start(np.eye(D), 0.3),
             lam=1.0,
             settings=gs,
         ),  # fmt: skip
         dict(
-            output="task",
-            denoiser="task",
+            pair="task",
             data="task",
             start="task",
             lam="nonneg",
