@@ -76,6 +76,8 @@ def run_arguments(output, denoiser, data, start, extra):
     maps = "a callable (B, a_hat, lam) -> (S, v) with a jittable attribute (SpectralProx, RIE)"
     if not callable(denoiser) or not hasattr(denoiser, "jittable"):
         raise ValueError(f"denoiser must be {maps}, got {denoiser!r}")
+    if getattr(denoiser, "kappa", 1.0) != 1.0:  # a cut of rho_R's integrals, not of a matrix
+        raise ValueError(f"denoiser.kappa must be 1 in GAMP, got {denoiser.kappa!r}")
     _, _, d = _checks.dataset(task, data)
     if not (isinstance(start, tuple) and hasattr(start, "S") and hasattr(start, "v")):
         raise ValueError(f"start must be an attnlib.gamp.Start, got {start!r}")

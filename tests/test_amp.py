@@ -289,6 +289,7 @@ def test_the_three_gamps_take_one_settings_type():
     for make, name in (
         (lambda: gamp.run(("linear", den), ldata, start), "pair"),
         (lambda: gamp.run((lin_ch, den), ldata, start, LAM, 2.0), "pair"),  # a 5th positional
+        (lambda: gamp.run((lin_ch, gamp.SpectralProx(kappa=0.5)), ldata, start), "kappa"),
         (lambda: gamp.resolve_settings(n_newton=0), "n_newton"),
         (lambda: gamp.resolve_settings(warm="yes"), "warm"),
         (lambda: gamp.resolve_settings(posterior=1), "posterior"),
