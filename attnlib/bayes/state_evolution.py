@@ -61,7 +61,7 @@ import math
 import warnings
 from typing import NamedTuple
 
-from attnlib import _checks, _compiled_programs, _deprecation, _doubling, _limits, iterate
+from attnlib import _checks, _compiled_programs, _doubling, _limits, iterate
 from attnlib import channels as _channels
 from attnlib.bayes import prediction
 from attnlib.channels import posterior
@@ -77,7 +77,6 @@ __all__ = [
     "solve",
     "perfect_recovery",
     "perfect_recovery_from_mmse",
-    "perfect_recovery_se",
 ]
 
 _DELTA_MIN = 1e-9
@@ -418,11 +417,3 @@ def perfect_recovery_from_mmse(task, target, Delta: float = 1e-8) -> float:
         warnings.simplefilter("ignore", RuntimeWarning)  # quadrature at the rounding level
         ratio = rie.mmse_den(target, Delta) / Delta
     return ratio / (2 * task.m_eff) if task.m_eff > 0 else math.inf
-
-
-def perfect_recovery_se(task, target, Delta: float = 1e-8) -> float:
-    """Deprecated (removed in the next release): :func:`perfect_recovery_from_mmse`, the
-    same value with a ``DeprecationWarning`` (``thresholds.perfect_recovery_se`` is the
-    convex ERM's threshold, another number)."""
-    _deprecation.warn("bayes.perfect_recovery_se", "bayes.perfect_recovery_from_mmse")
-    return perfect_recovery_from_mmse(task, target, Delta)

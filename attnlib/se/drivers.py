@@ -1,5 +1,5 @@
 """Thin drivers: :func:`solve`, :func:`learning_curve` (on :func:`continuation`),
-:func:`search_lambda` (:func:`optimal_lambda`, deprecated), :func:`solve_nearby`.
+:func:`search_lambda`, :func:`solve_nearby`.
 
 They validate arguments, build the problem's arrays, call the robust fixed-point search
 (:mod:`attnlib.se.robust`) and return results (numbers only); with ``return_warm=True``
@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from attnlib import _checks, _deprecation, _doubling, _limits, channels, follow
+from attnlib import _checks, _doubling, _limits, channels, follow
 from attnlib.gamp import SpectralProx
 from attnlib.se import engine, optimal, point, replicon, robust, several
 from attnlib.se.continuation import continuation, unfinished_result
@@ -36,7 +36,6 @@ __all__ = [
     "solve",
     "learning_curve",
     "continuation",
-    "optimal_lambda",
     "search_lambda",
     "solve_nearby",
 ]
@@ -366,21 +365,3 @@ def search_lambda(
     if found.result is None:  # stopped before a solve finished
         found = found._replace(result=unfinished_result(alpha, math.nan, penalty, target.Q0))
     return found
-
-
-def optimal_lambda(
-    task, target, alpha: float, penalty: str = "nuclear", *, bounds=(1e-4, 10.0),
-    xatol: float = 0.02, noisy: bool = False, settings: SESettings | None = None,
-    **shorthands,
-):  # fmt: skip
-    """Deprecated (removed in the next release): :func:`search_lambda`, whose
-    :class:`~attnlib.se.LambdaSearch` holds ``lam`` and ``result`` (the one result type
-    of the optimal-``lam`` search).
-
-    Returns ``(s.lam, s.result)`` of ``s = search_lambda(...)`` with the same arguments,
-    and a ``DeprecationWarning``.
-    """
-    _deprecation.warn("se.optimal_lambda", "se.search_lambda (its .lam and .result)")
-    s = search_lambda(task, target, alpha, penalty, bounds=bounds, xatol=xatol, noisy=noisy,
-                      settings=settings, **shorthands)  # fmt: skip
-    return s.lam, s.result
