@@ -130,9 +130,7 @@ def solve(
     logger ``attnlib.se`` every 10 s (``logging.basicConfig(level=logging.INFO)``).
 
     ``integration_error``: the relative error of the metrics at the fixed point
-    (:mod:`attnlib.se.propagation`). At 8192 points, ``refine=1``, seq2seq: T = 2 4e-4 to
-    7e-3 at lam 0.05-0.1, alpha <= 0.3, 3-9e-2 at lam 1e-3 or alpha 1, 0.4 at alpha 2; T
-    = 3 1e-2; ``refine=4`` (default) divides it by 2-3; ``rtol``: more points.
+    (:mod:`attnlib.se.propagation`).
 
     Returns:
       :class:`SEResult` (``(SEResult, WarmStart | None)`` with ``return_warm``; the warm
