@@ -331,16 +331,13 @@ def _solve_to_rtol(task, target, point, y0, s: HardmaxSettings) -> HardmaxSE:
             warnings.simplefilter("always", SEConvergenceWarning)
             return _solve_once(task, target, point, y, s1), caught
 
-    r, caught = _doubling.until_accurate(
+    r, caught = _doubling.doubling_n_qmc(
         once,
-        s._replace(rtol=None),
-        rtol=s.rtol,
-        grow=_doubling.double_n_qmc(s.max_n_qmc),
+        s,
         name=f"hardmax.solve at alpha={point[0]}",
-        sizes=("n_qmc",),
         more=lambda r: not r.converged,
         what="relative error of cos_theta, rho and the test error",
-        stacklevel=3,
+        hint="",
     )
     for w in caught:  # the last solve's warnings (a ray not reached at max_n_qmc)
         warnings.warn(w.message, w.category, stacklevel=3)

@@ -40,10 +40,6 @@ __all__ = [
     "solve_nearby",
 ]
 
-ALPHA_MIN = _checks.ALPHA_RANGE[0]
-"""Smallest sample ratio accepted (the largest is ``_checks.MAX_ABS``): beyond either end
-the effective noise leaves the range the input side resolves."""
-
 log = logging.getLogger("attnlib.se")
 
 
@@ -209,17 +205,8 @@ def _solve_to_rtol(task, target, point_, init, s: SESettings):
         start = init if last is None or not last[0].converged else last[1]
         return _solve(task, target, point_, start, s1)
 
-    return _doubling.until_accurate(
-        once,
-        s._replace(rtol=None),
-        rtol=s.rtol,
-        grow=_doubling.double_n_qmc(s.max_n_qmc),
-        name="se.solve",
-        sizes=("n_qmc",),
-        more=lambda r: not r.converged and r.alternatives,
-        what="relative error of the metrics",
-        hint=" (the error falls like n_qmc^-1/2 to n_qmc^-3/4)",
-        stacklevel=4,
+    return _doubling.doubling_n_qmc(
+        once, s, name="se.solve", more=lambda r: not r.converged and r.alternatives, stacklevel=4
     )
 
 

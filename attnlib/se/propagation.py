@@ -83,9 +83,8 @@ def _steps(x, Q0):
     variance ``Q0 - m^2 / q`` of the target pairs given the student's, in the change of
     that variance (``m`` towards 0 and ``q`` up both raise it): near ``m^2 = q Q0`` (a
     small mse) a step of ``STEP Q0`` in ``m`` would change it by more than itself, and
-    the forward differences would be those of a different point (measured: the map's
-    Jacobian at seq2seq T = 2, alpha 1, lam 0.01, mse 0.002 Q0, had an eigenvalue
-    between -17 and -0.4 over seeds and probe sizes). Floored at ``1e-9 Q0`` (rounding)."""
+    the forward differences would be those of a different point. Floored at ``1e-9 Q0``
+    (rounding)."""
     m, q, v = x
     gap = max(Q0 - m * m / q, 0.0)
     dm = STEP * Q0 if m == 0.0 else min(STEP * Q0, STEP * gap * q / (2.0 * abs(m)))

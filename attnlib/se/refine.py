@@ -105,12 +105,8 @@ def _fine_at(pb, x, z_new, prox_new, mode):
 
 def _groups(means_n, pieces, per: int, n_new: int) -> np.ndarray:
     """The ``R`` scramblings' output means ``(R, 4)`` over all their points: the
-    ``n``-point set's ``means_n`` and the new ``pieces`` weighted by their points. (The
-    pieces as groups of their own, ``R (pieces + 1)`` of them, gave more degrees of
-    freedom but overstated the error up to 5-fold: seq2seq T = 2, alpha 2, lam 0.1,
-    9 % reported against a 1 % deviation, where the 4 scramblings report 2 % at
-    ``n_qmc``. Consecutive pieces of one scrambled Sobol sequence are not independent
-    replicates.)"""
+    ``n``-point set's ``means_n`` and the new ``pieces`` weighted by their points
+    (consecutive pieces of one scrambled Sobol sequence are not independent replicates)."""
     w = per / (per + n_new)
     return w * means_n + (1.0 - w) * np.average(pieces, axis=0)
 

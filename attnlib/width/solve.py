@@ -218,17 +218,8 @@ def _constrained(task, target, point_, init, s: SESettings, attempts, *, stackle
         start = init if last is None or not last[0].converged else last[1]
         return _constrained_once(task, target, point_, start, s1, attempts)
 
-    return _doubling.until_accurate(
-        once,
-        s._replace(rtol=None),
-        rtol=s.rtol,
-        grow=_doubling.double_n_qmc(s.max_n_qmc),
-        name=f"width.solve at alpha={point_[0]}, lam={point_[1]}, kappa={point_[2]}",
-        sizes=("n_qmc",),
-        what="relative error of the metrics",
-        hint=" (the error falls like n_qmc^-1/2 to n_qmc^-3/4)",
-        stacklevel=stacklevel,
-    )
+    name = f"width.solve at alpha={point_[0]}, lam={point_[1]}, kappa={point_[2]}"
+    return _doubling.doubling_n_qmc(once, s, name=name, stacklevel=stacklevel)
 
 
 def _constrained_once(task, target, point_, init, s: SESettings, attempts):
