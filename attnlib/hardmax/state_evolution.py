@@ -273,12 +273,9 @@ def solve(
         ``(0.5, 0.3 / lam)``).
       settings: :class:`HardmaxSettings` (default ``HardmaxSettings()``).
       tol, max_iter, damping, n_qmc, n_rep, seed, time_limit, rtol, max_n_qmc: shorthands
-        for the fields of ``settings`` (``None``: the field of ``settings``). With ``rtol``,
-        ``n_qmc`` doubles (each solve warm-started from the last ray) until
-        ``integration_error <= rtol`` or up to ``max_n_qmc`` (then a ``RuntimeWarning``
-        states the error reached), as in :func:`attnlib.se.solve`; ``time_limit`` holds
-        for all of them. Progress: INFO on the logger ``attnlib.se`` every 10 s (the
-        state evolution's loop).
+        for the fields of ``settings`` (``None``: the field of ``settings``);
+        ``time_limit`` holds for all the solves of ``rtol``. Progress: INFO on the logger
+        ``attnlib.se`` every 10 s.
 
     Returns:
       :class:`HardmaxSE`: the fixed ray (``converged=True``), or, if ``max_iter`` maps did

@@ -316,10 +316,8 @@ def search_lambda(
     :func:`attnlib.se.optimal.search` (bounded Brent on ``log lam``; around a
     ``previous`` optimum; or over a ``grid``) on :func:`solve_nearby` (``settings`` and
     the shorthand keywords as in :func:`solve`). ``init``: a warm start of the first
-    solve (as in :func:`solve`). Returns a :class:`~attnlib.se.LambdaSearch`: ``lam``,
-    the ``result`` there, the ``warm`` start for a neighbouring search (beside the
-    result, as everywhere), ``n_solves``, and ``result_warm``, the warm start of
-    ``result``. ``time_limit=`` (a shorthand) holds for the whole search: past it, or on a
+    solve (as in :func:`solve`). Returns a :class:`~attnlib.se.LambdaSearch`.
+    ``time_limit=`` (a shorthand) holds for the whole search: past it, or on a
     ``KeyboardInterrupt``, the best of the finished solves is returned with an
     :class:`SEConvergenceWarning` (NaN before the first); each solve is logged at INFO
     (logger ``attnlib.se``)."""

@@ -285,10 +285,8 @@ def solve(
         settings; pass its warm start as ``init`` to reuse its prox points).
       settings: an :class:`attnlib.se.SESettings`; the shorthand keywords (``tol=``,
         ``anderson=``, ``n_qmc=``, ``n_rep=``, ``seed=``, ``rtol=``, ``max_n_qmc=``, ...)
-        as in :func:`attnlib.se.solve`. With ``rtol``, the convex point (unless given)
-        and the constrained one each double ``n_qmc`` (warm-started solves) until their
-        ``integration_error <= rtol``, or up to ``max_n_qmc`` (then a
-        ``RuntimeWarning`` gives the accuracy reached). Not converged: NaN fields and an
+        as in :func:`attnlib.se.solve` (with ``rtol``, the convex point, unless given,
+        and the constrained one each double ``n_qmc``). Not converged: NaN fields and an
         :class:`attnlib.se.SEConvergenceWarning` (the deprecated ``on_fail="raise"``:
         ``RuntimeError``). ``time_limit`` (seconds, the whole call): past it NaN fields,
         ``converged=False`` and the same policy. Progress: INFO on ``attnlib.se``.
