@@ -37,11 +37,13 @@ class WidthResult(NamedTuple):
     ``se.objective`` are those of the rank-constrained fixed point.
 
     Diagnostics ``converged``, ``residual``, ``n_iter`` (maps of the rank-constrained
-    attempts; the convex solve's are ``convex.n_iter``) and ``integration_error`` are
-    properties reading ``se``. Not converged: ``converged`` false, ``se``'s order parameters
-    and metrics NaN, and an :class:`attnlib.se.SEConvergenceWarning`. Where the convex point
-    failed, ``se is convex`` (NaN), ``kappa_star`` is NaN and ``constrained`` false; where
-    only the constrained map failed, ``convex`` keeps its fixed point.
+    attempts, or of the convex solve where the constraint is inactive; the convex solve's
+    are ``convex.n_iter``) and ``integration_error`` (at a constrained point the error
+    propagated through the rank-constrained map's Jacobian) are properties reading ``se``.
+    Not converged: ``converged`` false, ``se``'s order parameters and metrics NaN, and an
+    :class:`attnlib.se.SEConvergenceWarning`. Where the convex point failed,
+    ``se is convex`` (NaN), ``kappa_star`` is NaN and ``constrained`` false; where only the
+    constrained map failed, ``convex`` keeps its fixed point.
     """
 
     kappa: float
@@ -50,28 +52,10 @@ class WidthResult(NamedTuple):
     se: SEResult
     convex: SEResult
 
-    @property
-    def converged(self) -> bool:
-        """Whether the fixed point ``se`` was reached."""
-        return self.se.converged
-
-    @property
-    def residual(self) -> float:
-        """``se.residual``: the change of ``(m/Q0, log q, log v)`` under one map."""
-        return self.se.residual
-
-    @property
-    def n_iter(self) -> int:
-        """``se.n_iter``: maps evaluated for ``se`` (the constrained attempts, or the
-        convex solve where the constraint is inactive)."""
-        return self.se.n_iter
-
-    @property
-    def integration_error(self) -> float:
-        """``se.integration_error``: the relative QMC error of the metrics at ``se``,
-        propagated through the map's Jacobian (:mod:`attnlib.se.propagation`; at a
-        constrained point the Jacobian of the rank-constrained map, not the convex one's)."""
-        return self.se.integration_error
+    converged = property(lambda self: self.se.converged)
+    residual = property(lambda self: self.se.residual)
+    n_iter = property(lambda self: self.se.n_iter)
+    integration_error = property(lambda self: self.se.integration_error)
 
 
 def _problem(task, target, alpha, lam, *, kappa, s: SESettings) -> point.Problem:
