@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import warnings
 
-__all__ = ["until_accurate", "double_n_qmc"]
+__all__ = ["until_accurate", "doubling_n_qmc"]
 
 log = logging.getLogger("attnlib")
 
@@ -58,12 +58,21 @@ def _sizes(settings, names) -> str:
     return ", ".join(f"{k} = {getattr(settings, k)}" for k in names)
 
 
-def double_n_qmc(max_n_qmc: int):
-    """The ``grow`` of :func:`until_accurate` for settings with one QMC size ``n_qmc``:
-    doubled while the double is at most ``max_n_qmc``, else ``None`` (stop)."""
+def doubling_n_qmc(solve, settings, *, name, more=None, stacklevel=3, **text):
+    """:func:`until_accurate` for settings with one QMC size ``n_qmc`` and the fields
+    ``rtol``, ``max_n_qmc`` (those of :func:`attnlib.se.solve`, :func:`attnlib.width.solve`
+    and :func:`attnlib.hardmax.solve`): ``n_qmc`` doubled while the double is at most
+    ``max_n_qmc``; ``text``: ``what`` and ``hint`` (default: the metrics' error)."""
+    max_n_qmc = settings.max_n_qmc
 
-    def grow(settings, result, previous):
-        n = 2 * settings.n_qmc
-        return settings._replace(n_qmc=n) if n <= max_n_qmc else None
+    def grow(s, result, previous):
+        return s._replace(n_qmc=2 * s.n_qmc) if 2 * s.n_qmc <= max_n_qmc else None
 
-    return grow
+    text = dict(what="relative error of the metrics", hint=_HINT) | text
+    s = settings._replace(rtol=None)
+    size = ("n_qmc",)
+    kw = dict(rtol=settings.rtol, grow=grow, name=name, sizes=size, more=more, **text)
+    return until_accurate(solve, s, stacklevel=stacklevel + 1, **kw)
+
+
+_HINT = " (the error falls like n_qmc^-1/2 to n_qmc^-3/4)"

@@ -638,12 +638,6 @@ def _specs():
         n=8,
     )
     add(
-        se.optimal_lambda,
-        dict(task=lin, target=tg, alpha=1.0),
-        dict(task="task", target="target", alpha="pos", penalty="penalty"),
-        n=6,
-    )
-    add(
         se.search_lambda,
         dict(task=lin, target=tg, alpha=1.0, bounds=(0.05, 2.0), xatol=0.3),
         dict(
@@ -951,12 +945,6 @@ def _later_specs(add, c):
         n=6,
     )
     add(
-        bayes.perfect_recovery_se,
-        dict(task=lin, target=tg),
-        dict(task="task", target="target", Delta="pos"),
-        n=6,
-    )
-    add(
         bayes.rie_denoise,
         dict(R=c["S0"], target=tg, Delta=0.5),
         dict(R="matrix", target="target", Delta="pos"),
@@ -1038,11 +1026,6 @@ def _later_specs(add, c):
         dict(task=hm, target=tg, alpha=0.5, lam=1.0, n_iter=2, n_qmc=1024),
         dict(task="task", target="target", alpha="pos", lam="pos", n_iter="int", n_qmc="int"),
         n=10,
-    )
-    add(
-        hardmax.output_side,
-        dict(task=hm, alpha=0.5, Q0=1.5, m=0.5, q=1.0, v=0.3, n_qmc=256),
-        dict(task="task", alpha="pos", Q0="pos", m="real", q="pos", v="pos", n_qmc="int"),
     )
     add(
         hardmax.gamp,

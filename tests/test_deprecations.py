@@ -25,17 +25,13 @@ def _deprecations(caught):
 
 
 def test_one_result_type_for_the_optimal_lam():
-    """``search_lambda`` is the one search (a ``LambdaSearch``); the deprecated
-    ``optimal_lambda`` still returns its ``(lam, result)`` pair, with a warning naming
-    ``search_lambda``. Linear ``T = 1``: a few closed-form solves."""
+    """``search_lambda`` is the one search (a ``LambdaSearch``). Linear ``T = 1``: a few
+    closed-form solves."""
     task = tasks.Linear(T=1, noise=0.3)
     kw = dict(bounds=(0.2, 1.0), xatol=0.5)
     found, caught = _quiet(se.search_lambda, task, TARGET, 0.5, "frobenius", **kw)
     assert isinstance(found, se.LambdaSearch) and _deprecations(caught) == []
-    with pytest.warns(DeprecationWarning, match="search_lambda"):
-        lam, r = se.optimal_lambda(task, TARGET, 0.5, "frobenius", **kw)
-    assert lam == found.lam and r == found.result  # the same search, bitwise
-    assert 0.2 <= lam <= 1.0 and math.isfinite(r.test_error)
+    assert 0.2 <= found.lam <= 1.0 and math.isfinite(found.result.test_error)
 
 
 def test_on_fail_is_deprecated_and_the_one_policy_holds():
@@ -69,46 +65,6 @@ def test_gamp_starts_are_spelled_s_init():
         assert "S_init" in params and "S0" not in params, fn.__qualname__
     assert "S_init" not in inspect.signature(bayes.gamp_rie).parameters
     assert "true target" in bayes.gamp_rie.__doc__
-
-
-def test_hardmax_lam_is_required_as_in_se_solve():
-    """``hardmax.solve`` and ``hardmax.trajectory`` take ``lam`` as ``se.solve`` does:
-    omitted, the old default 1.0 for one release with a ``DeprecationWarning``; the
-    result is that of ``lam = 1.0`` given (a few maps of 1024 QMC points)."""
-    from attnlib import hardmax
-
-    task = tasks.Hardmax(T=2)
-    kw = dict(n_qmc=1024, max_iter=10, tol=0.05)
-    given, caught = _quiet(hardmax.solve, task, TARGET, 0.5, 1.0, **kw)
-    assert _deprecations(caught) == [] and given.converged
-    with pytest.warns(DeprecationWarning, match="lam"):
-        omitted = hardmax.solve(task, TARGET, 0.5, **kw)
-    assert omitted == given
-    tr, caught = _quiet(hardmax.trajectory, task, TARGET, 0.5, 1.0, 1, n_qmc=1024)
-    assert _deprecations(caught) == []
-    with pytest.warns(DeprecationWarning, match="lam"):
-        old = hardmax.trajectory(task, TARGET, 0.5, n_iter=1, n_qmc=1024)
-    assert all((a == b).all() for a, b in zip(old, tr, strict=True))
-
-
-def test_hardmax_output_side_is_se_output_side_of_the_zero_scale_channel():
-    """``se.output_side`` is the one output side: of the zero-scale hardmax channel
-    (``channels.for_task(task).at_zero_scale()``) it is the output side of the hardmax
-    ray. The deprecated ``hardmax.output_side`` gives the same numbers (its per-replicate
-    array, with the Stein form of ``a_hat`` as a fifth column) for one release, with a
-    warning naming ``se.output_side``; 1024 points per scrambling (one QMC piece)."""
-    import numpy as np
-
-    from attnlib import channels, hardmax
-
-    task, q0 = tasks.Hardmax(T=2), TARGET.Q0
-    zc = channels.for_task(task).at_zero_scale()
-    new = se.output_side(zc, 0.5, q0, 0.75 * q0, q0, 0.35, n_qmc=4096)
-    with pytest.warns(DeprecationWarning, match="se.output_side"):
-        old = hardmax.output_side(task, 0.5, q0, 0.75 * q0, q0, 0.35, n_qmc=4096)
-    assert old.shape == (4, 5)
-    assert tuple(new[:4]) == tuple(float(t) for t in old[:, :4].mean(axis=0))
-    assert new.stderr[0] == float(np.std(old[:, 0], ddof=1) / 2.0)
 
 
 def test_projection_output_is_the_zero_scale_channel_output():
@@ -222,9 +178,9 @@ def test_overlap_density_takes_theta_for_the_target_eigenvalue():
 
 def test_hardmax_cosine_is_cos_theta():
     """The hardmax ray's cosine ``m / sqrt(q Q0)`` is ``cos_theta`` (cos Theta of the
-    notation page; gamma is the power-law exponent only). ``gamma`` is its deprecated
-    name on both results, for one release. The cosine is checked against the ray's own
-    overlaps: ``test_error_from_overlaps`` at ``m = cos_theta Q0`` is its test error."""
+    notation page; gamma is the power-law exponent only). The cosine is checked against the
+    ray's own overlaps: ``test_error_from_overlaps`` at ``m = cos_theta Q0`` is its test
+    error."""
     from attnlib import hardmax
 
     task = tasks.Hardmax(T=2)
@@ -234,12 +190,8 @@ def test_hardmax_cosine_is_cos_theta():
     assert r.test_error == se.test_error_from_overlaps(
         task, q0, r.cos_theta * q0, q0, n_qmc=1 << 15
     )
-    with pytest.warns(DeprecationWarning, match="cos_theta"):
-        assert r.gamma == r.cos_theta
     tr = hardmax.trajectory(task, TARGET, 0.5, 1.0, 1, start=(0.5, 0.3), n_qmc=1024)
     assert tr._fields == ("cos_theta", "rho")
-    with pytest.warns(DeprecationWarning, match="cos_theta"):
-        assert (tr.gamma == tr.cos_theta).all()
 
 
 def test_scaling_exponents_are_nu_and_zeta():
@@ -311,8 +263,8 @@ def test_one_name_for_the_bayes_optimal_threshold():
     """``bayes.perfect_recovery`` is the Bayes-optimal threshold ``(kappa0 - kappa0^2/2) /
     m_eff`` (``inf`` for hardmax) and ``bayes.perfect_recovery_from_mmse`` its value from
     the state evolution; ``thresholds.perfect_recovery_se`` is the convex ERM's, another
-    number. The old names ``thresholds.perfect_recovery_bayes`` and
-    ``bayes.perfect_recovery_se`` give the same values for one release, with a warning.
+    number. The old name ``thresholds.perfect_recovery_bayes`` gives the same values for
+    one release, with a warning.
     The values are checked against the count at ``kappa0 = 0.5``, ``m_eff = 2``."""
     from attnlib import bayes, thresholds
 
@@ -325,6 +277,4 @@ def test_one_name_for_the_bayes_optimal_threshold():
         assert thresholds.perfect_recovery_bayes(tasks.Hardmax(T=2), TARGET) == math.inf
     se_bo, caught = _quiet(bayes.perfect_recovery_from_mmse, task, TARGET)
     assert _deprecations(caught) == [] and abs(se_bo / bo - 1) < 1e-3
-    with pytest.warns(DeprecationWarning, match="perfect_recovery_from_mmse"):
-        assert bayes.perfect_recovery_se(task, TARGET) == se_bo
     assert thresholds.perfect_recovery_se(task, TARGET) > 1.1 * bo  # the ERM's: later

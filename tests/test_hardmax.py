@@ -219,7 +219,7 @@ def test_bad_arguments_name_them():
     with pytest.raises(ValueError, match="V"):
         hm.prox(tasks.Hardmax(T=2), Y, om, -V)
     with pytest.raises(ValueError, match="alpha"):
-        hardmax.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), -1.0)
+        hardmax.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), -1.0, 1.0)
     with pytest.raises(ValueError, match="task"):  # no finite fixed point: the ray solver
         se.solve(tasks.Hardmax(T=2), targets.Wishart(kappa0=0.5), 0.5, 0.1)
     data = tasks.make_dataset(jax.random.PRNGKey(0), tasks.Hardmax(T=2), np.eye(4), 8)

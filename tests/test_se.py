@@ -721,7 +721,7 @@ def test_one_settings_type_and_its_shorthands():
     assert se.settings.resolve(None) == se.SESettings()
     kw_only = inspect.Parameter.KEYWORD_ONLY
     drivers = (se.solve, se.learning_curve, se.solve_accurate, se.solve_nearby, width.solve,
-               width.solve_constrained, se.search_lambda, se.optimal_lambda)  # fmt: skip
+               width.solve_constrained, se.search_lambda)  # fmt: skip
     for fn in drivers:
         params = inspect.signature(fn).parameters
         third = "alphas" if fn is se.learning_curve else "alpha"

@@ -23,7 +23,6 @@ from attnlib.bayes.state_evolution import (
     BayesSettings,
     perfect_recovery,
     perfect_recovery_from_mmse,
-    perfect_recovery_se,
     solve,
 )
 from attnlib.channels.posterior import information, is_gaussian
@@ -38,7 +37,6 @@ __all__ = [
     "mmse_den",
     "perfect_recovery",
     "perfect_recovery_from_mmse",
-    "perfect_recovery_se",
     "rie_denoise",
     "rie_function",
     "solve",

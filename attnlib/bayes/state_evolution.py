@@ -42,16 +42,9 @@ the mse's times ``d log test_error / d log mse`` (a difference on the same point
 The outer standard errors come from the spread of 8 consecutive blocks of the outer
 Sobol points (a Monte Carlo formula over the blocks, which overstates the whole set's
 error where QMC beats ``n^-1/2``); ``test_error_plugin``'s own QMC error (8192 points,
-:func:`attnlib.se.test_error_from_overlaps`) and ``e0``'s are not in it. Measured
-(seq2seq ``T = 2``, noise 0.1 on the outputs, Wishart(0.5), ``alpha = 0.5``; reference:
-the mean of 5 seeds at 8 times the default points, ``n_outer = 16384``, ``n_inner =
-2048``, ``n_test = 32768``, seed-to-seed 0.11 %): over 16 seeds at the default sizes
-the reported error is 1.0-2.4 % and each solve's deviation of mse and test error at
-most 1.08 times it (rms 1.1 %); at ``rtol = 1e-2`` (from 512 points) 0.5-1.0 % and at
-most 0.78 times it (rms 0.25 %). Seq2lab ``T = 2`` without noise (the level-set
-channel), ``alpha = 0.25``: at 512 points the mse is about half its value at 4096 outer
-and 2048 inner points (the inner integral's bias), with reported errors 70-270 %; at
-4096 / 2048 the reported error is still 30 %.
+:func:`attnlib.se.test_error_from_overlaps`) and ``e0``'s are not in it. The level-set
+channel (seq2lab without noise) has an inner-integral bias at few points that this error
+does not cover.
 """
 
 from __future__ import annotations
@@ -61,7 +54,7 @@ import math
 import warnings
 from typing import NamedTuple
 
-from attnlib import _checks, _compiled_programs, _deprecation, _doubling, _limits, iterate
+from attnlib import _checks, _compiled_programs, _doubling, _limits, iterate
 from attnlib import channels as _channels
 from attnlib.bayes import prediction
 from attnlib.channels import posterior
@@ -77,7 +70,6 @@ __all__ = [
     "solve",
     "perfect_recovery",
     "perfect_recovery_from_mmse",
-    "perfect_recovery_se",
 ]
 
 _DELTA_MIN = 1e-9
@@ -199,7 +191,6 @@ def solve(
         ``max_n_qmc`` (then a ``RuntimeWarning`` states the error reached). Closed forms
         (``integration_error = 0``) return after the first solve. What
         ``integration_error`` bounds: the module docstring, "Accuracy".
-
 
     Returns:
       :class:`BayesResult`: the largest fixed point (``converged=True``; ``Delta_eff = 0``
@@ -418,11 +409,3 @@ def perfect_recovery_from_mmse(task, target, Delta: float = 1e-8) -> float:
         warnings.simplefilter("ignore", RuntimeWarning)  # quadrature at the rounding level
         ratio = rie.mmse_den(target, Delta) / Delta
     return ratio / (2 * task.m_eff) if task.m_eff > 0 else math.inf
-
-
-def perfect_recovery_se(task, target, Delta: float = 1e-8) -> float:
-    """Deprecated (removed in the next release): :func:`perfect_recovery_from_mmse`, the
-    same value with a ``DeprecationWarning`` (``thresholds.perfect_recovery_se`` is the
-    convex ERM's threshold, another number)."""
-    _deprecation.warn("bayes.perfect_recovery_se", "bayes.perfect_recovery_from_mmse")
-    return perfect_recovery_from_mmse(task, target, Delta)

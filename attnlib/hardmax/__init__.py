@@ -18,7 +18,6 @@ from attnlib.hardmax.state_evolution import (
     HardmaxSE,
     HardmaxSettings,
     HardmaxTrajectory,
-    output_side,
     solve,
     trajectory,
 )
@@ -28,7 +27,6 @@ __all__ = [
     "HardmaxSettings",
     "HardmaxTrajectory",
     "gamp",
-    "output_side",
     "solve",
     "trajectory",
 ]

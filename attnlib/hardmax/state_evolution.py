@@ -1,26 +1,23 @@
 r"""State evolution of hardmax attention: a fixed ray, not a fixed point.
 
-The hardmax loss is invariant under ``h -> c h`` (``c > 0``) while the penalty is
-not, so the ERM has no minimiser at ``lam > 0`` (its infimum is approached as
-``S -> 0`` along the directions that fit the most labels) and the state evolution of
-:mod:`attnlib.se`, run with the exact proximal map of
-:func:`attnlib.channels.hardmax.prox`, has no fixed point: the scale of ``(m, q, v)``
-contracts by a constant factor per map while the direction converges. In that limit
-the output channel becomes the projection on the closed region of the labels
-(:func:`attnlib.channels.hardmax.projection`) and the map is exactly homogeneous of
-degree one, ``(m, q, v) -> (eps m, eps^2 q, eps v)``: ``g``, ``m_hat``, ``q_hat`` are
-unchanged, ``a_hat -> a_hat / eps``, hence ``c, tau -> eps c, eps tau`` and the
-spectral map ``f -> eps f``. The state evolution is therefore solved for the
-scale-free quantities, the cosine ``cos_theta = m / sqrt(q Q0)`` (``cos Theta`` of the
-notation page; the field was ``gamma``, a deprecated alias for one release) and
-``rho = v / sqrt(q)``,
-with ``q = Q0`` fixed after each map; ``kappa_scale`` is the factor by which one map
-shrinks the scale. The threshold of the spectral map in units of its slope is
-``tau / c = lam / m_hat``; with ``m_hat`` proportional to ``1 / rho`` the product
+The hardmax loss is invariant under ``h -> c h`` (``c > 0``) while the penalty is not, so
+the ERM has no minimiser at ``lam > 0`` (its infimum is approached as ``S -> 0`` along the
+directions that fit the most labels) and the state evolution of :mod:`attnlib.se`, run with
+the exact proximal map of :func:`attnlib.channels.hardmax.prox`, has no fixed point: the
+scale of ``(m, q, v)`` contracts by a constant factor per map while the direction converges.
+In that limit the output channel becomes the projection on the closed region of the labels
+(:func:`attnlib.channels.hardmax.projection`) and the map is exactly homogeneous of degree
+one, ``(m, q, v) -> (eps m, eps^2 q, eps v)``: ``g``, ``m_hat``, ``q_hat`` are unchanged,
+``a_hat -> a_hat / eps``, hence ``c, tau -> eps c, eps tau`` and the spectral map
+``f -> eps f``. The state evolution is therefore solved for the scale-free quantities, the
+cosine ``cos_theta = m / sqrt(q Q0)`` (``cos Theta`` of the notation page) and
+``rho = v / sqrt(q)``, with ``q = Q0`` fixed after each map; ``kappa_scale`` is the factor
+by which one map shrinks the scale. The threshold of the spectral map in units of its slope
+is ``tau / c = lam / m_hat``; with ``m_hat`` proportional to ``1 / rho`` the product
 ``lam rho`` is what enters, so the direction (``cos_theta``, rank fraction, test error,
-``Delta_eff = q_hat / m_hat^2``) does not depend on ``lam > 0``; only ``rho`` does
-(``rho`` proportional to ``1 / lam``). The test error depends on ``S`` only through its
-direction (``hardmax(c h) = hardmax(h)``).
+``Delta_eff = q_hat / m_hat^2``) does not depend on ``lam > 0``; only ``rho`` does (``rho``
+proportional to ``1 / lam``). The test error depends on ``S`` only through its direction
+(``hardmax(c h) = hardmax(h)``).
 
 The ray is a fixed point of the one state evolution,
 :func:`attnlib.se.engine.solve_fixed_point` (memory 0, no step cap), composing the
@@ -37,14 +34,7 @@ scramblings' conjugates gives its own image ``F_r(y)`` of the ray ``y``; the dev
 map's ``2 x 2`` Jacobian by central differences on the same points (4 maps more per
 solve), and the standard error over the ``R`` moved rays gives that of ``cos_theta``,
 ``rho`` and, through ``d test_error / d cos_theta``, of the test error (plus its own QMC
-error). Measured (T = 2 noise-free, Wishart(0.5), alpha 0.5 and 1.5, 16 seeds at 4096
-and 16384 points, ``n_rep = 8``, against the mean of three rays at ``2^20`` points, ``tol =
-1e-5``): every single solve's deviation within 2.4 times its reported error (1.9 at
-alpha 0.5), root mean square 0.4-1.1 per quantity (``cos_theta`` alone: at most 1.0, its
-error the smallest of the three); the spread of the ``R`` scramblings' separate
-solves (``n_qmc / R`` points each) covered less (up to 2.8 times it) and 38 %
-of the scramblings did not converge at 512 points. ``rtol=`` doubles ``n_qmc`` until
-that error meets it (``_doubling``, as
+error). ``rtol=`` doubles ``n_qmc`` until that error meets it (``_doubling``, as
 :func:`attnlib.se.solve`).
 """
 
@@ -54,22 +44,20 @@ import math
 import warnings
 from typing import NamedTuple
 
-import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, _deprecation, _doubling, _limits, channels, iterate
+from attnlib import _checks, _doubling, _limits, channels, iterate
 from attnlib import tasks as _tasks
 from attnlib.gamp import SpectralProx
 from attnlib.se import SEConvergenceWarning, engine
 from attnlib.se.input import host_input
-from attnlib.se.output import output_arrays, qmc_points
+from attnlib.se.output import qmc_points
 from attnlib.se.test_error import test_errors
 
 __all__ = [
     "HardmaxSE",
     "HardmaxSettings",
     "HardmaxTrajectory",
-    "output_side",
     "solve",
     "trajectory",
 ]
@@ -84,8 +72,7 @@ class HardmaxSE(NamedTuple):
 
     Attributes:
       alpha, Q0: inputs; ``cos_theta = m / sqrt(q Q0)`` the cosine between ``S_hat`` and
-        ``S0`` (``cos Theta`` in book/notation.md; ``gamma``: its deprecated name, for one
-        release);
+        ``S0`` (``cos Theta`` in book/notation.md);
       rho: ``v / sqrt(q)`` (proportional to ``1 / lam``);
       m_hat, q_hat, a_hat: conjugates at ``q = Q0``, ``v = rho sqrt(Q0)``;
       a_hat_stein: the Stein form of ``a_hat`` (same quantity, independent estimator);
@@ -128,36 +115,11 @@ class HardmaxSE(NamedTuple):
     trace: float = math.nan
     objective: float = math.nan
 
-    gamma = _deprecation.renamed_field(
-        "HardmaxSE", "gamma", "cos_theta", " (cos Theta, book/notation.md)"
-    )
-
 
 def _check_task(task):
     channels.require_task(task, _tasks.Hardmax)
     channels.hardmax.regions(task.T)  # ValueError naming T beyond the exact solver
     return task
-
-
-def output_side(task, alpha, Q0, m, q, v, *, n_qmc: int = 16384, n_rep: int = 4, seed: int = 0):
-    """Deprecated (removed in the next release): per-replicate ``(a_hat, q_hat, m_hat,
-    train_loss, a_hat_stein)``, shape ``(n_rep, 5)``, of the zero-scale channel at ``(m,
-    q, v)``. Use ``se.output_side(channels.for_task(task).at_zero_scale(), ...)``: the
-    same output side (:class:`attnlib.se.OutputSide`, the same QMC points)."""
-    new = "se.output_side(channels.for_task(task).at_zero_scale(), alpha, Q0, m, q, v)"
-    _deprecation.warn("hardmax.output_side", new)
-    task = _check_task(task)
-    alpha = _checks.alpha(alpha)
-    Q0 = _checks.in_interval("Q0", Q0, 0.0, _BIG)
-    q = _checks.in_interval("q", q, 1.0 / _BIG, _BIG, low_open=False)
-    v = _checks.in_interval("v", v, 1.0 / _BIG, _BIG, low_open=False)
-    m = _checks.real("m", m)
-    if not (math.isfinite(m) and m * m < q * Q0):
-        raise ValueError(f"m must satisfy m^2 < q Q0, got m={m}, q={q}, Q0={Q0}")
-    z = qmc_points(task, *_checks.qmc_sizes(n_qmc, n_rep, seed))
-    f, x = jnp.float64, jnp.asarray([m, q, v], dtype=jnp.float64)
-    zero_scale = channels.for_task(task).at_zero_scale()
-    return np.asarray(output_arrays(zero_scale, z, f(alpha), f(Q0), x, None).means)
 
 
 class _Ray(NamedTuple):
@@ -190,27 +152,19 @@ def _maps(pb: _Ray, y0, tol, max_iter, damping) -> iterate.FixedPoint:
 
 class HardmaxTrajectory(NamedTuple):
     """Arrays over the maps ``t = 1 .. n_iter``: the cosine ``cos_theta`` between ``S_hat``
-    and ``S0`` and ``rho = v / sqrt(q)`` after the ``t``-th map (``gamma``: the deprecated
-    name of ``cos_theta``, for one release)."""
+    and ``S0`` and ``rho = v / sqrt(q)`` after the ``t``-th map."""
 
     cos_theta: np.ndarray
     rho: np.ndarray
 
-    gamma = _deprecation.renamed_field("HardmaxTrajectory", "gamma", "cos_theta")
 
-
-def _lam(fn: str, lam):
-    """``lam`` checked; omitted (``None``), the old default 1.0 with a ``DeprecationWarning``
-    (``lam`` is required, as in :func:`attnlib.se.solve`)."""
-    if lam is None:
-        new = f"hardmax.{fn}(task, target, alpha, lam), as se.solve"
-        _deprecation.warn(f"hardmax.{fn} without lam (the default 1.0)", new, stacklevel=4)
-        lam = 1.0
+def _lam(lam):
+    """``lam`` checked."""
     return _checks.in_interval("lam", lam, 1.0 / _BIG, _BIG, low_open=False)
 
 
 def trajectory(
-    task, target, alpha: float, lam: float | None = None, n_iter: int = 10, *, start=(0.5, 0.3),
+    task, target, alpha: float, lam: float, n_iter: int = 10, *, start=(0.5, 0.3),
     n_qmc: int | None = None, n_rep: int | None = None, seed: int | None = None,
 ) -> HardmaxTrajectory:  # fmt: skip
     """The undamped map of the hardmax state evolution iterated ``n_iter`` times from
@@ -218,8 +172,7 @@ def trajectory(
     looks for the fixed ray instead).
 
     Args:
-      task, target, alpha, lam: as in :func:`solve` (``lam`` required; omitted, 1.0 with
-        a ``DeprecationWarning``, for one release).
+      task, target, alpha, lam: as in :func:`solve`.
       n_iter: number of maps, ``>= 1``.
       start: ``(cos_theta, rho)`` of the first iterate, ``0 < cos_theta < 1``, ``rho > 0``.
       n_qmc, n_rep, seed: QMC points of each output side (``None``: the field of
@@ -230,7 +183,7 @@ def trajectory(
     """
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
-    lam = _lam("trajectory", lam)
+    lam = _lam(lam)
     n_iter = _checks.integer("n_iter", n_iter, 1)
     s = _settings(None, dict(n_qmc=n_qmc, n_rep=n_rep, seed=seed))
     rows = [_start("start", start, target)]
@@ -262,10 +215,7 @@ class HardmaxSettings(NamedTuple):
     Attributes:
       tol: stop when ``(artanh cos_theta, log rho)`` moves less than ``tol`` in one map, ``> 0``
         (the QMC average is piecewise smooth in its parameters: the iteration ends in a
-        small cycle, of a few ``1e-4`` at ``n_qmc = 16384``, above ``1e-3`` for some seeds
-        at 1024-4096 points; ``integration_error``, which the measured deviations of
-        single solves stayed within 2.4 times of at the default ``tol``, was ``2e-3`` at
-        65536 points, T = 2, alpha 0.5).
+        small cycle, of a few ``1e-4`` at ``n_qmc = 16384``).
       max_iter: maps of the damped iteration, ``>= 1``.
       damping: weight of the old iterate, in ``[0, 1)``.
       n_qmc, n_rep, seed: QMC points of the output side (``n_qmc / n_rep`` a power of 2,
@@ -305,7 +255,7 @@ def _settings(settings, given: dict) -> HardmaxSettings:
 
 
 def solve(
-    task, target, alpha: float, lam: float | None = None, *, init=None,
+    task, target, alpha: float, lam: float, *, init=None,
     settings: HardmaxSettings | None = None, tol: float | None = None,
     max_iter: int | None = None, damping: float | None = None, n_qmc: int | None = None,
     n_rep: int | None = None, seed: int | None = None, time_limit: float | None = None,
@@ -317,19 +267,15 @@ def solve(
       task: :class:`attnlib.tasks.Hardmax` (``T <= 3``, any noise).
       target: an :class:`attnlib.targets.Target` (``Q0 = Tr S0^2 / d``).
       alpha: ``n / d^2`` in ``[1e-100, 1e100]``.
-      lam: penalty strength in ``[1e-100, 1e100]``, required as in :func:`attnlib.se.solve`
-        (omitted: 1.0 with a ``DeprecationWarning``, for one release); the direction is the
-        same for every ``lam`` (only ``rho``, proportional to ``1 / lam``, changes).
+      lam: penalty strength in ``[1e-100, 1e100]``; the direction is the same for every
+        ``lam`` (only ``rho``, proportional to ``1 / lam``, changes).
       init: starting ``(cos_theta, rho)`` with ``0 < cos_theta < 1``, ``rho > 0`` (default
         ``(0.5, 0.3 / lam)``).
       settings: :class:`HardmaxSettings` (default ``HardmaxSettings()``).
       tol, max_iter, damping, n_qmc, n_rep, seed, time_limit, rtol, max_n_qmc: shorthands
-        for the fields of ``settings`` (``None``: the field of ``settings``). With ``rtol``,
-        ``n_qmc`` doubles (each solve warm-started from the last ray) until
-        ``integration_error <= rtol`` or up to ``max_n_qmc`` (then a ``RuntimeWarning``
-        states the error reached), as in :func:`attnlib.se.solve`; ``time_limit`` holds
-        for all of them. Progress: INFO on the logger ``attnlib.se`` every 10 s (the
-        state evolution's loop).
+        for the fields of ``settings`` (``None``: the field of ``settings``);
+        ``time_limit`` holds for all the solves of ``rtol``. Progress: INFO on the logger
+        ``attnlib.se`` every 10 s.
 
     Returns:
       :class:`HardmaxSE`: the fixed ray (``converged=True``), or, if ``max_iter`` maps did
@@ -339,7 +285,7 @@ def solve(
     """
     task = _check_task(task)
     alpha = _checks.alpha(alpha)
-    lam = _lam("solve", lam)
+    lam = _lam(lam)
     given = dict(tol=tol, max_iter=max_iter, damping=damping, n_qmc=n_qmc, n_rep=n_rep, seed=seed)
     given.update(time_limit=time_limit, rtol=rtol, max_n_qmc=max_n_qmc)
     s = _settings(settings, given)
@@ -382,16 +328,13 @@ def _solve_to_rtol(task, target, point, y0, s: HardmaxSettings) -> HardmaxSE:
             warnings.simplefilter("always", SEConvergenceWarning)
             return _solve_once(task, target, point, y, s1), caught
 
-    r, caught = _doubling.until_accurate(
+    r, caught = _doubling.doubling_n_qmc(
         once,
-        s._replace(rtol=None),
-        rtol=s.rtol,
-        grow=_doubling.double_n_qmc(s.max_n_qmc),
+        s,
         name=f"hardmax.solve at alpha={point[0]}",
-        sizes=("n_qmc",),
         more=lambda r: not r.converged,
         what="relative error of cos_theta, rho and the test error",
-        stacklevel=3,
+        hint="",
     )
     for w in caught:  # the last solve's warnings (a ray not reached at max_n_qmc)
         warnings.warn(w.message, w.category, stacklevel=3)

@@ -45,7 +45,6 @@ from attnlib.se.accuracy import solve_accurate
 from attnlib.se.drivers import (
     continuation,
     learning_curve,
-    optimal_lambda,
     search_lambda,
     solve,
     solve_nearby,
@@ -81,7 +80,6 @@ __all__ = [
     "solve",
     "solve_accurate",
     "learning_curve",
-    "optimal_lambda",
     "search_lambda",
     "solve_nearby",
     "continuation",

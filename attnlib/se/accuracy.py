@@ -1,13 +1,7 @@
 """The error of a state-evolution fixed point, and a solve to a requested accuracy.
 
-``SEResult.integration_error`` of :func:`attnlib.se.solve` is the relative standard
-error of the metrics (``train_loss``, ``test_error``, ``mse``; the largest) at the fixed
-point: the QMC error of the integrals propagated through the map's Jacobian
-(:mod:`attnlib.se.propagation`). The fixed point amplifies the integrals' error where
-the map contracts slowly, so the metrics can move more than the integrals' error says
-(softmax ``T = 3``, ``alpha`` 0.3: the mse moved by several per cent between QMC seeds
-at 8192 points, with integrals accurate to 0.6 %). :func:`solve_accurate` is
-:func:`attnlib.se.solve` with an accuracy ``rtol`` (default 1e-3);
+:func:`solve_accurate` is :func:`attnlib.se.solve` with an accuracy ``rtol`` (default
+1e-3) on ``SEResult.integration_error`` (:mod:`attnlib.se.propagation`);
 :func:`fixed_point_error` measures the same error from independent scramblings.
 """
 

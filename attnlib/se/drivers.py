@@ -1,5 +1,5 @@
 """Thin drivers: :func:`solve`, :func:`learning_curve` (on :func:`continuation`),
-:func:`search_lambda` (:func:`optimal_lambda`, deprecated), :func:`solve_nearby`.
+:func:`search_lambda`, :func:`solve_nearby`.
 
 They validate arguments, build the problem's arrays, call the robust fixed-point search
 (:mod:`attnlib.se.robust`) and return results (numbers only); with ``return_warm=True``
@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from attnlib import _checks, _deprecation, _doubling, _limits, channels, follow
+from attnlib import _checks, _doubling, _limits, channels, follow
 from attnlib.gamp import SpectralProx
 from attnlib.se import engine, optimal, point, replicon, robust, several
 from attnlib.se.continuation import continuation, unfinished_result
@@ -36,14 +36,9 @@ __all__ = [
     "solve",
     "learning_curve",
     "continuation",
-    "optimal_lambda",
     "search_lambda",
     "solve_nearby",
 ]
-
-ALPHA_MIN = _checks.ALPHA_RANGE[0]
-"""Smallest sample ratio accepted (the largest is ``_checks.MAX_ABS``): beyond either end
-the effective noise leaves the range the input side resolves."""
 
 log = logging.getLogger("attnlib.se")
 
@@ -131,9 +126,7 @@ def solve(
     logger ``attnlib.se`` every 10 s (``logging.basicConfig(level=logging.INFO)``).
 
     ``integration_error``: the relative error of the metrics at the fixed point
-    (:mod:`attnlib.se.propagation`). At 8192 points, ``refine=1``, seq2seq: T = 2 4e-4 to
-    7e-3 at lam 0.05-0.1, alpha <= 0.3, 3-9e-2 at lam 1e-3 or alpha 1, 0.4 at alpha 2; T
-    = 3 1e-2; ``refine=4`` (default) divides it by 2-3; ``rtol``: more points.
+    (:mod:`attnlib.se.propagation`).
 
     Returns:
       :class:`SEResult` (``(SEResult, WarmStart | None)`` with ``return_warm``; the warm
@@ -212,17 +205,8 @@ def _solve_to_rtol(task, target, point_, init, s: SESettings):
         start = init if last is None or not last[0].converged else last[1]
         return _solve(task, target, point_, start, s1)
 
-    return _doubling.until_accurate(
-        once,
-        s._replace(rtol=None),
-        rtol=s.rtol,
-        grow=_doubling.double_n_qmc(s.max_n_qmc),
-        name="se.solve",
-        sizes=("n_qmc",),
-        more=lambda r: not r.converged and r.alternatives,
-        what="relative error of the metrics",
-        hint=" (the error falls like n_qmc^-1/2 to n_qmc^-3/4)",
-        stacklevel=4,
+    return _doubling.doubling_n_qmc(
+        once, s, name="se.solve", more=lambda r: not r.converged and r.alternatives, stacklevel=4
     )
 
 
@@ -332,10 +316,8 @@ def search_lambda(
     :func:`attnlib.se.optimal.search` (bounded Brent on ``log lam``; around a
     ``previous`` optimum; or over a ``grid``) on :func:`solve_nearby` (``settings`` and
     the shorthand keywords as in :func:`solve`). ``init``: a warm start of the first
-    solve (as in :func:`solve`). Returns a :class:`~attnlib.se.LambdaSearch`: ``lam``,
-    the ``result`` there, the ``warm`` start for a neighbouring search (beside the
-    result, as everywhere), ``n_solves``, and ``result_warm``, the warm start of
-    ``result``. ``time_limit=`` (a shorthand) holds for the whole search: past it, or on a
+    solve (as in :func:`solve`). Returns a :class:`~attnlib.se.LambdaSearch`.
+    ``time_limit=`` (a shorthand) holds for the whole search: past it, or on a
     ``KeyboardInterrupt``, the best of the finished solves is returned with an
     :class:`SEConvergenceWarning` (NaN before the first); each solve is logged at INFO
     (logger ``attnlib.se``)."""
@@ -366,21 +348,3 @@ def search_lambda(
     if found.result is None:  # stopped before a solve finished
         found = found._replace(result=unfinished_result(alpha, math.nan, penalty, target.Q0))
     return found
-
-
-def optimal_lambda(
-    task, target, alpha: float, penalty: str = "nuclear", *, bounds=(1e-4, 10.0),
-    xatol: float = 0.02, noisy: bool = False, settings: SESettings | None = None,
-    **shorthands,
-):  # fmt: skip
-    """Deprecated (removed in the next release): :func:`search_lambda`, whose
-    :class:`~attnlib.se.LambdaSearch` holds ``lam`` and ``result`` (the one result type
-    of the optimal-``lam`` search).
-
-    Returns ``(s.lam, s.result)`` of ``s = search_lambda(...)`` with the same arguments,
-    and a ``DeprecationWarning``.
-    """
-    _deprecation.warn("se.optimal_lambda", "se.search_lambda (its .lam and .result)")
-    s = search_lambda(task, target, alpha, penalty, bounds=bounds, xatol=xatol, noisy=noisy,
-                      settings=settings, **shorthands)  # fmt: skip
-    return s.lam, s.result

@@ -11,10 +11,7 @@ The Frobenius penalty is Gaussian and has closed forms (``int rho_R x^2 = Q0 + D
 ``int rho_R x h_R = 1/2``). The nuclear input side needs the free convolution: its
 integrals are those of the one spectral integrator (:mod:`attnlib.denoisers`), computed
 on the host (numpy, :func:`host_input`, also for the rank-constrained map of
-:mod:`attnlib.width`): those fixed points are driven from the host
-(:mod:`attnlib.se.engine`), so that the compiled programs hold no host callback (JAX's
-persistent compilation cache keeps them) and the target is an ordinary Python object,
-never an operand of compiled code. The Frobenius side is traceable
+:mod:`attnlib.width`; why: :mod:`attnlib.se.engine`). The Frobenius side is traceable
 (:func:`frobenius_arrays`).
 """
 

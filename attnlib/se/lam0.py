@@ -8,10 +8,8 @@ threshold, and, between ``1/(4 m_eff)`` and the small-noise bound (where
 away (:mod:`attnlib.se.runaway`): a point is refused only where that rate is above 1 by
 more than its QMC error, the change still to come and a margin of 0.02, so a point above
 the threshold is never refused; within about 0.01 in ``alpha`` below it the verdict is
-left open and the solve runs (and fails slowly, as it did everywhere below before).
-Cost of that test: 5-20 state-evolution maps at 2048 QMC points (the issue's seq2lab
-``T = 3`` point: 3.6-3.8 s of CPU time warm, 6.6 s in a new process with JAX's
-compilation cache on disk, 24 s with an empty cache).
+left open and the solve runs (and fails slowly). That test costs 5-20 state-evolution
+maps at 2048 QMC points.
 """
 
 from __future__ import annotations

@@ -166,15 +166,19 @@ def attempt(pb: Problem, x0, prox0, settings: engine.LoopSettings, history=None)
     return a._replace(history=history if converged else None, checks=checks)
 
 
+def _cold_output(pb: Problem, x):
+    """The output side at ``x`` from cold-started prox points (an ``OutputSide``)."""
+    z, xj = pb.data.z, jnp.asarray(x, dtype=jnp.float64)
+    prox = np.zeros((z.shape[0] * z.shape[1], pb.task.n_pairs))
+    Q0 = float(pb.data.Q0)
+    return summarize(output_chunks(pb.task, z, pb.data.alpha, Q0, xj, prox, mode="cold").means)
+
+
 def origin(pb: Problem, lam):
     """Output and input sides at ``S_hat -> 0``: ``(OutputSide, InputSide, zero)``;
     ``zero``: the whole spectrum is thresholded there (``S_hat = 0`` is the fixed point)."""
     Q0 = float(pb.data.Q0)
-    x = np.array([0.0, _ORIGIN_EPS * Q0, _ORIGIN_EPS])
-    z = pb.data.z
-    prox = np.zeros((z.shape[0] * z.shape[1], pb.task.n_pairs))
-    xj = jnp.asarray(x)
-    o = summarize(output_chunks(pb.task, z, pb.data.alpha, Q0, xj, prox, mode="cold").means)
+    o = _cold_output(pb, np.array([0.0, _ORIGIN_EPS * Q0, _ORIGIN_EPS]))
     if not (o.a_hat > 0 and o.m_hat > 0 and math.isfinite(o.q_hat) and o.q_hat >= 0):
         return o, None, False
     i = input_side(pb.target, o.m_hat, o.q_hat, o.a_hat, lam, pb.penalty, Q0=Q0)
@@ -185,9 +189,7 @@ def image(pb: Problem, lam, x):
     """``F(x)``: one map from ``x`` with cold-started prox points, as ``(m, q, v)``; None
     where the map is undefined (a start inside the domain, wherever ``x`` was)."""
     Q0 = float(pb.data.Q0)
-    xj = jnp.asarray(x, dtype=jnp.float64)
-    prox = np.zeros((pb.data.z.shape[0] * pb.data.z.shape[1], pb.task.n_pairs))
-    o = summarize(output_chunks(pb.task, pb.data.z, pb.data.alpha, Q0, xj, prox, mode="cold").means)
+    o = _cold_output(pb, x)
     if not (o.a_hat > 0 and o.m_hat > 0 and math.isfinite(o.q_hat) and o.q_hat > 0):
         return None
     try:

@@ -22,23 +22,9 @@ first ``PROBE_POINTS`` QMC points of the first scrambling (common random numbers
 spectrum for the nuclear input side, the one the trace of ``S_hat`` needs anyway (its
 derivatives are integrals over that spectrum, :func:`_nuclear_jacobian`), and the test
 error at three ``(m, q)`` on ``PROBE_POINTS`` points. The Jacobians carry a QMC error
-of their own: with 256 to 2048 probe points, or the Jacobian from all points, the
-error bar of the T = 3 point below moved by at most 8 %.
-
-Measured against the spread of the metrics over independent QMC seeds (relative
-standard deviation over seeds / root mean square of the reported error, largest metric;
-seq2seq softmax, nuclear penalty): T = 2, Wishart(0.5), alpha 0.3, lam 0.1, 2048
-points, 24 seeds: 1.08-1.11; T = 3, noise 0.1, Wishart(0.3), alpha 0.3, lam 0.01,
-8192 points, 32 seeds: 1.11-1.26 (the integrals' own error, 0.6 %, was 4x below the
-observed 2.3 % on the mse); T = 2, noise 0.25, alpha 2, lam 0.05, 8192 points, 8
-seeds: 0.76-0.93 (mse 0.037-0.087 over the seeds, reported 0.43 relative). These were
-measured with the Stein form of ``m_hat``; with the pathwise form
-(:func:`attnlib.se.output.pathwise_m_hat`, ``benchmarks/se_bias.py``, 8 seeds):
-T = 2, Wishart(0.5), alpha 2, lam 0.1: relative sd of the mse 0.24 %, rms reported 0.46 %
-(0.53); alpha 0.5, lam 0.1: 0.19 % and 0.30 % (0.62); seq2lab T = 2, alpha 1, lam 1e-3:
-0.72 % and 0.83 % (0.86). Four scramblings give the error estimate 3 degrees of freedom:
-one solve's reported error can be several times below its actual error (the Stein form at
-alpha 2, seed 0: 4.5 times, for ``m_hat``).
+of their own, small beside the propagated one. With ``R`` scramblings the error estimate
+has ``R - 1`` degrees of freedom: one solve's reported error can be several times below
+its actual error (``benchmarks/se_bias.py`` compares it with the spread over seeds).
 """
 
 from __future__ import annotations
@@ -97,9 +83,8 @@ def _steps(x, Q0):
     variance ``Q0 - m^2 / q`` of the target pairs given the student's, in the change of
     that variance (``m`` towards 0 and ``q`` up both raise it): near ``m^2 = q Q0`` (a
     small mse) a step of ``STEP Q0`` in ``m`` would change it by more than itself, and
-    the forward differences would be those of a different point (measured: the map's
-    Jacobian at seq2seq T = 2, alpha 1, lam 0.01, mse 0.002 Q0, had an eigenvalue
-    between -17 and -0.4 over seeds and probe sizes). Floored at ``1e-9 Q0`` (rounding)."""
+    the forward differences would be those of a different point. Floored at ``1e-9 Q0``
+    (rounding)."""
     m, q, v = x
     gap = max(Q0 - m * m / q, 0.0)
     dm = STEP * Q0 if m == 0.0 else min(STEP * Q0, STEP * gap * q / (2.0 * abs(m)))

@@ -28,16 +28,8 @@ means over the ``N`` points (:func:`_groups`) propagated through the same ``(I -
 (:func:`attnlib.se.propagation.metric_errors`), with the Newton step's own error in
 quadrature (:class:`Refined`).
 
-Measured (``benchmarks/se_accuracy.py``: 16 seeds, references from plain solves at
-``2^17`` points, 4 seeds): seq2seq T = 3, noise 0.1, Wishart(0.3), alpha 0.3, lam 0.01,
-``factor = 4``: the median relative deviation of the mse fell from 2.0 % to 0.87 %, the
-largest from 6.4 % to 2.2 %, the largest deviation over the reported error from 7.8 to
-4.7 (3 degrees of freedom in the error of each solve: a few of 32 ratios beyond 3 are
-expected even where the error is right on average); ``factor = 8``: 0.28 % median, 1.4 % largest.
-A second Newton step (``steps = 2``) gained little (T = 2, noise 0.1, lam 1e-3: 0.35 %
--> 0.24 % median at ``factor = 8``). Where the mse is a small fraction of ``Q0``
-(seq2seq T = 2, alpha 1, lam 0.01: mse 0.0015 ``Q0``) the relative deviation of the mse
-stays above 10 % at ``factor = 8``.
+``benchmarks/se_accuracy.py`` measures the deviations against solves on many more
+points; a second Newton step (``steps = 2``) gains little there.
 """
 
 from __future__ import annotations
@@ -113,12 +105,8 @@ def _fine_at(pb, x, z_new, prox_new, mode):
 
 def _groups(means_n, pieces, per: int, n_new: int) -> np.ndarray:
     """The ``R`` scramblings' output means ``(R, 4)`` over all their points: the
-    ``n``-point set's ``means_n`` and the new ``pieces`` weighted by their points. (The
-    pieces as groups of their own, ``R (pieces + 1)`` of them, gave more degrees of
-    freedom but overstated the error up to 5-fold: seq2seq T = 2, alpha 2, lam 0.1,
-    9 % reported against a 1 % deviation, where the 4 scramblings report 2 % at
-    ``n_qmc``. Consecutive pieces of one scrambled Sobol sequence are not independent
-    replicates.)"""
+    ``n``-point set's ``means_n`` and the new ``pieces`` weighted by their points
+    (consecutive pieces of one scrambled Sobol sequence are not independent replicates)."""
     w = per / (per + n_new)
     return w * means_n + (1.0 - w) * np.average(pieces, axis=0)
 

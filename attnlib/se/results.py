@@ -88,8 +88,8 @@ class SEResult(NamedTuple):
     :mod:`attnlib.se.propagation`; 0 for closed forms; ``rtol`` of
     :func:`attnlib.se.solve` bounds it).
 
-    The minimised objective (appended fields; NaN when not converged, and in results
-    built from stored rows that predate them). The ERM minimises ``sum_mu loss(Y_mu,
+    The minimised objective (NaN when not converged, and in results built from stored
+    rows without them). The ERM minimises ``sum_mu loss(Y_mu,
     h_mu(S)) + d lam Tr S`` (nuclear + PSD) or ``+ d (lam/2) ||S||_F^2`` (Frobenius), a
     sum over the ``n = alpha d^2`` sequences (:func:`attnlib.train.objective`); divided
     by ``n`` it tends to ``objective``:
@@ -107,15 +107,13 @@ class SEResult(NamedTuple):
     with ``converged=False``, every candidate where the objectives lie within their
     QMC errors and the search could not decide (:mod:`attnlib.se.several`).
 
-    ``replicon`` (appended; NaN where not computed: hardmax, rank-constrained students,
-    failed solves, stored rows that predate it): the replica-symmetric stability
+    ``replicon`` (NaN where not computed: hardmax, rank-constrained students, failed
+    solves, stored rows without it): the replica-symmetric stability
     (de Almeida-Thouless) of the fixed point, normalised so that it is stable where
     ``replicon < 1`` (:mod:`attnlib.se.replicon`); 0 in the zero phase. Where it is
     above 1 the solve warns (:class:`SEReplicaSymmetryWarning`) and :meth:`summary`
-    shows it (elsewhere it is left out of the summary, not of the repr).
-    ``e0`` is appended after ``replicon`` (NaN in results built from stored rows
-    that predate it); ``summary()`` shows it beside the test errors where it is
-    positive (noisy labels) and leaves it out at 0.
+    shows it (elsewhere it is left out of the summary, not of the repr). ``summary()``
+    shows ``e0`` beside the test errors where it is positive (noisy labels).
     """
 
     alpha: float

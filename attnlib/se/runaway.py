@@ -17,9 +17,7 @@ while ``(m, q)`` settle: the state evolution has no fixed point, the ERM interpo
 back from infinity: along the curve of ``(m, q)`` fixed points at each ``v`` the rate
 goes from ``+infinity`` (``v -> 0``: ``v'`` stays finite) to ``r* < 1``, so it crosses 1,
 and there is a finite fixed point. ``alpha_interp`` is the root of ``r*(alpha) = 1``.
-Several limit fixed points can coexist (seq2lab ``T = 2`` with noise on the target,
-``Wishart(0.5)``, ``alpha = 0.30``: rates 1.07 from the default start and 0.91 from the
-limit point at ``alpha = 0.35``). One that runs away (``r* > 1``) is enough for
+Several limit fixed points can coexist; one that runs away (``r* > 1``) is enough for
 interpolation: its train loss tends to 0, the smallest possible, so it is the ERM's
 global minimum and a finite fixed point beside it (positive train loss) is not.
 For the Gaussian channels (linear task, softmax seq2seq with noise on the pairs) the
@@ -29,14 +27,12 @@ seq2lab (one nonlinear constraint per sequence: ``c != 1``) it is computed here.
 
 How. :func:`growth_rate` iterates the real state-evolution map (output side on the QMC
 points of :func:`attnlib.se.output.qmc_points`, input side at ``lam = 0``) with ``v``
-pinned: ``v`` is raised tenfold per map from ``1e2`` to ``1e7`` (the prox points follow
-as warm starts: a prox started cold at ``v = 1e8`` fails to fit the labels), then held
-there while ``(m, q)`` iterate; ``r = v' / v`` at each map. The correction of ``r`` at
-``v = 1e7`` against ``v -> infinity`` is below ``1e-3`` (seq2lab ``T = 3``: ``r`` =
-1.0899, 1.0887, 1.0885 at ``v`` = 1e6, 1e8, 1e10; it drifts past ``1e12``, where the
-prox loses precision). The verdict is +1 (runs away: interpolation) or -1 (a fixed
-point) once ``|r - 1|`` exceeds ``margin`` plus three standard errors (over the ``R``
-scramblings) plus twice the bound on the change still to come (the last change of
+pinned: ``v`` is raised tenfold per map from ``1e2`` to ``1e7`` (the prox points follow as
+warm starts: a prox started cold at ``v = 1e8`` fails to fit the labels), then held there
+while ``(m, q)`` iterate; ``r = v' / v`` at each map (the correction of ``r`` at ``v = 1e7``
+against ``v -> infinity`` is below ``1e-3``). The verdict is +1 (runs away: interpolation)
+or -1 (a fixed point) once ``|r - 1|`` exceeds ``margin`` plus three standard errors (over
+the ``R`` scramblings) plus twice the bound on the change still to come (the last change of
 ``r`` times ``rho / (1 - rho)``, ``rho`` the measured contraction); 0 (undecided) where
 ``max_maps`` pass first.
 """

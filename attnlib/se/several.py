@@ -17,16 +17,12 @@ the cost of the interpolating softmax points), from
 - where these found another fixed point (the map has several there), continuation
   from the neighbour ``NEIGHBOUR * lam``: every fixed point the same search finds
   there, each warm-started at ``lam``. A branch that starts between ``lam`` and the
-  walk's ``10 lam`` is missed by the walk (seq2seq, noise 0.25, Wishart 0.5,
-  Frobenius, alpha 0.3, lam 1e-6: three fixed points, the lowest found only from
-  ``2 lam``), and :func:`attnlib.se.solve` at ``lam`` then disagrees with
-  continuation from ``2 lam`` on the lowest objective.
+  walk's ``10 lam`` is missed by the walk.
 
 Small ``lam`` (``0 < lam <= SMALL_LAM``, a non-linear task) is always searched, with the
 walk and one more start: the ``lam -> 0`` branch, the fixed point at ``lam = 0`` (where
 :mod:`attnlib.se.lam0` does not refuse it; at most ``robust._PROBE`` maps from the
-default start) continued to ``lam`` (issue 38: a converged-looking point at ``lam =
-1e-4`` was suspected to lie on another branch than the minimiser's).
+default start) continued to ``lam``.
 
 Deciding. The candidates are compared by objective, each with its error
 ``integration_error * |objective|`` (the propagated QMC error of the metrics,
@@ -36,10 +32,7 @@ cannot say which is the minimiser, and the result is not converged (NaN fields,
 ``converged=False``) with an :class:`attnlib.se.SEConvergenceWarning` naming every
 candidate and its objective (all of them in ``alternatives``); unless the tied
 candidates also agree in test error and mse within their errors, where the lowest is
-returned with its ``integration_error`` widened to the candidates' spread (seq2seq,
-noise 0.25, Wishart 0.5, Frobenius, alpha 0.3, lam 1e-6: three fixed points with
-objectives 8.398e-4, 8.411e-4, 8.457e-4, each +- 0.7-1.3e-4 at 8192 points, ``q``
-4.26-4.34).
+returned with its ``integration_error`` widened to the candidates' spread.
 
 The linear task (a convex channel) is never searched: its fixed point is unique.
 ``n_iter`` of the result counts the search's maps only when it found another point
@@ -186,10 +179,6 @@ def others(pb: point.Problem, lam, a: point.Attempt, settings: LoopSettings) -> 
     return found, n_iter
 
 
-def _result(pb, lam, a, extra) -> SEResult:
-    return point.final(pb, lam, a, extra)
-
-
 def objective_error(r: SEResult) -> float:
     """The QMC error of ``r.objective``: ``integration_error * |objective|`` (the
     propagated relative error of the metrics; a NaN error counts as infinite)."""
@@ -262,14 +251,14 @@ def lowest(
     (:class:`SEMultipleFixedPointsWarning`) when there are several. Where
     :func:`decide` cannot choose: NaN with ``converged=False`` (:func:`_undecided`) and
     no warm start."""
-    first = _result(pb, lam, a, extra)
+    first = point.final(pb, lam, a, extra)
     if not needs_search(pb, a):
         return first, point.warm_start(pb, a.x, a.prox, a.history)
     more, n_more = others(pb, lam, a, settings)
     if not more:
         return first, point.warm_start(pb, a.x, a.prox, a.history)
     found = [a, *more]
-    results = [first, *(_result(pb, lam, b, {**extra, "residual": b.residual}) for b in more)]
+    results = [first, *(point.final(pb, lam, b, {**extra, "residual": b.residual}) for b in more)]
     k = decide(results)
     if k is None:
         return _undecided(pb, lam, results, first.n_iter + n_more, on_fail), None

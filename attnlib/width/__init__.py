@@ -22,7 +22,7 @@ finding (the problem is not convex); the tests and the book compare it with Adam
 ``alpha`` above :func:`counting_bound`, with a train loss far below Adam's. The
 interpolation threshold of the width-``kappa`` student is not computed here; Adam on
 ``W`` interpolates up to the smaller of :func:`counting_bound` and the convex threshold
-(:func:`attnlib.thresholds.interpolation_se`), as measured on 03_factorisation.
+(:func:`attnlib.thresholds.interpolation_se`; book/03_factorisation).
 """
 
 from attnlib.width.counting import counting_bound

@@ -37,11 +37,13 @@ class WidthResult(NamedTuple):
     ``se.objective`` are those of the rank-constrained fixed point.
 
     Diagnostics ``converged``, ``residual``, ``n_iter`` (maps of the rank-constrained
-    attempts; the convex solve's are ``convex.n_iter``) and ``integration_error`` are
-    properties reading ``se``. Not converged: ``converged`` false, ``se``'s order parameters
-    and metrics NaN, and an :class:`attnlib.se.SEConvergenceWarning`. Where the convex point
-    failed, ``se is convex`` (NaN), ``kappa_star`` is NaN and ``constrained`` false; where
-    only the constrained map failed, ``convex`` keeps its fixed point.
+    attempts, or of the convex solve where the constraint is inactive; the convex solve's
+    are ``convex.n_iter``) and ``integration_error`` (at a constrained point the error
+    propagated through the rank-constrained map's Jacobian) are properties reading ``se``.
+    Not converged: ``converged`` false, ``se``'s order parameters and metrics NaN, and an
+    :class:`attnlib.se.SEConvergenceWarning`. Where the convex point failed,
+    ``se is convex`` (NaN), ``kappa_star`` is NaN and ``constrained`` false; where only the
+    constrained map failed, ``convex`` keeps its fixed point.
     """
 
     kappa: float
@@ -50,28 +52,10 @@ class WidthResult(NamedTuple):
     se: SEResult
     convex: SEResult
 
-    @property
-    def converged(self) -> bool:
-        """Whether the fixed point ``se`` was reached."""
-        return self.se.converged
-
-    @property
-    def residual(self) -> float:
-        """``se.residual``: the change of ``(m/Q0, log q, log v)`` under one map."""
-        return self.se.residual
-
-    @property
-    def n_iter(self) -> int:
-        """``se.n_iter``: maps evaluated for ``se`` (the constrained attempts, or the
-        convex solve where the constraint is inactive)."""
-        return self.se.n_iter
-
-    @property
-    def integration_error(self) -> float:
-        """``se.integration_error``: the relative QMC error of the metrics at ``se``,
-        propagated through the map's Jacobian (:mod:`attnlib.se.propagation`; at a
-        constrained point the Jacobian of the rank-constrained map, not the convex one's)."""
-        return self.se.integration_error
+    converged = property(lambda self: self.se.converged)
+    residual = property(lambda self: self.se.residual)
+    n_iter = property(lambda self: self.se.n_iter)
+    integration_error = property(lambda self: self.se.integration_error)
 
 
 def _problem(task, target, alpha, lam, *, kappa, s: SESettings) -> point.Problem:
@@ -218,17 +202,8 @@ def _constrained(task, target, point_, init, s: SESettings, attempts, *, stackle
         start = init if last is None or not last[0].converged else last[1]
         return _constrained_once(task, target, point_, start, s1, attempts)
 
-    return _doubling.until_accurate(
-        once,
-        s._replace(rtol=None),
-        rtol=s.rtol,
-        grow=_doubling.double_n_qmc(s.max_n_qmc),
-        name=f"width.solve at alpha={point_[0]}, lam={point_[1]}, kappa={point_[2]}",
-        sizes=("n_qmc",),
-        what="relative error of the metrics",
-        hint=" (the error falls like n_qmc^-1/2 to n_qmc^-3/4)",
-        stacklevel=stacklevel,
-    )
+    name = f"width.solve at alpha={point_[0]}, lam={point_[1]}, kappa={point_[2]}"
+    return _doubling.doubling_n_qmc(once, s, name=name, stacklevel=stacklevel)
 
 
 def _constrained_once(task, target, point_, init, s: SESettings, attempts):
@@ -294,10 +269,8 @@ def solve(
         settings; pass its warm start as ``init`` to reuse its prox points).
       settings: an :class:`attnlib.se.SESettings`; the shorthand keywords (``tol=``,
         ``anderson=``, ``n_qmc=``, ``n_rep=``, ``seed=``, ``rtol=``, ``max_n_qmc=``, ...)
-        as in :func:`attnlib.se.solve`. With ``rtol``, the convex point (unless given)
-        and the constrained one each double ``n_qmc`` (warm-started solves) until their
-        ``integration_error <= rtol``, or up to ``max_n_qmc`` (then a
-        ``RuntimeWarning`` gives the accuracy reached). Not converged: NaN fields and an
+        as in :func:`attnlib.se.solve` (with ``rtol``, the convex point, unless given,
+        and the constrained one each double ``n_qmc``). Not converged: NaN fields and an
         :class:`attnlib.se.SEConvergenceWarning` (the deprecated ``on_fail="raise"``:
         ``RuntimeError``). ``time_limit`` (seconds, the whole call): past it NaN fields,
         ``converged=False`` and the same policy. Progress: INFO on ``attnlib.se``.
