@@ -1,9 +1,7 @@
 """Derived scaling exponents ``zeta`` of ``e_test - e_0 ~ alpha^{-zeta}`` (book/08_scaling_laws).
 
 Names follow the notation page (book/notation.md): ``zeta`` the excess-risk exponent,
-``nu`` the exponent of the penalty schedule ``lam ~ alpha^{-nu}``. The field ``zeta`` of
-:class:`ExponentPrediction` was called ``f`` (the notation's spectral map): ``f`` is its
-deprecated name, for one release.
+``nu`` the exponent of the penalty schedule ``lam ~ alpha^{-nu}``.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnlib import _checks, _deprecation
+from attnlib import _checks
 from attnlib.scaling.schedule import LamSchedule
 
 __all__ = ["ExponentPrediction", "predicted_exponent"]
@@ -35,8 +33,6 @@ class ExponentPrediction(NamedTuple):
     zeta: float
     phase: str
     r: float
-
-    f = _deprecation.renamed_field("ExponentPrediction", "f", "zeta", " (book/notation.md)")
 
 
 def _counting_exponent(gamma, share_exponent) -> float:

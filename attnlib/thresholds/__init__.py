@@ -19,8 +19,7 @@ Thresholds (all in the limit ``d -> infinity``, ``lam -> 0+``):
   (Amelunxen, Lotz, McCoy, Tropp 2014). :func:`perfect_recovery_se` recomputes
   ``delta`` from the free-probability formulas of the state evolution, for any
   target spectrum; the information-theoretic (Bayes-optimal) count ``(kappa0 -
-  kappa0^2 / 2) / m_eff`` is :func:`attnlib.bayes.perfect_recovery`
-  (:func:`perfect_recovery_bayes`, its deprecated name here).
+  kappa0^2 / 2) / m_eff`` is :func:`attnlib.bayes.perfect_recovery`.
 - :func:`interpolation_se` ``alpha_interp(Delta)``: largest ``alpha`` at which noisy
   labels are fitted exactly, at the task's noise ``Delta`` (state evolution at
   ``lam = 0``, bisected; :func:`interpolation_se_bracket` gives the bracket). It lies
@@ -40,7 +39,6 @@ Thresholds (all in the limit ``d -> infinity``, ``lam -> 0+``):
 from attnlib.thresholds._common import PENALTIES
 from attnlib.thresholds.geometry import (
     perfect_recovery,
-    perfect_recovery_bayes,
     semicircle_moment2,
     statistical_dimension,
     tangent_cone_dimension,
@@ -66,7 +64,6 @@ __all__ = [
     "semicircle_moment2",
     "statistical_dimension",
     "perfect_recovery",
-    "perfect_recovery_bayes",
     "perfect_recovery_se",
     "recovery_mse_ratio",
     "interpolation",

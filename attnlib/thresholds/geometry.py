@@ -13,8 +13,7 @@ import warnings
 import numpy as np
 from scipy.optimize import brentq
 
-from attnlib import _checks, _deprecation
-from attnlib import bayes as _bayes
+from attnlib import _checks
 from attnlib.tasks import Task
 from attnlib.thresholds._common import _check_psd_target, _check_task, _target_kappa0
 from attnlib.width.capacity import rank_manifold_dimension
@@ -23,7 +22,6 @@ __all__ = [
     "semicircle_moment2",
     "statistical_dimension",
     "perfect_recovery",
-    "perfect_recovery_bayes",
     "tangent_cone_dimension",
 ]
 
@@ -137,15 +135,6 @@ def perfect_recovery(task: Task, target) -> float:
         )
     _check_psd_target(target)
     return statistical_dimension(_target_kappa0(target)) / task.m_eff
-
-
-def perfect_recovery_bayes(task: Task, target) -> float:
-    """Deprecated (removed in the next release): :func:`attnlib.bayes.perfect_recovery`,
-    the one name of the Bayes-optimal threshold ``(kappa0 - kappa0^2/2) / m_eff``, with a
-    ``DeprecationWarning`` (hardmax, ``m_eff = 0``: ``inf``). The convex ERM needs
-    :func:`perfect_recovery` ``>=`` it."""
-    _deprecation.warn("thresholds.perfect_recovery_bayes", "bayes.perfect_recovery")
-    return _bayes.perfect_recovery(task, target)
 
 
 def tangent_cone_dimension(kappa0: float) -> float:

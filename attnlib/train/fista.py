@@ -169,7 +169,7 @@ def train_convex(
     or ``S``) the same, ``S`` and ``train_loss`` NaN where ``S`` is not finite (as GAMP).
     """
     given = dict(max_iter=max_iter, tol=tol, chunk=chunk, time_limit=time_limit)
-    s = resolve("train_convex", settings, given, dict(max_iter=20000, chunk=50))
+    s = resolve(settings, given, dict(max_iter=20000, chunk=50))
     lam = _checks.nonnegative("lam", lam)
     check_penalty(penalty)
     max_iter = _checks.integer("max_iter", s.max_iter, 1)
