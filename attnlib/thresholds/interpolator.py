@@ -242,8 +242,10 @@ def ridgeless_limit(
 
 def ridgeless_peak(task, target, *, n_qmc: int = 2**16, n_rep: int = 8, seed: int = 0) -> SEResult:
     r"""The height of the interpolation peak: :func:`ridgeless_limit`'s common limit at
-    ``alpha -> alpha_interp`` from both sides (module docstring: ``tau = 0``, ``Delta_eff =
-    dbar``, ``m = Q0 + Delta_e / 2``, ``q = J(dbar)``). Test errors from these overlaps
+    ``alpha -> alpha_interp`` from both sides.
+
+    Module docstring: ``tau = 0``, ``Delta_eff = dbar``, ``m = Q0 + Delta_e / 2``, ``q =
+    J(dbar)``. Test errors from these overlaps
     (softmax: QMC, ``n_qmc`` points in ``n_rep`` scramblings, relative standard error
     ``integration_error``). Fields as in :func:`ridgeless_limit` below the threshold.
     """
