@@ -213,9 +213,9 @@ class Spiked(Target):
 
     def sample(self, key, d):
         d = _checks.target_sample_size(_checks.integer("d", d, len(self.spikes)))
-        k_b, k_u = jax.random.split(key)
+        k_b, _ = jax.random.split(key)
         B = jnp.zeros((d, d)) if self.bulk is None else self.bulk.sample(k_b, d)
-        U = haar_orthogonal(k_u, d)[:, : len(self.spikes)]
+        U = self.spike_directions(key, d)
         S = B + (U * jnp.asarray(self.spikes)[None, :]) @ U.T
         return (S + S.T) / 2
 
@@ -327,10 +327,7 @@ class PowerLawModes(Target):
 
     def sample(self, key, d):
         """``S0 = O diag(sample_eigenvalues(d)) O^T`` with ``O = haar_orthogonal(key, d)``."""
-        lam = jnp.asarray(self.sample_eigenvalues(_checks.target_sample_size(d)))
-        U = haar_orthogonal(key, d)
-        S = (U * lam[None, :]) @ U.T
-        return (S + S.T) / 2
+        return _from_eigen(key, self.sample_eigenvalues(_checks.target_sample_size(d)))
 
     def measure(self, n_atoms: int = 4000) -> SpectralMeasure:
         """The exact limit (``n_atoms`` is ignored): ``pi_k`` at ``lambda_k``, the rest at 0."""
