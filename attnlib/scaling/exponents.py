@@ -119,7 +119,7 @@ def _noise_free(r, nu) -> ExponentPrediction:
 
 def _paper_phase(r, nu, noisy, all_modes, interpolating) -> ExponentPrediction:
     """The phases that only the paper's finite-``d`` regime has (see :func:`predicted_exponent`);
-    ``None`` when neither flag is set."""
+    ``None`` where the flags set leave the usual phases."""
     for name, flag in (("all_modes", all_modes), ("interpolating", interpolating)):
         if not isinstance(flag, (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False, got {flag!r}")
@@ -135,8 +135,6 @@ def _paper_phase(r, nu, noisy, all_modes, interpolating) -> ExponentPrediction:
         if noisy and zeta_shr >= 1.0:
             return ExponentPrediction(1.0, "variance", r)
         return ExponentPrediction(zeta_shr, "shrinkage", r)
-    if not noisy:
-        return _noise_free(r, nu)
-    if nu < -0.5:
-        return ExponentPrediction((1.0 + nu) * (2.0 - r), "threshold", r)
-    return ExponentPrediction(1.0 - r / 2.0, "minimax", r)
+    if noisy and nu >= -0.5:  # interpolating: the threshold sits at the noise edge
+        return ExponentPrediction(1.0 - r / 2.0, "minimax", r)
+    return None

@@ -118,11 +118,8 @@ def perfect_recovery(task: Task, target) -> float:
     (Amelunxen et al. 2014). Depends on the target only through ``kappa0``.
     E.g. ``0.2111`` for ``Seq2Seq(T=2)`` with ``Wishart(0.5)``.
 
-    The task's label noise is ignored: the value is the threshold of the same task with
-    noise-free labels (only ``task.m_eff`` enters), and a task with ``noise > 0`` raises a
-    ``UserWarning`` saying so. With noisy labels exact recovery does not happen at any
-    ``alpha``; the noisy counterpart is the interpolation threshold
-    (:func:`interpolation_se`).
+    Only ``task.m_eff`` enters: a task with ``noise > 0`` gets a ``UserWarning`` (noisy labels
+    are never recovered exactly; their threshold is :func:`interpolation_se`).
     """
     task = _check_task(task)
     if task.noise > 0:
