@@ -36,7 +36,7 @@ Thresholds (all in the limit ``d -> infinity``, ``lam -> 0+``):
   :func:`ridgeless_peak`: the height of the interpolation peak, finite.
 """
 
-from attnlib.thresholds._common import PENALTIES
+from attnlib.spectral_map import PENALTIES
 from attnlib.thresholds.geometry import (
     perfect_recovery,
     semicircle_moment2,

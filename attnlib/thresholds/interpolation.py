@@ -22,9 +22,9 @@ import warnings
 from typing import NamedTuple
 
 from attnlib import _checks, _limits, follow, se
+from attnlib.spectral_map import PENALTIES
 from attnlib.tasks import Task
 from attnlib.thresholds._common import (
-    PENALTIES,
     _check_psd_target,
     _check_task,
     _labels_leave_range,
