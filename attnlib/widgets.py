@@ -1,4 +1,4 @@
-"""Interactive explorers (ipywidgets) used by chapters 2, 4 and 5.
+"""Interactive explorers (ipywidgets) of the chapters 03, 07 and 08.
 
 Each explorer is one object (:class:`ERMExplorer`, :class:`SpectrumExplorer`,
 :class:`ScalingExplorer`) that owns a small bounded cache (:class:`BoundedCache`) of
@@ -423,9 +423,8 @@ def _lam_starts(points, lam_from, lam_to):
     ``points``: ``(SEResult, WarmStart | None)`` pairs. Each converged point gives its
     :class:`attnlib.se.WarmStart` with ``(m, q, v)`` moved to the new ``lam``: below full
     rank (``rank_fraction < 0.999``) ``v`` scales like ``1 / lam`` (``v = int rho_R f h_R /
-    m_hat``, ``f = (c x - tau)_+``, ``tau = lam / a_hat``), at full rank it is kept
-    (iteration counts: ``benchmarks/widget_speed.py``). ``None`` where a point did not
-    converge.
+    m_hat``, ``f = (c x - tau)_+``, ``tau = lam / a_hat``), at full rank it is kept.
+    ``None`` where a point did not converge.
     """
     starts = []
     for r, warm in points:
