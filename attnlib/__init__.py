@@ -3,10 +3,8 @@
 Importing attnlib changes no JAX configuration. The theory computes in double
 precision: call :func:`attnlib.configure_jax` once, at the top of a script or
 notebook and before anything is compiled, to turn on ``jax_enable_x64`` and JAX's
-persistent compilation cache (in ``~/.cache/attnlib/jax``; see its docstring for
-the folder, ``ATTNLIB_JAX_CACHE`` and a cache configured through JAX). A theory
-function called in float32 mode raises a RuntimeError that names the switch; the
-data and training routines run in either mode (they take an explicit ``dtype``).
+persistent compilation cache. A theory function called in float32 mode raises a
+RuntimeError that names the switch; the data and training routines run in either mode.
 
 ::
 
