@@ -31,7 +31,6 @@ import numpy as np
 
 from attnlib import _checks, follow, plotting, scaling, se, sliders, spectrum, targets, thresholds
 from attnlib import tasks as _tasks
-from attnlib.se.drivers import _stack
 
 __all__ = [
     "make_task",
@@ -145,7 +144,9 @@ class _PointSolver:
                 return _quiet(se.solve, task, target, a, lam, penalty, init=start)
 
             found = self.curves.put(key, follow.follow(solve_at, alphas))
-        return _stack(found[0], penalty)
+        fields = [f for f in se.LearningCurve._fields if f != "penalty"]
+        columns = {f: np.array([getattr(r, f) for r in found[0]]) for f in fields}
+        return se.LearningCurve(penalty=penalty, **columns)
 
     def point(self, task, target, alpha, lam, penalty, *, near=None):
         """One SE point, warm-started from the nearest point of the cached curve ``near``

@@ -75,7 +75,7 @@ from scipy.optimize import brentq
 from attnlib import _checks, _limits, channels
 from attnlib.denoisers.nuclear import nuclear_integrals
 from attnlib.se.continuation import unfinished_result
-from attnlib.se.drivers import _stack, learning_curve, solve
+from attnlib.se.drivers import learning_curve, solve
 from attnlib.se.output import check_overlaps
 from attnlib.se.results import LearningCurve, SEConvergenceWarning, SEResult
 from attnlib.se.settings import SESettings, resolve
@@ -258,6 +258,12 @@ def ridgeless_peak(task, target, *, n_qmc: int = 2**16, n_rep: int = 8, seed: in
     return _limit_result(task, target, th.alpha, point, (n_qmc, n_rep, seed))
 
 
+def _stack(results) -> LearningCurve:
+    fields = [f for f in LearningCurve._fields if f != "penalty"]
+    columns = {f: np.array([getattr(r, f) for r in results]) for f in fields}
+    return LearningCurve(penalty="nuclear", **columns)
+
+
 def ridgeless_curve(
     task, target, alphas, *, settings: SESettings | None = None, **shorthands
 ) -> LearningCurve:
@@ -291,7 +297,7 @@ def ridgeless_curve(
                 out[i] = _fail(alphas[i], target, s, f"stopped at time_limit = {s.time_limit:g} s")
                 continue
             out[i] = _point(task, target, float(alphas[i]), th, s._replace(time_limit=left_s))[0]
-    return _stack(out, "nuclear")
+    return _stack(out)
 
 
 def _item(curve: LearningCurve, field: str, k: int):
