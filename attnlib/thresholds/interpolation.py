@@ -64,23 +64,17 @@ def interpolation(task: Task, kappa: float | None = None, penalty: str = "nuclea
 
     - ``penalty="frobenius"`` (direct ``S``, no constraint): solvable iff ``M < N``,
       so ``alpha_interp = 1 / (2 m_eff)``, whatever the target and the noise.
-    - ``penalty="nuclear"``, ``kappa=None`` (convex problem, ``S`` in the PSD cone
-      ``C``): ``A(S - S0) = e`` with ``S - S0`` in ``C - S0``. By Gordon's
-      comparison (CGMT) for Gaussian-like sensing, a solution exists iff
-      ``sup_r [w(r)^2 - ||e||^2 / r^2] > M``, where ``w(r)^2`` is the squared
-      Gaussian width of ``(C - S0) / r`` intersected with the unit sphere. ``w(r)``
-      decreases from the statistical dimension of the tangent cone
-      ``T_C(S0)`` (``r -> 0``) to that of ``C`` itself (``r -> infinity``;
-      ``delta(C) = N/2 = d^2/4`` for the self-dual PSD cone). Noise-dominated labels
-      (``||e|| -> infinity``) need ``r -> infinity``: ``alpha_interp = 1/(4 m_eff)``.
-      With ``S0 = 0``, ``C - S0 = C`` and this holds at every noise level. (Zero
-      noise gives the other end, :func:`interpolation_small_noise`.)
-    - ``penalty="nuclear"`` with a factorised width ``kappa < 1``: the rank
-      ``<= kappa d`` PSD matrices form a manifold of dimension
-      ``kappa d^2 - (kappa d)^2 / 2 = d^2 (kappa - kappa^2/2)``, so the dimension
-      count predicts ``alpha_interp = min(1/4, kappa - kappa^2/2) / m_eff`` for
-      noise-dominated labels (a count, not a theorem: it assumes generic equations
-      can be met on the manifold whenever its dimension exceeds their number).
+    - ``penalty="nuclear"``, ``kappa=None`` (``S`` in the PSD cone ``C``): by Gordon's
+      comparison (CGMT), ``A(S - S0) = e`` has a solution iff ``sup_r [w(r)^2 - ||e||^2 /
+      r^2] > M``, ``w(r)^2`` the squared Gaussian width of ``(C - S0) / r`` on the unit
+      sphere, decreasing from the statistical dimension of the tangent cone ``T_C(S0)``
+      (``r -> 0``; zero noise: :func:`interpolation_small_noise`) to ``delta(C) = N/2 =
+      d^2/4`` (``r -> infinity``: noise-dominated labels, or ``S0 = 0`` at any noise):
+      ``alpha_interp = 1/(4 m_eff)``.
+    - ``penalty="nuclear"`` with a factorised width ``kappa < 1``: the rank ``<= kappa d``
+      PSD matrices form a manifold of dimension ``d^2 (kappa - kappa^2/2)``, so the
+      dimension count (not a theorem) predicts ``alpha_interp = min(1/4, kappa -
+      kappa^2/2) / m_eff`` for noise-dominated labels.
 
     With ``noise_on="outputs"`` on a softmax task the labels leave the range of ``g``:
     the training loss stays positive at every ``alpha`` and this returns ``0.0``.
