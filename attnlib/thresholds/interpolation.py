@@ -22,6 +22,7 @@ import warnings
 from typing import NamedTuple
 
 from attnlib import _checks, _limits, follow, se
+from attnlib.se import runaway
 from attnlib.spectral_map import PENALTIES
 from attnlib.tasks import Task
 from attnlib.thresholds._common import (
@@ -30,7 +31,6 @@ from attnlib.thresholds._common import (
     _labels_leave_range,
     _target_kappa0,
 )
-from attnlib.thresholds._escape import interpolates
 from attnlib.thresholds.geometry import tangent_cone_dimension
 from attnlib.width.capacity import rank_manifold_dimension
 
@@ -50,6 +50,26 @@ log = logging.getLogger("attnlib.thresholds")
 _RESIDUAL_OK = 1e-5
 _V_MAX = 1e8
 _FINAL_SOLVE_S = 120.0
+# the runaway rate is iterated until its change still to come is below _RATE_TOL (the sign
+# of rate - 1 is the verdict: at 2 % of rate change per 1 % of alpha, 5e-6 in alpha)
+_RATE_TOL = 1e-5
+_RATE_MAX_MAPS = 80
+
+
+def _interpolates(task, target, alpha, se_kwargs) -> bool:
+    """The probe of the bisection: whether the ``lam = 0`` state evolution at ``alpha`` has
+    no fixed point, its ``v`` running away at a rate above 1 (:mod:`attnlib.se.runaway`, a
+    few maps instead of a solve; at the QMC points ``n_qmc``, ``n_rep``, ``seed`` of
+    ``se_kwargs``, the solves' own). False where the rate is below 1, or not finite."""
+    qmc = {k: se_kwargs[k] for k in ("n_qmc", "n_rep", "seed") if se_kwargs.get(k) is not None}
+    qmc.setdefault("n_qmc", se.SESettings().n_qmc)  # the solves' default
+    # every probe starts cold: a warm start from the probe below follows the running-away
+    # branch (the limit map can have two fixed points) and gives wrong rates; cold starts
+    # agree with the closed form (test_lam0_runaway)
+    r = runaway.growth_rate(task, target, alpha, tol=_RATE_TOL, max_maps=_RATE_MAX_MAPS, **qmc)
+    msg = "interpolation_se: alpha %.5g: v runs away at the rate %.5f +- %.1e per map (%d maps)"
+    log.info(msg, alpha, r.rate, r.stderr, r.n_maps)
+    return bool(r.rate > 1.0)
 
 
 def interpolation(task: Task, kappa: float | None = None, penalty: str = "nuclear") -> float:
@@ -139,7 +159,7 @@ def _lam0_fixed_point(task, target, alpha, init, se_kwargs, *, rate=True):
     solve stops short (residual above ``_RESIDUAL_OK``; its ``SEConvergenceWarning`` is
     swallowed, other warnings pass on), or ``v >= _V_MAX``, or a train loss ``<= 0``.
     """
-    if rate and interpolates(task, target, alpha, se_kwargs):  # v runs away: no solve
+    if rate and _interpolates(task, target, alpha, se_kwargs):  # v runs away: no solve
         return None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -199,11 +219,11 @@ def _stop_warning(why, lo, hi, xtol) -> None:
 def _bisect(task, target, bracket, xtol, se_kwargs, *, budget):
     """Halve ``bracket`` (:func:`attnlib.follow.bisect`) until ``hi - lo <= xtol``, the budget
     is spent or an interrupt comes (the finished probes' bracket is kept). Each probe is the
-    runaway rate of ``v`` (:func:`attnlib.thresholds._escape.interpolates`); the fixed point
+    runaway rate of ``v`` (:func:`_interpolates`); the fixed point
     at the final ``hi`` is solved once at the end."""
 
     def probe(alpha, _at_hi):  # a fixed point (not a runaway) moves hi
-        return None if interpolates(task, target, alpha, se_kwargs) else True
+        return None if _interpolates(task, target, alpha, se_kwargs) else True
 
     def after(n, alpha, r, lo, hi):
         msg = "interpolation_se: probe %d at alpha %.5g: %s; bracket [%.5g, %.5g], %.0f s"
@@ -247,8 +267,8 @@ def _ends(task, target, se_kwargs, budget):
     lo = interpolation(task)
     hi = 1.02 * interpolation_small_noise(task, target)
     try:
-        top = not interpolates(task, target, hi, se_kwargs)
-        bottom = top and not interpolates(task, target, lo, se_kwargs)
+        top = not _interpolates(task, target, hi, se_kwargs)
+        bottom = top and not _interpolates(task, target, lo, se_kwargs)
     except (KeyboardInterrupt, _limits.TimeUp) as err:
         _stop_warning(budget.why(err) + " before a bracket was found (NaN)", lo, hi, 0.0)
         return InterpolationThreshold(math.nan, lo, hi, None, 0)
