@@ -17,12 +17,10 @@ Conventions (the book's "Notation and conventions" page, ``book/notation.md``):
 
   - ``"logits"``: ``Y = g(h + sqrt(Delta) xi)`` with ``xi`` symmetric and i.i.d.
     ``N(0, 1)`` on each pair (variance ``Delta`` on every pair);
-  - ``"target"``: ``Y = g(h + xi)`` with ``xi`` symmetric, independent across pairs,
-    of pair variance ``(Delta / 2) sigma_ab^2 = Delta / (2 - delta_ab)`` (``Delta`` on
-    the diagonal, ``Delta / 2`` off it): the covariance shape of ``h`` itself, as if
-    ``S0`` were perturbed afresh for each sequence, so the noisy logits are distributed
-    as the pre-activations of a target with ``Q0 + Delta / 2`` in place of ``Q0``: the noise
-    of the model of arXiv:2509.24914 (Boncoraglio et al. 2025b);
+  - ``"target"``: ``Y = g(h + xi)`` with ``xi`` symmetric, independent across pairs, of
+    pair variance ``(Delta / 2) sigma_ab^2`` (``Delta`` on the diagonal, ``Delta / 2`` off
+    it): the shape of ``h`` itself, as if ``S0`` were perturbed afresh for each sequence
+    (a target with ``Q0 + Delta / 2``): the model of arXiv:2509.24914;
   - ``"outputs"``: ``Y = g(h) + sqrt(Delta) xi`` with ``xi`` i.i.d. ``N(0, 1)`` on
     every output entry.
 

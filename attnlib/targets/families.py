@@ -115,14 +115,11 @@ class Wishart(Target):
 class PowerLaw(Target):
     r"""Power-law spectrum with Haar eigenvectors.
 
-    A fraction ``kappa0`` of the eigenvalues is non-zero; the one at relative
-    rank ``u = k / p0`` (``k = 1..p0``, ``p0 = kappa0 d``) is ``c u^{-gamma}``,
-    so the ``k``-th largest eigenvalue is proportional to ``k^{-gamma}``. The
-    constant ``c`` makes ``Q0 = 1`` in the limit, which exists for
-    ``0 <= gamma < 1/2``: ``c = sqrt((1 - 2 gamma) / kappa0)``. The atomic
-    :meth:`measure` (mid-point quantiles) misses part of the integrable
-    divergence at the top, so its ``Q0`` is slightly below 1 (0.995 at
-    ``gamma = 0.25`` with 4000 atoms); theory and sampling both use it.
+    A fraction ``kappa0`` of the eigenvalues is non-zero; the one at relative rank ``u = k /
+    p0`` (``k = 1..p0``, ``p0 = kappa0 d``) is ``c u^{-gamma}``, ``c = sqrt((1 - 2 gamma) /
+    kappa0)`` so that ``Q0 = 1`` in the limit (``0 <= gamma < 1/2``). The atomic
+    :meth:`measure` (mid-point quantiles) misses part of the divergence at the top: its
+    ``Q0`` is slightly below 1; theory and sampling both use it.
     """
 
     gamma: float = 0.25
