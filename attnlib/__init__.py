@@ -3,10 +3,8 @@
 Importing attnlib changes no JAX configuration. The theory computes in double
 precision: call :func:`attnlib.configure_jax` once, at the top of a script or
 notebook and before anything is compiled, to turn on ``jax_enable_x64`` and JAX's
-persistent compilation cache (in ``~/.cache/attnlib/jax``; see its docstring for
-the folder, ``ATTNLIB_JAX_CACHE`` and a cache configured through JAX). A theory
-function called in float32 mode raises a RuntimeError that names the switch; the
-data and training routines run in either mode (they take an explicit ``dtype``).
+persistent compilation cache. A theory function called in float32 mode raises a
+RuntimeError that names the switch; the data and training routines run in either mode.
 
 ::
 
@@ -14,14 +12,9 @@ data and training routines run in either mode (they take an explicit ``dtype``).
 
     attnlib.configure_jax()  # float64 and the compilation cache, for this process
 
-Why a switch and not float64 scoped to each call: JAX 0.10 still has the scoped
-form (``with jax.enable_x64(True):``; ``jax.experimental.enable_x64`` is gone),
-but arrays made inside such a scope are silently cut to float32 when the caller
-computes with them outside it, and the book's simulations (data sets, training,
-GAMP) rely on process-wide float64 as much as the state evolution does. The
-compilation cache is process configuration too, so it moved into the same switch:
-with it, a fresh script's first ``se.solve`` reads the compiled engine from disk
-(``benchmarks/fresh_process.py``).
+A process-wide switch, not float64 scoped to each call: arrays made inside
+``jax.enable_x64(True)`` are cut to float32 outside it, and the simulations need
+float64 as much as the state evolution does.
 
 Modules and packages (one idea per file; every public name is importable from the
 module or package named here):

@@ -1,22 +1,18 @@
 """A bound on the compiled programs that JAX holds in one process.
 
-Why. JAX keeps every program it compiles or loads from its persistent cache, and XLA's
-CPU backend maps three memory regions per compiled kernel (hundreds to thousands per
-state-evolution program; measured in ``benchmarks/long_process_maps.py``). Linux allows
-a process ``vm.max_map_count`` maps (usually 65530); a process that solves a few dozen
-different problems (a pytest process, a notebook kernel) reaches it, and XLA then dies
-of a segmentation fault ("LLVM compilation error: Cannot allocate memory") with no
+Why. JAX keeps every program it compiles or loads, and XLA's CPU backend maps three
+memory regions per compiled kernel (hundreds to thousands per state-evolution program).
+A process that solves a few dozen different problems reaches Linux's
+``vm.max_map_count`` (usually 65530), and XLA then dies of a segmentation fault with no
 Python exception to catch.
 
-The guard. A listener of JAX's compile events counts the programs made and counts the
-process's memory maps as they near ``FRACTION`` of ``vm.max_map_count`` (every program
-then; reading ``/proc/self/maps`` takes about 1 ms per 1000 maps, so less often while
-far below). Past it, the next :func:`release_if_needed` (called by attnlib's solvers
-from host code before they dispatch compiled programs) empties JAX's in-memory caches
-(``jax.clear_caches()``), which unmaps every program nothing else holds; the next calls
-load their programs again from the disk cache. The maps left after a release are held
-by something else: the next threshold is ``FRACTION`` of the room above them, and a
-warning says when that room is nearly gone.
+The guard. A listener of JAX's compile events counts the programs made, and the
+process's memory maps as they near ``FRACTION`` of ``vm.max_map_count``. Past it, the
+next :func:`release_if_needed` (called by attnlib's solvers from host code before they
+dispatch compiled programs) empties JAX's in-memory caches (``jax.clear_caches()``); the
+next calls load their programs again from the disk cache. The maps left after a release
+are held by something else: the next threshold is ``FRACTION`` of the room above them,
+and a warning says when that room is nearly gone.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 
-__all__ = ["warn", "renamed_keyword", "renamed_field"]
+__all__ = ["warn", "renamed_field"]
 
 
 def warn(old: str, new: str, *, stacklevel: int = 3) -> None:
@@ -32,16 +32,3 @@ def renamed_field(owner: str, old: str, new: str, note: str = "") -> property:
         return getattr(self, new)
 
     return property(get, doc=f"Deprecated name of :attr:`{new}` (a ``DeprecationWarning``).")
-
-
-def renamed_keyword(function: str, new: str, value, old: str, old_value, *, stacklevel=4):
-    """The value of the keyword ``new`` of ``function``, where the caller may still pass it
-    under its old name ``old`` (a :class:`DeprecationWarning`). ``value`` and
-    ``old_value`` are what the caller passed (``None``: not passed); passing both is a
-    ``ValueError`` naming both."""
-    if old_value is None:
-        return value
-    if value is not None:
-        raise ValueError(f"{function}: pass {new} only ({old} is its deprecated name), not both")
-    warn(f"{function}({old}=...)", f"{function}({new}=...)", stacklevel=stacklevel)
-    return old_value

@@ -54,27 +54,20 @@ def _enable_compilation_cache() -> None:
 def configure_jax() -> None:
     """Set this process up for attnlib's theory: float64 and the compilation cache.
 
-    Call it once, at the top of a script or notebook, before anything is compiled
-    with JAX. It turns on ``jax_enable_x64`` (every theory computation of attnlib is
-    done in double precision; the training routines take an explicit ``dtype`` when
-    single precision is wanted) and JAX's persistent compilation cache, so that a
-    new process reads the compiled state-evolution engine from disk instead of
-    compiling it again. The cache lives in ``$XDG_CACHE_HOME/attnlib/jax`` (default
-    ``~/.cache/attnlib/jax``), or in ``$ATTNLIB_JAX_CACHE`` when that names a folder;
-    programs that take at least 0.2 s to compile are stored (unless
-    ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` says otherwise). A cache the user
-    configured through JAX (``JAX_COMPILATION_CACHE_DIR`` or
-    ``jax.config.update("jax_compilation_cache_dir", ...)``) is left as it is, and
-    ``ATTNLIB_JAX_CACHE=off`` leaves the cache off. It also starts counting the programs
-    JAX makes, so that attnlib's solvers empty JAX's in-memory caches before the
-    process's memory maps reach ``vm.max_map_count``, where XLA would crash
-    (:mod:`attnlib._compiled_programs`). Calling it again changes nothing.
+    Call it once, at the top of a script or notebook, before anything is compiled with
+    JAX. It turns on ``jax_enable_x64`` (the theory computes in double precision; the
+    training routines take an explicit ``dtype``) and JAX's persistent compilation cache
+    in ``$XDG_CACHE_HOME/attnlib/jax`` (default ``~/.cache/attnlib/jax``), or in
+    ``$ATTNLIB_JAX_CACHE`` when that names a folder (``off``: no cache); programs that take
+    at least 0.2 s to compile are stored (unless
+    ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` says otherwise). A cache configured
+    through JAX (``JAX_COMPILATION_CACHE_DIR`` or ``jax_compilation_cache_dir``) is left as
+    it is. It also starts the guard of :mod:`attnlib._compiled_programs`. Calling it again
+    changes nothing.
 
-    Called after JAX has compiled something in this process (any JAX operation
-    compiles), it still switches, but warns (``RuntimeWarning``): arrays made before
-    keep their float32 dtype, programs compiled before are not in the cache, and where
-    JAX has already fixed its cache for the process (off, or in another folder) the
-    warning says that the cache is not used.
+    Called after JAX has compiled something in this process, it still switches, but warns
+    (``RuntimeWarning``): arrays made before keep their float32 dtype, and programs
+    compiled before are not in the cache (or the cache is not used at all).
     """
     compiled = _compiled_before()
     changes = not jax.config.jax_enable_x64 or _default_cache_dir() is not None

@@ -17,13 +17,11 @@ holds what they share (it imports nothing from the tasks).
   is exactly the ``beta0 = beta`` model of the target ``c S0`` with logit noise
   ``c^2 Delta`` (output noise unchanged): the student's best matrix is ``c S0``.
 
-Where each computation stands: data, the ERM state evolution, GAMP on data and the three
-test errors handle both (labels from the teacher, prox and predictions with the
-student); the ridgeless threshold (``attnlib.thresholds.interpolation_formula``) is
-unchanged by ``beta0`` (softmax labels stay in the range of ``g``, and the formula is
-homogeneous of degree 0 under ``(S0, Delta) -> (c S0, c^2 Delta)``) and 0 with
-``noise_out > 0`` (labels off the range); the Bayes-optimal computations refuse both
-(:func:`check_bayes_model`); ``Hardmax`` (``beta -> infinity``) has no ``beta0``.
+Data, the ERM state evolution, GAMP on data and the test errors handle both (labels from
+the teacher, prox and predictions with the student); the ridgeless threshold
+(``attnlib.thresholds.interpolation_formula``) is unchanged by ``beta0`` (homogeneous of
+degree 0 under ``(S0, Delta) -> (c S0, c^2 Delta)``) and 0 with ``noise_out > 0``; the
+Bayes-optimal computations refuse both (:func:`check_bayes_model`).
 """
 
 from __future__ import annotations

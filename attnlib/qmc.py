@@ -12,11 +12,9 @@ The seeding rule. Each integral draws its points from a named *stream*
 ``numpy.random.default_rng([seed + STREAMS[s], r])``. A single set is scrambling
 ``r = 0``, which numpy seeds exactly as the plain integer ``seed + STREAMS[s]`` (a
 ``SeedSequence`` pads its entropy with zeros to four words, so ``[k, 0]``, ``[k]`` and
-``k`` are one seed). The offsets are those the library used before this rule was
-written down, so that every stored result keeps its numbers; as a consequence two
-streams whose offsets differ by ``k`` share their points between seeds ``k`` apart
-(``"inner"`` at seed 0 is ``"outer"`` at seed 1): streams are independent at one
-seed, not across seeds.
+``k`` are one seed). Two streams whose offsets differ by ``k`` share their points
+between seeds ``k`` apart (``"inner"`` at seed 0 is ``"outer"`` at seed 1): streams are
+independent at one seed, not across seeds.
 
 The sample count is a runtime size: an integral over ``n`` points per scrambling runs
 through one compiled program on pieces of :data:`CHUNK` points (:func:`chunks`; the

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
+from attnlib.spectral_map import PENALTIES
+
 __all__ = ["erm_sliders", "spectrum_sliders", "scaling_sliders"]
 
 try:  # optional: the figures work without it, the sliders need it (the "book" extra)
@@ -37,6 +39,11 @@ def _slider(kind, value, low, high, step, description):
     return cls(continuous_update=False, **opts)
 
 
+def _dropdown(options, value, description):
+    w, _ = _ipywidgets()
+    return w.Dropdown(options=list(options), value=value, description=description)
+
+
 def _explorer(settings, controls, draw):
     """Wire ``controls`` (field name -> widget) to ``draw(settings, fig)``; returns a VBox."""
     w, display = _ipywidgets()
@@ -54,8 +61,6 @@ def _explorer(settings, controls, draw):
 def erm_sliders(s, draw):
     """Sliders of :class:`attnlib.widgets.ERMExplorer` (alpha, lam, kappa0, noise, T, beta,
     penalty, task) over ``draw(settings, fig)``, starting at the settings ``s``."""
-    w, _ = _ipywidgets()
-
     controls = {
         "alpha": _slider("float", s.alpha, 0.02, s.alpha_max, 0.01, "alpha"),
         "lam": _slider("log", s.lam, -3, 0, 0.1, "lambda"),
@@ -63,10 +68,8 @@ def erm_sliders(s, draw):
         "noise": _slider("float", s.noise, 0.0, 1.0, 0.05, "noise"),
         "T": _slider("int", s.T, 2, 4, 1, "T"),
         "beta": _slider("float", s.beta, 0.25, 4.0, 0.25, "beta"),
-        "penalty": w.Dropdown(
-            options=["nuclear", "frobenius"], value=s.penalty, description="penalty"
-        ),
-        "task": w.Dropdown(options=list(TASK_KINDS), value=s.task, description="task"),
+        "penalty": _dropdown(PENALTIES, s.penalty, "penalty"),
+        "task": _dropdown(TASK_KINDS, s.task, "task"),
     }
     return _explorer(s, controls, draw)
 
@@ -74,8 +77,6 @@ def erm_sliders(s, draw):
 def spectrum_sliders(s, draw):
     """Sliders of :class:`attnlib.widgets.SpectrumExplorer` (alpha, lam, kappa0, spike,
     noise, beta, penalty) over ``draw(settings, fig)``, starting at the settings ``s``."""
-    w, _ = _ipywidgets()
-
     controls = {
         "alpha": _slider("float", s.alpha, 0.02, 1.5, 0.01, "alpha"),
         "lam": _slider("log", s.lam, -3, 0, 0.1, "lambda"),
@@ -83,9 +84,7 @@ def spectrum_sliders(s, draw):
         "theta": _slider("float", s.theta, 0.5, 10.0, 0.25, "spike"),
         "noise": _slider("float", s.noise, 0.0, 1.0, 0.05, "noise"),
         "beta": _slider("float", s.beta, 0.25, 4.0, 0.25, "beta"),
-        "penalty": w.Dropdown(
-            options=["nuclear", "frobenius"], value=s.penalty, description="penalty"
-        ),
+        "penalty": _dropdown(PENALTIES, s.penalty, "penalty"),
     }
     return _explorer(s, controls, draw)
 

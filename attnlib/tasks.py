@@ -17,12 +17,10 @@ Conventions (the book's "Notation and conventions" page, ``book/notation.md``):
 
   - ``"logits"``: ``Y = g(h + sqrt(Delta) xi)`` with ``xi`` symmetric and i.i.d.
     ``N(0, 1)`` on each pair (variance ``Delta`` on every pair);
-  - ``"target"``: ``Y = g(h + xi)`` with ``xi`` symmetric, independent across pairs,
-    of pair variance ``(Delta / 2) sigma_ab^2 = Delta / (2 - delta_ab)`` (``Delta`` on
-    the diagonal, ``Delta / 2`` off it): the covariance shape of ``h`` itself, as if
-    ``S0`` were perturbed afresh for each sequence, so the noisy logits are distributed
-    as the pre-activations of a target with ``Q0 + Delta / 2`` in place of ``Q0``: the noise
-    of the model of arXiv:2509.24914 (Boncoraglio et al. 2025b);
+  - ``"target"``: ``Y = g(h + xi)`` with ``xi`` symmetric, independent across pairs, of
+    pair variance ``(Delta / 2) sigma_ab^2`` (``Delta`` on the diagonal, ``Delta / 2`` off
+    it): the shape of ``h`` itself, as if ``S0`` were perturbed afresh for each sequence
+    (a target with ``Q0 + Delta / 2``): the model of arXiv:2509.24914;
   - ``"outputs"``: ``Y = g(h) + sqrt(Delta) xi`` with ``xi`` i.i.d. ``N(0, 1)`` on
     every output entry.
 
@@ -241,10 +239,8 @@ class Task(Teacher):
     def m_eff(self) -> int:
         """Independent linear constraints one sequence puts on ``S`` when fitted exactly.
 
-        Generic definition: rank of the Jacobian of ``g`` with respect to the
-        ``K`` pairs at a generic point (computed numerically here; built-in
-        tasks override it with the exact value). Computed once per task (a compiled
-        Jacobian: seconds on a first call).
+        Generic definition: rank of the Jacobian of ``g`` in the ``K`` pairs at a generic
+        point (:func:`effective_constraints`, once per task; built-in tasks override it).
         """
         try:
             hash(self)
@@ -294,10 +290,7 @@ class Seq2Seq(TeacherBeta, Task):
     ``noise_out``: output noise beside the logit noise (:mod:`attnlib._teacher`).
     """
 
-    T: int = 2
     beta: float = 1.0
-    noise: float = 0.0
-    noise_on: str = "logits"
     beta0: float | None = None
     noise_out: float = 0.0
 
@@ -331,10 +324,7 @@ class Seq2Lab(TeacherBeta, Task):
     ``noise_out``: as :class:`Seq2Seq`.
     """
 
-    T: int = 2
     beta: float = 1.0
-    noise: float = 0.0
-    noise_on: str = "logits"
     readout: Callable[[jax.Array], jax.Array] = mean_self_attention
     beta0: float | None = None
     noise_out: float = 0.0
@@ -357,24 +347,15 @@ class Hardmax(Task):
     r"""Hardmax attention (``beta -> infinity``): row ``a`` of ``Y`` is the one-hot vector
     of ``argmax_b h_ab``, a ``T x T`` 0/1 attention matrix.
 
-    Ties (probability zero for Gaussian pre-activations) go to the smallest column
-    index, as in :func:`jax.numpy.argmax`; the proximal map of
-    :mod:`attnlib.channels.hardmax` instead lets a tied row take whichever of its
-    maximal entries costs least (the lower semicontinuous envelope of the loss, whose
-    infimum it attains). The square loss ``||Y - A(h)||^2`` is piecewise constant in
-    ``h``: ``2`` per wrongly attended row for one-hot labels. It is invariant under
-    ``h -> c h``, ``c > 0``, so the labels carry no information on the scale of ``S0``
-    and no sequence gives an equation on ``S``: ``m_eff = 0`` (no finite perfect-recovery
-    or interpolation threshold from exactly fitted equations; see
-    :attr:`Task.m_eff`). Each sequence gives ``T (T - 1)`` linear *inequalities* on the
-    pairs instead (``T - 1`` per row). The state evolution and GAMP of this task are in
-    :mod:`attnlib.hardmax` (the scale of ``S_hat`` contracts to zero; the direction
-    converges).
+    Ties (probability zero) go to the smallest column index, as in
+    :func:`jax.numpy.argmax` (the proximal map of :mod:`attnlib.channels.hardmax` lets a
+    tied row take its cheapest maximal entry: the lower semicontinuous envelope). The
+    square loss is piecewise constant, ``2`` per wrongly attended row, and invariant under
+    ``h -> c h``, ``c > 0``: the labels carry no information on the scale of ``S0``, so
+    ``m_eff = 0``; each sequence gives ``T (T - 1)`` linear *inequalities* on the pairs
+    instead. State evolution and GAMP: :mod:`attnlib.hardmax`.
     """
 
-    T: int = 2
-    noise: float = 0.0
-    noise_on: str = "logits"
     noise_out: float = 0.0
 
     name = "hardmax"
@@ -398,8 +379,6 @@ class Linear(Task):
     """
 
     T: int = 1
-    noise: float = 0.0
-    noise_on: str = "logits"
     noise_out: float = 0.0
 
     name = "linear"
@@ -421,10 +400,7 @@ class Custom(Task):
     (write it with ``...`` indexing or wrap it with ``jnp.vectorize``).
     """
 
-    T: int = 2
     g: Callable[[jax.Array], jax.Array] | None = None
-    noise: float = 0.0
-    noise_on: str = "logits"
     noise_out: float = 0.0
 
     name = "custom"
@@ -478,11 +454,8 @@ class Dataset(NamedTuple):
 def make_dataset(key: jax.Array, task: Task, S0: jax.Array, n: int, dtype=jnp.float64) -> Dataset:
     """Sample ``n`` sequences and label them with the teacher ``S0`` (shape ``(d, d)``).
 
-    The memory it needs, about ``itemsize * n T (2 d + 3 T)`` bytes (the sequences, the
-    random draw they come from, labels and pre-activations), is estimated first: a
-    request beyond 80 % of the available memory raises ``ValueError`` with the estimate
-    (e.g. ``d = 5000``, ``alpha = 0.3``: ``n = 7.5e6`` sequences of ``T = 3``, 1.8 TB in
-    float64) instead of failing inside XLA.
+    The memory it needs, about ``itemsize * n T (2 d + 3 T)`` bytes, is estimated first: a
+    request beyond 80 % of the available memory raises ``ValueError`` with the estimate.
     """
     key = _checks.prng_key("key", key)
     _checks.task(task)

@@ -1,4 +1,4 @@
-"""Interactive explorers (ipywidgets) used by chapters 2, 4 and 5.
+"""Interactive explorers (ipywidgets) of the chapters 03, 07 and 08.
 
 Each explorer is one object (:class:`ERMExplorer`, :class:`SpectrumExplorer`,
 :class:`ScalingExplorer`) that owns a small bounded cache (:class:`BoundedCache`) of
@@ -95,9 +95,16 @@ class BoundedCache:
         return len(self._data)
 
 
+def _axes(fig, **kwargs):
+    """``fig`` (a new 10 x 3.6 inch figure for ``None``) cleared, and its two panels."""
+    if fig is None:
+        fig = plt.figure(figsize=(10, 3.6))
+    fig.clear()
+    return fig, fig.subplots(1, 2, **kwargs)
+
+
 def _layout(fig):
-    """Fixed margins for the explorers' two-panel figures (10 x 3.6 inches): unlike
-    ``tight_layout`` they need no text measurement, which took about a third of an update."""
+    """Fixed margins for the two panels (no text measurement, unlike ``tight_layout``)."""
     fig.subplots_adjust(left=0.07, right=0.98, bottom=0.14, top=0.9, wspace=0.25)
 
 
@@ -157,6 +164,22 @@ class _PointSolver:
         return r
 
 
+class _Explorer:
+    """An explorer: its ``Settings``, bounded caches, :meth:`figure` and :meth:`widget`."""
+
+    def __init__(self, settings=None, cache_size: int = 16):
+        self.settings = _settings(self.Settings, settings)
+        self.solver = _PointSolver(_checks.integer("cache_size", cache_size, 1))
+        self.curves = self.solver.curves
+
+    def _resolve(self, settings):
+        return self.settings if settings is None else _settings(self.Settings, settings)
+
+    def widget(self):
+        """The sliders of this explorer (:mod:`attnlib.sliders`), redrawing :meth:`figure`."""
+        return self._sliders(self.settings, self.figure)
+
+
 # ----------------------------------------------------------------------------
 # 03_factorisation: train and test error against alpha
 # ----------------------------------------------------------------------------
@@ -177,16 +200,15 @@ class ERMSettings(NamedTuple):
     n_alpha: int = 8
 
 
-class ERMExplorer:
+class ERMExplorer(_Explorer):
     """03_factorisation's explorer: learning curves and the learned spectrum (bounded cache)."""
 
-    def __init__(self, settings: ERMSettings | None = None, cache_size: int = 16):
-        self.settings = _settings(ERMSettings, settings)
-        self.solver = _PointSolver(_checks.integer("cache_size", cache_size, 1))
+    Settings = ERMSettings
+    _sliders = staticmethod(sliders.erm_sliders)
 
     def figure(self, settings: ERMSettings | None = None, fig=None):
         """:func:`erm_figure` with this explorer's cache."""
-        s = self.settings if settings is None else _settings(ERMSettings, settings)
+        s = self._resolve(settings)
         task = make_task(s.task, s.T, s.beta, s.noise)
         target = targets.Wishart(s.kappa0)
         alphas = tuple(np.round(np.linspace(s.alpha_max / s.n_alpha, s.alpha_max, s.n_alpha), 6))
@@ -194,10 +216,6 @@ class ERMExplorer:
         near = (task, target, s.lam, s.penalty, alphas)
         point = self.solver.point(task, target, s.alpha, s.lam, s.penalty, near=near)
         return _draw_erm(s, task, target, curve, point, fig)
-
-    def widget(self):
-        """Sliders for alpha, lam, kappa0, T, beta, noise, penalty and task."""
-        return sliders.erm_sliders(self.settings, self.figure)
 
 
 def erm_figure(settings: ERMSettings | None = None, fig=None):
@@ -215,10 +233,7 @@ def erm_figure(settings: ERMSettings | None = None, fig=None):
 
 def _draw_erm(s, task, target, curve, point, fig):
     law = spectrum.learned_spectrum(target, point) if point.converged else None
-    if fig is None:
-        fig = plt.figure(figsize=(10, 3.6))
-    fig.clear()
-    ax1, ax2 = fig.subplots(1, 2)
+    fig, (ax1, ax2) = _axes(fig)
     ax1.plot(curve.alpha, curve.test_error, label="test error")
     ax1.plot(curve.alpha, curve.train_loss, label="train loss")
     ax1.plot([point.alpha], [point.test_error], "o", color="C0")
@@ -267,24 +282,19 @@ class SpectrumSettings(NamedTuple):
     penalty: str = "nuclear"
 
 
-class SpectrumExplorer:
+class SpectrumExplorer(_Explorer):
     """The explorer of 07_spectrum: learned spectrum and error decomposition (bounded cache)."""
 
-    def __init__(self, settings: SpectrumSettings | None = None, cache_size: int = 16):
-        self.settings = _settings(SpectrumSettings, settings)
-        self.solver = _PointSolver(_checks.integer("cache_size", cache_size, 1))
+    Settings = SpectrumSettings
+    _sliders = staticmethod(sliders.spectrum_sliders)
 
     def figure(self, settings: SpectrumSettings | None = None, fig=None):
         """:func:`spectrum_figure` with this explorer's cache."""
-        s = self.settings if settings is None else _settings(SpectrumSettings, settings)
+        s = self._resolve(settings)
         task = make_task(s.task, s.T, s.beta, s.noise)
         target = targets.Spiked(spikes=(s.theta,), bulk=targets.Wishart(s.kappa0))
         point = self.solver.point(task, target, s.alpha, s.lam, s.penalty)
         return _draw_spectrum(s, task, target, point, fig)
-
-    def widget(self):
-        """Sliders for alpha, lam, kappa0, spike, noise, beta and penalty."""
-        return sliders.spectrum_sliders(self.settings, self.figure)
 
 
 def spectrum_figure(settings: SpectrumSettings | None = None, fig=None):
@@ -293,10 +303,7 @@ def spectrum_figure(settings: SpectrumSettings | None = None, fig=None):
 
 
 def _draw_spectrum(s, task, target, point, fig):
-    if fig is None:
-        fig = plt.figure(figsize=(10, 3.6))
-    fig.clear()
-    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2, 1]})
+    fig, (ax1, ax2) = _axes(fig, gridspec_kw={"width_ratios": [2, 1]})
     if not point.converged:  # say so instead of drawing numbers that are not a fixed point
         ax1.set_title(f"$\\alpha$={s.alpha:g}, $\\lambda$={s.lam:g}: no fixed point found")
         return fig
@@ -338,7 +345,7 @@ class ScalingSettings(NamedTuple):
     n_alpha: int = 12
 
 
-class ScalingExplorer:
+class ScalingExplorer(_Explorer):
     """The scaling-laws chapter's explorer: excess risk and recovered modes of a power-law target.
 
     Its cache keeps each curve with its state-evolution points; a curve at a new ``lam``
@@ -346,9 +353,8 @@ class ScalingExplorer:
     the cached point at the nearest ``lam`` (:func:`_lam_starts`).
     """
 
-    def __init__(self, settings: ScalingSettings | None = None, cache_size: int = 16):
-        self.settings = _settings(ScalingSettings, settings)
-        self.curves = BoundedCache(_checks.integer("cache_size", cache_size, 1))
+    Settings = ScalingSettings
+    _sliders = staticmethod(sliders.scaling_sliders)
 
     def curve(self, s: ScalingSettings):
         alphas = tuple(np.round(np.geomspace(s.alpha_min, s.alpha_max, s.n_alpha), 8))
@@ -388,12 +394,8 @@ class ScalingExplorer:
 
     def figure(self, settings: ScalingSettings | None = None, fig=None):
         """:func:`scaling_figure` with this explorer's cache."""
-        s = self.settings if settings is None else _settings(ScalingSettings, settings)
+        s = self._resolve(settings)
         return _draw_scaling(s, self.curve(s), fig)
-
-    def widget(self):
-        """Sliders for gamma, number of modes, lam and noise."""
-        return sliders.scaling_sliders(self.settings, self.figure)
 
 
 def scaling_figure(settings: ScalingSettings | None = None, fig=None):
@@ -402,10 +404,7 @@ def scaling_figure(settings: ScalingSettings | None = None, fig=None):
 
 
 def _draw_scaling(s, curve, fig):
-    if fig is None:
-        fig = plt.figure(figsize=(10, 3.6))
-    fig.clear()
-    ax1, ax2 = fig.subplots(1, 2)
+    fig, (ax1, ax2) = _axes(fig)
     ax1.loglog(curve.alpha, curve.excess, "o-")
     ax1.set_xlabel(r"$\alpha$")
     ax1.set_ylabel("excess test error")
@@ -424,9 +423,8 @@ def _lam_starts(points, lam_from, lam_to):
     ``points``: ``(SEResult, WarmStart | None)`` pairs. Each converged point gives its
     :class:`attnlib.se.WarmStart` with ``(m, q, v)`` moved to the new ``lam``: below full
     rank (``rank_fraction < 0.999``) ``v`` scales like ``1 / lam`` (``v = int rho_R f h_R /
-    m_hat``, ``f = (c x - tau)_+``, ``tau = lam / a_hat``), at full rank it is kept
-    (iteration counts: ``benchmarks/widget_speed.py``). ``None`` where a point did not
-    converge.
+    m_hat``, ``f = (c x - tau)_+``, ``tau = lam / a_hat``), at full rank it is kept.
+    ``None`` where a point did not converge.
     """
     starts = []
     for r, warm in points:

@@ -774,11 +774,6 @@ def _specs():
     add(thresholds.tangent_cone_dimension, dict(kappa0=0.5), dict(kappa0="unit"))
     add(thresholds.perfect_recovery, dict(task=task, target=tg), dict(task="task", target="target"))
     add(
-        thresholds.perfect_recovery_bayes,
-        dict(task=task, target=tg),
-        dict(task="task", target="target"),
-    )
-    add(
         thresholds.perfect_recovery_se,
         dict(task=task, target=tg, n_nodes=30, n_atoms=100),
         dict(task="task", target="target", n_nodes="int"),

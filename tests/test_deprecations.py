@@ -158,9 +158,7 @@ def test_gamp_run_takes_the_channel_and_denoiser_pair(kind):
 
 def test_overlap_density_takes_theta_for_the_target_eigenvalue():
     """``spectrum.overlap_density(target, Delta, x, theta)``: ``theta`` is a target
-    eigenvalue (the notation page's theta_i; ``lam`` is the penalty only). The old
-    keyword ``lam=`` gives the same array for one release, with a warning; both at once
-    is a ``ValueError``."""
+    eigenvalue (the notation page's theta_i; ``lam`` is the penalty only)."""
     import numpy as np
 
     from attnlib import spectrum
@@ -169,11 +167,8 @@ def test_overlap_density_takes_theta_for_the_target_eigenvalue():
     new, caught = _quiet(spectrum.overlap_density, TARGET, 0.5, x, theta=1.3)
     assert _deprecations(caught) == [] and np.all(new > 0)
     assert (spectrum.overlap_density(TARGET, 0.5, x, 1.3) == new).all()
-    with pytest.warns(DeprecationWarning, match="theta"):
-        old = spectrum.overlap_density(TARGET, 0.5, x, lam=1.3)
-    assert (old == new).all()
-    with pytest.raises(ValueError, match="theta"):
-        spectrum.overlap_density(TARGET, 0.5, x, theta=1.3, lam=1.3)
+    with pytest.raises(TypeError, match="lam"):
+        spectrum.overlap_density(TARGET, 0.5, x, lam=1.3)
 
 
 def test_hardmax_cosine_is_cos_theta():
@@ -197,39 +192,27 @@ def test_hardmax_cosine_is_cos_theta():
 def test_scaling_exponents_are_nu_and_zeta():
     """The notation page's nu (penalty schedule ``lam ~ alpha^{-nu}``) and zeta
     (``e - e0 ~ alpha^{-zeta}``) are the code's names: ``LamSchedule.nu``,
-    ``threshold_window(target, nu, ...)``, ``ExponentPrediction.zeta``. The old ``ell``
-    and ``f`` give the same values for one release, with a warning. Values checked
+    ``threshold_window(target, nu, ...)``, ``ExponentPrediction.zeta``. Values checked
     against the closed forms: ``lam0 (alpha / alpha_ref)^{-nu}`` and the threshold phase
     ``zeta = (1 + nu)(2 - 1/gamma)``."""
     from attnlib import scaling
 
     s, caught = _quiet(scaling.LamSchedule, 2.0, nu=0.5, alpha_ref=4.0)
     assert _deprecations(caught) == [] and s.nu == 0.5 and s == scaling.LamSchedule(2.0, 0.5, 4.0)
-    assert math.isclose(s(16.0), 2.0 * 4.0**-0.5)
-    with pytest.warns(DeprecationWarning, match="nu"):
-        old = scaling.LamSchedule(2.0, ell=0.5, alpha_ref=4.0)
-    assert old == s
-    with pytest.warns(DeprecationWarning, match="nu"):
-        assert s.ell == 0.5
-    with pytest.raises(ValueError, match="nu"):
-        scaling.LamSchedule(2.0, nu=0.5, ell=0.5)
+    assert math.isclose(s(16.0), 2.0 * 4.0**-0.5) and not hasattr(s, "ell")
     p, caught = _quiet(scaling.predicted_exponent, 2.0, s)
     assert _deprecations(caught) == [] and p.phase == "threshold"
     assert math.isclose(p.zeta, 1.5 * 1.5) and "f" not in p._fields
-    with pytest.warns(DeprecationWarning, match="zeta"):
-        assert p.f == p.zeta
     tg = scaling.PowerLawModes(gamma=1.5, n_modes=3)
     new = scaling.threshold_window(tg, 0.0, 3, 1, 2, ratio=4.0)
-    with pytest.warns(DeprecationWarning, match="nu"):
-        assert scaling.threshold_window(tg, ell=0.0, m_eff=3, k_lo=1, k_hi=2, ratio=4.0) == new
+    assert scaling.threshold_window(tg, nu=0.0, m_eff=3, k_lo=1, k_hi=2, ratio=4.0) == new
 
 
 def test_train_settings_one_type_and_max_iter_for_every_solver():
     """``TrainSettings`` holds the settings of the three training solvers, and their
     keywords are shorthands for its fields: the same run, bitwise, whichever way it is
-    given. The iteration budget is ``max_iter`` everywhere; ``steps=`` (its old name in
-    the first-order solvers) gives the same run for one release, with a warning. d = 4,
-    12 sequences, 20 steps."""
+    given. The iteration budget is ``max_iter`` everywhere. d = 4, 12 sequences, 20
+    steps."""
     import jax
     import numpy as np
 
@@ -249,12 +232,6 @@ def test_train_settings_one_type_and_max_iter_for_every_solver():
         b, _ = _quiet(run, max_iter=20, chunk=10, tol=0.0)
         assert _deprecations(caught) == [] and a.n_iter == 20, name
         assert (a.S == b.S).all() and a.residual == b.residual, name
-        if name != "convex":
-            with pytest.warns(DeprecationWarning, match="max_iter"):
-                c = run(steps=20, chunk=10, tol=0.0)
-            assert (c.S == a.S).all(), name
-            with pytest.raises(ValueError, match="max_iter"):
-                run(steps=20, max_iter=20)
     with pytest.raises(ValueError, match="settings"):
         runs["convex"](settings={"max_iter": 20})
 
@@ -263,18 +240,16 @@ def test_one_name_for_the_bayes_optimal_threshold():
     """``bayes.perfect_recovery`` is the Bayes-optimal threshold ``(kappa0 - kappa0^2/2) /
     m_eff`` (``inf`` for hardmax) and ``bayes.perfect_recovery_from_mmse`` its value from
     the state evolution; ``thresholds.perfect_recovery_se`` is the convex ERM's, another
-    number. The old name ``thresholds.perfect_recovery_bayes`` gives the same values for
-    one release, with a warning.
+    number; the old names ``thresholds.perfect_recovery_bayes`` and
+    ``bayes.perfect_recovery_se`` are gone.
     The values are checked against the count at ``kappa0 = 0.5``, ``m_eff = 2``."""
     from attnlib import bayes, thresholds
 
     task = tasks.Seq2Seq(T=2)
     bo, caught = _quiet(bayes.perfect_recovery, task, TARGET)
     assert _deprecations(caught) == [] and bo == (0.5 - 0.125) / 2
-    with pytest.warns(DeprecationWarning, match="bayes.perfect_recovery"):
-        assert thresholds.perfect_recovery_bayes(task, TARGET) == bo
-    with pytest.warns(DeprecationWarning, match="bayes.perfect_recovery"):
-        assert thresholds.perfect_recovery_bayes(tasks.Hardmax(T=2), TARGET) == math.inf
+    assert bayes.perfect_recovery(tasks.Hardmax(T=2), TARGET) == math.inf
+    assert not hasattr(thresholds, "perfect_recovery_bayes")
     se_bo, caught = _quiet(bayes.perfect_recovery_from_mmse, task, TARGET)
     assert _deprecations(caught) == [] and abs(se_bo / bo - 1) < 1e-3
     assert thresholds.perfect_recovery_se(task, TARGET) > 1.1 * bo  # the ERM's: later

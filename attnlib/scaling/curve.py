@@ -1,9 +1,5 @@
-"""Scaling laws from the state evolution: the excess risk along ``alpha``.
-
-:func:`excess_risk_curve` runs the state evolution along ``alpha`` with a penalty
-schedule ``lam = lam0 (alpha / alpha_ref)^{-nu}`` (:class:`LamSchedule`, exponent
-``nu`` in code too; at fixed ``d``, ``n = alpha d^2`` so this is ``lam ~ n^{-nu}``).
-"""
+"""Scaling laws from the state evolution: the excess risk along ``alpha`` with a penalty
+schedule (:class:`LamSchedule`)."""
 
 from __future__ import annotations
 

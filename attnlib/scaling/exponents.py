@@ -1,9 +1,7 @@
 """Derived scaling exponents ``zeta`` of ``e_test - e_0 ~ alpha^{-zeta}`` (book/08_scaling_laws).
 
 Names follow the notation page (book/notation.md): ``zeta`` the excess-risk exponent,
-``nu`` the exponent of the penalty schedule ``lam ~ alpha^{-nu}``. The field ``zeta`` of
-:class:`ExponentPrediction` was called ``f`` (the notation's spectral map): ``f`` is its
-deprecated name, for one release.
+``nu`` the exponent of the penalty schedule ``lam ~ alpha^{-nu}``.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnlib import _checks, _deprecation
+from attnlib import _checks
 from attnlib.scaling.schedule import LamSchedule
 
 __all__ = ["ExponentPrediction", "predicted_exponent"]
@@ -35,8 +33,6 @@ class ExponentPrediction(NamedTuple):
     zeta: float
     phase: str
     r: float
-
-    f = _deprecation.renamed_field("ExponentPrediction", "f", "zeta", " (book/notation.md)")
 
 
 def _counting_exponent(gamma, share_exponent) -> float:
@@ -123,7 +119,7 @@ def _noise_free(r, nu) -> ExponentPrediction:
 
 def _paper_phase(r, nu, noisy, all_modes, interpolating) -> ExponentPrediction:
     """The phases that only the paper's finite-``d`` regime has (see :func:`predicted_exponent`);
-    ``None`` when neither flag is set."""
+    ``None`` where the flags set leave the usual phases."""
     for name, flag in (("all_modes", all_modes), ("interpolating", interpolating)):
         if not isinstance(flag, (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False, got {flag!r}")
@@ -139,8 +135,6 @@ def _paper_phase(r, nu, noisy, all_modes, interpolating) -> ExponentPrediction:
         if noisy and zeta_shr >= 1.0:
             return ExponentPrediction(1.0, "variance", r)
         return ExponentPrediction(zeta_shr, "shrinkage", r)
-    if not noisy:
-        return _noise_free(r, nu)
-    if nu < -0.5:
-        return ExponentPrediction((1.0 + nu) * (2.0 - r), "threshold", r)
-    return ExponentPrediction(1.0 - r / 2.0, "minimax", r)
+    if noisy and nu >= -0.5:  # interpolating: the threshold sits at the noise edge
+        return ExponentPrediction(1.0 - r / 2.0, "minimax", r)
+    return None

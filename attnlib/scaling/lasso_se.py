@@ -129,13 +129,11 @@ def lasso_se(
 ) -> LassoSE:
     r"""State evolution of the LASSO for a vector whose entries follow ``target``'s spectrum.
 
-    Solves ``tau^2 = (noise + mse(tau, theta)) / delta`` with ``theta = theta(tau)`` the
-    calibrated threshold, ``theta (delta - P(|X| > theta)) = lam`` on the branch
-    ``P(|X| > theta) < delta`` (where the left side increases in ``theta``), by Brent's
-    method in ``log tau``: the residual is positive as ``tau -> 0`` (the bias of the
-    threshold, plus the noise) and negative as ``tau -> infinity``
-    (``E eta(Z; c)^2 < P(|Z| > c)``). Closed Gaussian forms for the atoms
-    (Bayati and Montanari 2011; Donoho, Maleki and Montanari 2009).
+    Solves ``tau^2 = (noise + mse(tau, theta)) / delta``, ``theta(tau)`` the calibrated
+    threshold on the branch ``P(|X| > theta) < delta``, by Brent's method in ``log tau``
+    (the residual is positive as ``tau -> 0`` and negative as ``tau -> infinity``), with
+    closed Gaussian forms for the atoms (Bayati and Montanari 2011; Donoho, Maleki and
+    Montanari 2009).
 
     Args:
       target: a :class:`~attnlib.targets.Target` or :class:`~attnlib.targets.SpectralMeasure`

@@ -170,8 +170,8 @@ def lasso_solve(
 ) -> LassoFit:
     r"""``argmin_x (1/2)||y - A x||^2 + lam ||x||_1``: FISTA, then an exact polish.
 
-    FISTA with step ``1/L``, ``L = 1.05 ||A||_2^2`` (power iteration) and a momentum
-    reset whenever the objective increases (O'Donoghue and Candes' restart). Every
+    FISTA with step ``1/L``, ``L = 1.1 ||A||_2^2`` (power iteration; raised where a step
+    fails to descend) and a momentum reset whenever the objective increases. Every
     50 steps the support and signs of the iterate are tried: the least-squares
     solution on the support with the ``lam * sign`` shift is returned if it satisfies
     the KKT conditions of the LASSO (it is then the exact minimiser). The residual

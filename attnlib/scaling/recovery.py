@@ -61,10 +61,8 @@ class SpectralSummary(NamedTuple):
 
     ``mse = ||F(R) - S0||_F^2 / d`` (Stein form, no cancellation between ``O(1)`` terms),
     ``div = div F / d^2 = int rho_R f h_R``, ``rank_fraction`` (mass above ``tau / c``);
-    per mode (decreasing eigenvalue order): ``fractions`` ``phi_k``, the fraction of
-    mode ``k``'s spectral component above ``tau / c`` (the limit of
-    ``||P_+ P_k||_F^2 / Tr P_k``), and ``strengths``, the learned part of the mode,
-    ``Tr(P_k F(R)) / Tr(P_k S0)``.
+    per mode (decreasing eigenvalue order): ``fractions`` ``phi_k`` (module docstring) and
+    ``strengths``, the learned part ``Tr(P_k F(R)) / Tr(P_k S0)``.
     """
 
     Delta: float
@@ -81,11 +79,9 @@ def spectral_summary(
 ) -> SpectralSummary:
     r"""Error, divergence and per-mode recovered fractions of the spectral soft threshold.
 
-    With ``u = x - Delta h_R(x)`` and ``v = pi Delta rho_R(x)`` (``omega(x + i0) = u + i v``)
-    the share of mode ``k`` among the eigenvectors of ``R`` at ``x`` is
-    ``pi_k Delta / ((u - lambda_k)^2 + v^2)`` (the shares of all atoms sum to 1 on the
-    support: that is the equation defining ``v``). The error: :func:`attnlib.rmt.stein_mse`.
-    Quadrature: :func:`attnlib.rmt.deformed_spectrum` with a breakpoint at ``tau / c``.
+    The shares of the modes as in the module docstring (on the support they sum to 1: the
+    equation defining ``v``); the error :func:`attnlib.rmt.stein_mse`; the quadrature
+    :func:`attnlib.rmt.deformed_spectrum` with a breakpoint at ``tau / c``.
     """
     Delta = _checks.positive("Delta", Delta)
     c = _checks.in_interval("c", c, 0.0, _checks.MAX_ABS)
@@ -131,8 +127,8 @@ class RecoveredModes(NamedTuple):
     """Which modes are learned.
 
     ``count``: number of modes with ``fractions > level``; ``fractions`` (``n_modes``,
-    decreasing eigenvalue order): learned fraction ``phi_k`` of each mode (share of its
-    eigenspace inside the range of ``S_hat``); ``strengths``: ``Tr(P_k S_hat) / Tr(P_k S0)``;
+    decreasing eigenvalue order): ``phi_k`` (module docstring); ``strengths``:
+    ``Tr(P_k S_hat) / Tr(P_k S0)``;
     ``threshold``: ``tau / c`` (theory) or the eigenvalue cut used (trained); ``level``.
     """
 

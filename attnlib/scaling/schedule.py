@@ -8,42 +8,24 @@ import math
 
 import numpy as np
 
-from attnlib import _checks, _deprecation
+from attnlib import _checks
 from attnlib.targets import PowerLawModes
 
 __all__ = ["LamSchedule", "threshold_window"]
 
 
-@dataclasses.dataclass(frozen=True, init=False)
+@dataclasses.dataclass(frozen=True)
 class LamSchedule:
     """Penalty schedule ``lam(alpha) = lam0 (alpha / alpha_ref)^{-nu}``.
 
     At fixed ``d`` the number of sequences is ``n = alpha d^2``, so this is
     ``lam ~ n^{-nu}``: ``nu = 0`` keeps ``lam`` fixed, ``nu > 0`` lets it decay,
-    ``nu = -1/2`` grows it like ``sqrt(n)``. ``nu`` is the notation page's exponent of a
-    penalty schedule; ``ell`` is its deprecated name (the keyword ``ell=`` and the
-    attribute ``.ell``, with a ``DeprecationWarning``, for one release).
+    ``nu = -1/2`` grows it like ``sqrt(n)`` (``nu``: book/notation.md).
     """
 
     lam0: float = 1.0
     nu: float = 0.0
     alpha_ref: float = 1.0
-
-    def __init__(
-        self,
-        lam0: float = 1.0,
-        nu: float | None = None,
-        alpha_ref: float = 1.0,
-        *,
-        ell: float | None = None,
-    ):
-        nu = _deprecation.renamed_keyword("LamSchedule", "nu", nu, "ell", ell)
-        object.__setattr__(self, "lam0", lam0)
-        object.__setattr__(self, "nu", 0.0 if nu is None else nu)
-        object.__setattr__(self, "alpha_ref", alpha_ref)
-        self.__post_init__()
-
-    ell = _deprecation.renamed_field("LamSchedule", "ell", "nu", " (book/notation.md)")
 
     def __post_init__(self):
         _checks.positive("lam0", self.lam0)
@@ -67,7 +49,6 @@ def threshold_window(
     k_hi: int | None = None,
     *,
     ratio: float,
-    ell: float | None = None,
 ):
     """``(lam0, alpha_lo, alpha_hi)`` of a noise-free linear-task curve in the threshold phase.
 
@@ -80,12 +61,11 @@ def threshold_window(
 
     Args:
       target: a :class:`attnlib.targets.PowerLawModes`; nu: the schedule's exponent
-        (``> -1``; required; ``ell=`` its deprecated name, for one release);
+        (``> -1``; required);
       m_eff: the task's :attr:`attnlib.tasks.Task.m_eff` (``> 0``);
       k_lo, k_hi: the first and last mode of the window, ``1 <= k_lo <= k_hi <= n_modes``;
       ratio: ``t / sqrt(Delta_eff)`` at the start, ``> 0``.
     """
-    nu = _deprecation.renamed_keyword("threshold_window", "nu", nu, "ell", ell)
     if not isinstance(target, PowerLawModes):
         raise ValueError(f"target must be an attnlib.targets.PowerLawModes, got {target!r}")
     nu = _checks.finite("nu", nu)

@@ -23,17 +23,10 @@ spectrum with a semicircle of variance ``Delta_eff``, :mod:`attnlib.rmt`) by
   ``f(z_k) > 0``; its eigenvector has squared overlap ``overlap2`` with the
   target direction (the eigenvectors of ``S_hat`` are those of ``R``).
 
-Singular values of the factor ``W`` (:func:`singular_values_W`). The factorised
-student has ``W`` of shape ``(d, p)``, ``kappa = p / d``, with
-``W W^T = sqrt(p d) S_hat``. We normalise by ``sqrt(d)`` (at initialisation the
-entries of ``W`` are ``O(1)``, so those of ``W / sqrt(d)`` have variance ``1/d``
-and its singular values are ``O(1)``)::
-
-    sigma_i(W / sqrt(d)) = kappa^(1/4) sqrt(s_i(S_hat)),   i = 1..p,
-
-and the law over the ``p`` singular values has an atom at 0 of mass
-``1 - rank_fraction / kappa`` (it needs ``kappa >= rank_fraction``: below that
-the factorised model cannot reach the convex minimiser).
+Singular values of the factor ``W`` ``(d, p)`` of the factorised student
+(:func:`singular_values_W`): ``W W^T = sqrt(p d) S_hat`` gives ``sigma_i(W / sqrt(d)) =
+kappa^(1/4) sqrt(s_i(S_hat))`` (``W / sqrt(d)``: ``O(1)`` singular values at
+initialisation).
 
 Error decomposition (:func:`decompose`, :func:`decompose_trained`). Let
 ``e(S) = e_test(S)``, which depends on ``S`` only through

@@ -140,12 +140,11 @@ def _assemble(task, Q0, m, q, *, c_star, e_star, parts_mse, kept, **extra):
 def decompose(task, target, se_result, *, n_nodes: int = _DEFAULT_NODES) -> ErrorDecomposition:
     r"""The four-part decomposition of the asymptotic test error (module docstring).
 
-    Integrates ``e(x) = (c* f(x) - a(x))^2 + b(x) - a(x)^2`` against ``rho_R`` with
-    the quadrature of :func:`attnlib.rmt.deformed_spectrum`: discarded
-    (``f(x) = 0``) nodes give ``E_under``, kept ones ``E_over`` (weight
-    ``1 - w(x)``) and ``E_approx`` (weight ``w(x)``). ``m, q`` are those of the
-    SE result; the three mse parts add up to ``Q0 - 2 c* m + c*^2 q`` up to the
-    quadrature error (a test checks it).
+    Integrates ``e(x) = (c* f(x) - a(x))^2 + b(x) - a(x)^2`` against ``rho_R``
+    (:func:`attnlib.rmt.deformed_spectrum`): discarded nodes (``f(x) = 0``) give
+    ``E_under``, kept ones ``E_over`` (weight ``1 - w(x)``) and ``E_approx`` (weight
+    ``w(x)``). ``m, q`` are the SE result's; the three mse parts add up to ``Q0 - 2 c* m +
+    c*^2 q`` up to the quadrature error.
     """
     task = _checks.task(task)
     target = _checks.target(target)

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnlib import _checks, _deprecation, rmt
+from attnlib import _checks, rmt
 from attnlib.spectrum.common import _DEFAULT_NODES, _deformed, _profile, _zero_mass
 
 __all__ = [
@@ -58,18 +58,15 @@ def _rho_h_at(target, Delta, x):
     return np.maximum(-G.imag / math.pi, 0.0), G.real
 
 
-def overlap_density(target, Delta: float, x, theta=None, *, lam=None):
+def overlap_density(target, Delta: float, x, theta):
     r"""``O(x, theta)``: ``d`` times the mean squared overlap of eigenvectors of ``R`` and ``S0``.
 
     For an eigenvector of ``R = S0 + sqrt(Delta) W_goe`` with eigenvalue ``x`` in
     the bulk and one of ``S0`` with eigenvalue ``theta`` (the notation page's
     ``theta_i``, target eigenvalues):
     ``O = Delta / ((theta - x + Delta h_R(x))^2 + (pi Delta rho_R(x))^2)``.
-    ``x`` and ``theta`` broadcast against each other. ``lam=``: the deprecated name of
-    ``theta`` (``lam`` is the penalty only), accepted for one release with a
-    ``DeprecationWarning``.
+    ``x`` and ``theta`` broadcast against each other.
     """
-    theta = _deprecation.renamed_keyword("spectrum.overlap_density", "theta", theta, "lam", lam)
     target = _checks.target(target)
     Delta = _checks.positive("Delta", Delta)
     x = _points("x", x)

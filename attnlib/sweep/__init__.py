@@ -28,8 +28,7 @@ Warm starts along an axis: ``Grid(fn, params, chain="alpha")`` runs each chain
 in parallel; ``fn`` then takes ``init`` (the previous point's state, ``None``
 first) and returns ``(row, state)``.
 
-Where it runs: :mod:`attnlib.sweep.runner` (an embedded local cluster by default). Every
-point is cached on disk
+Where it runs: :mod:`attnlib.sweep.runner`. Every point is cached on disk
 (:func:`default_cache_dir`) under a key made of its parameters, the function's
 qualified name, attnlib's version and a hash of the code it runs (the source of
 the function's module and of attnlib: :func:`~attnlib.sweep.grid.code_fingerprint`):

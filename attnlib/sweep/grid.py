@@ -1,13 +1,8 @@
 """Declaring a grid: the function of one point, its parameter points, seeds and chains.
 
-A *point* is a dict of parameter values (plus ``seed`` when the grid has seeds).
-The function of the grid is called once per point as ``fn(**point)`` and returns
-a dict of numbers or arrays (one row of the result table). With ``chain="alpha"``
-the points that differ only in ``alpha`` form one chain, run in the order the
-values were declared as one task; the function is then called as
-``fn(**point, init=state)`` and returns ``(row, state)``, ``state`` being passed
-as ``init`` to the next point of the chain (``None`` for the first one): a warm
-start along the axis.
+A *point* is a dict of parameter values (plus ``seed`` when the grid has seeds); the
+function is called once per point as ``fn(**point)`` (with a chain,
+``fn(**point, init=state)``: :mod:`attnlib.sweep`) and returns one row of the table.
 """
 
 from __future__ import annotations

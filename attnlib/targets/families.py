@@ -115,14 +115,11 @@ class Wishart(Target):
 class PowerLaw(Target):
     r"""Power-law spectrum with Haar eigenvectors.
 
-    A fraction ``kappa0`` of the eigenvalues is non-zero; the one at relative
-    rank ``u = k / p0`` (``k = 1..p0``, ``p0 = kappa0 d``) is ``c u^{-gamma}``,
-    so the ``k``-th largest eigenvalue is proportional to ``k^{-gamma}``. The
-    constant ``c`` makes ``Q0 = 1`` in the limit, which exists for
-    ``0 <= gamma < 1/2``: ``c = sqrt((1 - 2 gamma) / kappa0)``. The atomic
-    :meth:`measure` (mid-point quantiles) misses part of the integrable
-    divergence at the top, so its ``Q0`` is slightly below 1 (0.995 at
-    ``gamma = 0.25`` with 4000 atoms); theory and sampling both use it.
+    A fraction ``kappa0`` of the eigenvalues is non-zero; the one at relative rank ``u = k /
+    p0`` (``k = 1..p0``, ``p0 = kappa0 d``) is ``c u^{-gamma}``, ``c = sqrt((1 - 2 gamma) /
+    kappa0)`` so that ``Q0 = 1`` in the limit (``0 <= gamma < 1/2``). The atomic
+    :meth:`measure` (mid-point quantiles) misses part of the divergence at the top: its
+    ``Q0`` is slightly below 1; theory and sampling both use it.
     """
 
     gamma: float = 0.25
@@ -213,9 +210,9 @@ class Spiked(Target):
 
     def sample(self, key, d):
         d = _checks.target_sample_size(_checks.integer("d", d, len(self.spikes)))
-        k_b, k_u = jax.random.split(key)
+        k_b, _ = jax.random.split(key)
         B = jnp.zeros((d, d)) if self.bulk is None else self.bulk.sample(k_b, d)
-        U = haar_orthogonal(k_u, d)[:, : len(self.spikes)]
+        U = self.spike_directions(key, d)
         S = B + (U * jnp.asarray(self.spikes)[None, :]) @ U.T
         return (S + S.T) / 2
 
@@ -327,10 +324,7 @@ class PowerLawModes(Target):
 
     def sample(self, key, d):
         """``S0 = O diag(sample_eigenvalues(d)) O^T`` with ``O = haar_orthogonal(key, d)``."""
-        lam = jnp.asarray(self.sample_eigenvalues(_checks.target_sample_size(d)))
-        U = haar_orthogonal(key, d)
-        S = (U * lam[None, :]) @ U.T
-        return (S + S.T) / 2
+        return _from_eigen(key, self.sample_eigenvalues(_checks.target_sample_size(d)))
 
     def measure(self, n_atoms: int = 4000) -> SpectralMeasure:
         """The exact limit (``n_atoms`` is ignored): ``pi_k`` at ``lambda_k``, the rest at 0."""

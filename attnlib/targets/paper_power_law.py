@@ -22,23 +22,14 @@ class PaperPowerLaw(Target):
     Haar eigenvectors (arXiv:2509.24914 v2, Appendix E, boncoraglio2025attention).
     ``Q0 = Tr(S0^2) / d = sum_{i <= d} i^{-2 gamma}`` stays ``O(1)`` for ``gamma > 1/2``
     (it tends to ``zeta(2 gamma)``): the target is *effectively low rank*. Its eigenvalues
-    are ``O(sqrt(d))``, so it has **no** ``O(1)`` limiting spectral density: a state
-    evolution for it is the finite-``d`` one, fed with the ``d`` atoms of its empirical
-    spectrum (weight ``1/d`` each). That the finite-``d`` state evolution describes the ERM
-    at large finite ``n, d`` with ``lam`` depending on ``d`` is the paper's Conjecture
-    E.1, not a theorem; the book's checks against the convex solver are the evidence.
+    are ``O(sqrt(d))``, so it has **no** ``O(1)`` limiting spectral density: its state
+    evolution is the finite-``d`` one, fed with the ``d`` atoms of its empirical spectrum
+    (the paper's Conjecture E.1: :mod:`attnlib.scaling.paper`). Unlike :class:`PowerLaw`
+    (a limiting density) and :class:`PowerLawModes` (extensive groups, ``alpha = O(1)``),
+    every eigenvalue is its own direction and the regime is ``d << n << d^2``.
 
-    How it differs from the other power laws here:
-
-    - :class:`PowerLaw` (``0 <= gamma < 1/2``) has an extensive spectrum ``c u^{-gamma}`` of
-      the relative rank ``u = i / p0``: a genuine limiting density, ``O(1)`` eigenvalues;
-    - :class:`PowerLawModes` (the book's chapter 08) has a fixed number of *extensive*
-      eigenvalue groups at ``alpha = n / d^2 = O(1)``; here every eigenvalue is its own
-      direction and the regime is ``d << n << d^2`` (``alpha -> 0``).
-
-    Usage: ``PaperPowerLaw(gamma).at(d)`` is the target at size ``d``; ``measure()``
-    needs ``d`` (``ValueError`` without it); :meth:`sample` takes any ``d`` and uses the
-    eigenvalues at that ``d``.
+    ``PaperPowerLaw(gamma).at(d)`` is the target at size ``d``; ``measure()`` needs ``d``
+    (``ValueError`` without it); :meth:`sample` takes any ``d``.
 
     Attributes:
       gamma: decay exponent, in ``(1/2, GAMMA_MAX]``.

@@ -11,36 +11,24 @@ Symmetric ``d x d`` matrices form a space of dimension ``D = d (d + 1) / 2 ~ d^2
 
 Thresholds (all in the limit ``d -> infinity``, ``lam -> 0+``):
 
-- :func:`statistical_dimension` ``delta(kappa0)``: statistical dimension of the
-  descent cone of ``Tr S + indicator(S PSD)`` at a PSD matrix of rank ``kappa0 d``,
-  divided by ``d^2`` (closed form).
-- :func:`perfect_recovery` ``alpha_PR = delta(kappa0) / m_eff``: noise-free labels
-  are fitted by ``S0`` only, and the minimum-trace interpolator is ``S0``, beyond it
-  (Amelunxen, Lotz, McCoy, Tropp 2014). :func:`perfect_recovery_se` recomputes
-  ``delta`` from the free-probability formulas of the state evolution, for any
-  target spectrum; the information-theoretic (Bayes-optimal) count ``(kappa0 -
-  kappa0^2 / 2) / m_eff`` is :func:`attnlib.bayes.perfect_recovery`
-  (:func:`perfect_recovery_bayes`, its deprecated name here).
-- :func:`interpolation_se` ``alpha_interp(Delta)``: largest ``alpha`` at which noisy
-  labels are fitted exactly, at the task's noise ``Delta`` (state evolution at
-  ``lam = 0``, bisected; :func:`interpolation_se_bracket` gives the bracket). It lies
-  between its noise-dominated value :func:`interpolation` ``= 1/(4 m_eff)``
-  (``Delta -> infinity``; exact for ``S0 = 0``) and its small-noise limit
-  :func:`interpolation_small_noise` (``Delta -> 0+``: the tangent cone of the PSD
-  cone at ``S0``, :func:`tangent_cone_dimension`).
-- :func:`interpolation_formula`: ``alpha_interp(Delta)`` in closed form from the free
-  convolution (Corollary 3.2 of arXiv:2509.24914, in this library's conventions), for
-  the linear task and softmax seq2seq; an independent check of :func:`interpolation_se`.
-- :func:`minimal_width`: rank fraction of the convex minimiser (state evolution).
-- :func:`ridgeless_limit`, :func:`ridgeless_curve`: the ``lam -> 0+`` limit of the state
-  evolution on both sides of ``alpha_interp`` (the minimum-trace interpolator below it);
-  :func:`ridgeless_peak`: the height of the interpolation peak, finite.
+- :func:`perfect_recovery` ``alpha_PR = delta(kappa0) / m_eff`` (:func:`statistical_dimension`
+  of the trace + PSD descent cone; Amelunxen, Lotz, McCoy, Tropp 2014), and
+  :func:`perfect_recovery_se` from the state evolution for any target spectrum (the
+  Bayes-optimal count is :func:`attnlib.bayes.perfect_recovery`);
+- the interpolation threshold ``alpha_interp(Delta)`` of noisy labels:
+  :func:`interpolation_se` (state evolution at ``lam = 0``, bisected), between
+  :func:`interpolation` ``= 1/(4 m_eff)`` (``Delta -> infinity``) and
+  :func:`interpolation_small_noise` (``Delta -> 0+``, :func:`tangent_cone_dimension`);
+  :func:`interpolation_formula`, its closed form from the free convolution (Corollary 3.2
+  of arXiv:2509.24914) for the linear task and softmax seq2seq;
+- :func:`minimal_width`: rank fraction of the convex minimiser (state evolution);
+- :func:`ridgeless_limit`, :func:`ridgeless_curve`, :func:`ridgeless_peak`: the ``lam ->
+  0+`` limit on both sides of ``alpha_interp`` and the (finite) interpolation peak.
 """
 
-from attnlib.thresholds._common import PENALTIES
+from attnlib.spectral_map import PENALTIES
 from attnlib.thresholds.geometry import (
     perfect_recovery,
-    perfect_recovery_bayes,
     semicircle_moment2,
     statistical_dimension,
     tangent_cone_dimension,
@@ -66,7 +54,6 @@ __all__ = [
     "semicircle_moment2",
     "statistical_dimension",
     "perfect_recovery",
-    "perfect_recovery_bayes",
     "perfect_recovery_se",
     "recovery_mse_ratio",
     "interpolation",

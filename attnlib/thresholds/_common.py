@@ -7,8 +7,6 @@ import numpy as np
 from attnlib import channels
 from attnlib.tasks import Task
 
-PENALTIES = ("nuclear", "frobenius")
-
 
 def _check_task(task) -> Task:
     if channels.for_task(task).scale_free:  # hardmax: m_eff = 0, the counts below divide by it

@@ -13,8 +13,7 @@ import warnings
 import numpy as np
 from scipy.optimize import brentq
 
-from attnlib import _checks, _deprecation
-from attnlib import bayes as _bayes
+from attnlib import _checks
 from attnlib.tasks import Task
 from attnlib.thresholds._common import _check_psd_target, _check_task, _target_kappa0
 from attnlib.width.capacity import rank_manifold_dimension
@@ -23,7 +22,6 @@ __all__ = [
     "semicircle_moment2",
     "statistical_dimension",
     "perfect_recovery",
-    "perfect_recovery_bayes",
     "tangent_cone_dimension",
 ]
 
@@ -120,11 +118,8 @@ def perfect_recovery(task: Task, target) -> float:
     (Amelunxen et al. 2014). Depends on the target only through ``kappa0``.
     E.g. ``0.2111`` for ``Seq2Seq(T=2)`` with ``Wishart(0.5)``.
 
-    The task's label noise is ignored: the value is the threshold of the same task with
-    noise-free labels (only ``task.m_eff`` enters), and a task with ``noise > 0`` raises a
-    ``UserWarning`` saying so. With noisy labels exact recovery does not happen at any
-    ``alpha``; the noisy counterpart is the interpolation threshold
-    (:func:`interpolation_se`).
+    Only ``task.m_eff`` enters: a task with ``noise > 0`` gets a ``UserWarning`` (noisy labels
+    are never recovered exactly; their threshold is :func:`interpolation_se`).
     """
     task = _check_task(task)
     if task.noise > 0:
@@ -137,15 +132,6 @@ def perfect_recovery(task: Task, target) -> float:
         )
     _check_psd_target(target)
     return statistical_dimension(_target_kappa0(target)) / task.m_eff
-
-
-def perfect_recovery_bayes(task: Task, target) -> float:
-    """Deprecated (removed in the next release): :func:`attnlib.bayes.perfect_recovery`,
-    the one name of the Bayes-optimal threshold ``(kappa0 - kappa0^2/2) / m_eff``, with a
-    ``DeprecationWarning`` (hardmax, ``m_eff = 0``: ``inf``). The convex ERM needs
-    :func:`perfect_recovery` ``>=`` it."""
-    _deprecation.warn("thresholds.perfect_recovery_bayes", "bayes.perfect_recovery")
-    return _bayes.perfect_recovery(task, target)
 
 
 def tangent_cone_dimension(kappa0: float) -> float:

@@ -1,18 +1,9 @@
-r"""The interpolation threshold of the nuclear + PSD ERM, and the minimal width.
+r"""The interpolation threshold of the nuclear + PSD ERM (noisy labels, ``d -> infinity``
+then ``lam -> 0+``: the largest ``alpha`` with zero training loss), and the minimal width.
 
-Interpolation (noisy labels, ``d -> infinity`` then ``lam -> 0+``): the largest
-``alpha`` at which the training loss is exactly zero. It depends on the noise
-``Delta`` through the target: :func:`interpolation` is its noise-dominated value
-``1/(4 m_eff)`` (``Delta -> infinity``, or ``S0 = 0``), a lower bound at every
-``Delta``; :func:`interpolation_small_noise` its ``Delta -> 0+`` limit, the
-statistical dimension of the tangent cone of the PSD cone at ``S0`` over ``m_eff``;
-:func:`interpolation_se` its exact value at the task's noise, from the state
-evolution.
-
-How :func:`interpolation_se` finds it. At ``lam -> 0+`` the ERM has two phases. Below
-the threshold the data are fitted exactly: the train loss vanishes like ``lam^2`` and
-the state-evolution variance ``v`` diverges like ``1 / lam``, so the ``lam = 0`` state
-evolution has no fixed point. Above it the ``lam = 0`` fixed point (the minimum-loss
+How :func:`interpolation_se` finds it. Below the threshold the data are fitted exactly:
+the train loss vanishes like ``lam^2``, ``v`` diverges like ``1 / lam`` and the ``lam = 0``
+state evolution has no fixed point. Above it the ``lam = 0`` fixed point (the minimum-loss
 PSD matrix) has a finite ``v`` and a positive train loss. The threshold is the smallest
 ``alpha`` with such a fixed point, bisected between the proven bounds ``1/(4 m_eff) <=
 alpha_interp(Delta) <= tangent_cone_dimension(kappa0) / m_eff``. Each probe is 7-30
@@ -31,15 +22,15 @@ import warnings
 from typing import NamedTuple
 
 from attnlib import _checks, _limits, follow, se
+from attnlib.se import runaway
+from attnlib.spectral_map import PENALTIES
 from attnlib.tasks import Task
 from attnlib.thresholds._common import (
-    PENALTIES,
     _check_psd_target,
     _check_task,
     _labels_leave_range,
     _target_kappa0,
 )
-from attnlib.thresholds._escape import interpolates
 from attnlib.thresholds.geometry import tangent_cone_dimension
 from attnlib.width.capacity import rank_manifold_dimension
 
@@ -54,52 +45,59 @@ __all__ = [
 
 log = logging.getLogger("attnlib.thresholds")
 
-# a lam = 0 fixed point is accepted when its relative residual is below this (the
-# solver's default tolerance is 1e-6) and its variance v below _V_MAX
+# a lam = 0 fixed point is accepted with a relative residual below _RESIDUAL_OK and v
+# below _V_MAX; the final solve at hi (large v: slow) gets at most _FINAL_SOLVE_S seconds
 _RESIDUAL_OK = 1e-5
 _V_MAX = 1e8
-# seconds (wall clock) given to the one solve at the end of the bisection, at hi: close
-# to the threshold v is large and the solve slow (seq2lab T = 3: minutes at xtol 1e-3)
 _FINAL_SOLVE_S = 120.0
+# the runaway rate is iterated until its change still to come is below _RATE_TOL (the sign
+# of rate - 1 is the verdict: at 2 % of rate change per 1 % of alpha, 5e-6 in alpha)
+_RATE_TOL = 1e-5
+_RATE_MAX_MAPS = 80
+
+
+def _interpolates(task, target, alpha, se_kwargs) -> bool:
+    """The probe of the bisection: whether the ``lam = 0`` state evolution at ``alpha`` has
+    no fixed point, its ``v`` running away at a rate above 1 (:mod:`attnlib.se.runaway`, a
+    few maps instead of a solve; at the QMC points ``n_qmc``, ``n_rep``, ``seed`` of
+    ``se_kwargs``, the solves' own). False where the rate is below 1, or not finite."""
+    qmc = {k: se_kwargs[k] for k in ("n_qmc", "n_rep", "seed") if se_kwargs.get(k) is not None}
+    qmc.setdefault("n_qmc", se.SESettings().n_qmc)  # the solves' default
+    # every probe starts cold: a warm start from the probe below follows the running-away
+    # branch (the limit map can have two fixed points) and gives wrong rates; cold starts
+    # agree with the closed form (test_lam0_runaway)
+    r = runaway.growth_rate(task, target, alpha, tol=_RATE_TOL, max_maps=_RATE_MAX_MAPS, **qmc)
+    msg = "interpolation_se: alpha %.5g: v runs away at the rate %.5f +- %.1e per map (%d maps)"
+    log.info(msg, alpha, r.rate, r.stderr, r.n_maps)
+    return bool(r.rate > 1.0)
 
 
 def interpolation(task: Task, kappa: float | None = None, penalty: str = "nuclear") -> float:
     r"""Interpolation threshold for noise-dominated labels: ``1/(4 m_eff)`` (nuclear + PSD).
 
-    Largest ``alpha`` at which the training loss reaches zero (``d -> infinity``,
-    then ``lam -> 0+``) when the labels carry no usable signal: exact for ``S0 = 0``,
-    the ``Delta -> infinity`` limit (and a lower bound) of the noise-dependent
-    threshold :func:`interpolation_se` for a PSD target.
+    Exact for ``S0 = 0``; the ``Delta -> infinity`` limit (and a lower bound) of
+    :func:`interpolation_se` for a PSD target.
 
-    Derivation. A training loss of zero means ``h_mu(S) = h0_mu + noise`` on every
-    sequence (softmax: up to the lost global shift), i.e. ``M = n m_eff =
-    alpha m_eff d^2`` linear equations ``A(S - S0) = e`` in the ``N = d^2/2``
-    dimensional space of symmetric matrices, with ``e`` the label noise.
+    Derivation. A training loss of zero means ``M = n m_eff = alpha m_eff d^2`` linear
+    equations ``A(S - S0) = e`` (``e`` the label noise) in the ``N = d^2/2`` dimensional
+    space of symmetric matrices.
 
     - ``penalty="frobenius"`` (direct ``S``, no constraint): solvable iff ``M < N``,
       so ``alpha_interp = 1 / (2 m_eff)``, whatever the target and the noise.
-    - ``penalty="nuclear"``, ``kappa=None`` (convex problem, ``S`` in the PSD cone
-      ``C``): ``A(S - S0) = e`` with ``S - S0`` in ``C - S0``. By Gordon's
-      comparison (CGMT) for Gaussian-like sensing, a solution exists iff
-      ``sup_r [w(r)^2 - ||e||^2 / r^2] > M``, where ``w(r)^2`` is the squared
-      Gaussian width of ``(C - S0) / r`` intersected with the unit sphere. ``w(r)``
-      decreases from the statistical dimension of the tangent cone
-      ``T_C(S0)`` (``r -> 0``) to that of ``C`` itself (``r -> infinity``;
-      ``delta(C) = N/2 = d^2/4`` for the self-dual PSD cone). Noise-dominated labels
-      (``||e|| -> infinity``) need ``r -> infinity``: ``alpha_interp = 1/(4 m_eff)``.
-      With ``S0 = 0``, ``C - S0 = C`` and this holds at every noise level. (Zero
-      noise gives the other end, :func:`interpolation_small_noise`.)
-    - ``penalty="nuclear"`` with a factorised width ``kappa < 1``: the rank
-      ``<= kappa d`` PSD matrices form a manifold of dimension
-      ``kappa d^2 - (kappa d)^2 / 2 = d^2 (kappa - kappa^2/2)``, so the dimension
-      count predicts ``alpha_interp = min(1/4, kappa - kappa^2/2) / m_eff`` for
-      noise-dominated labels (a count, not a theorem: it assumes generic equations
-      can be met on the manifold whenever its dimension exceeds their number).
+    - ``penalty="nuclear"``, ``kappa=None`` (``S`` in the PSD cone ``C``): by Gordon's
+      comparison (CGMT), ``A(S - S0) = e`` has a solution iff ``sup_r [w(r)^2 - ||e||^2 /
+      r^2] > M``, ``w(r)^2`` the squared Gaussian width of ``(C - S0) / r`` on the unit
+      sphere, decreasing from the statistical dimension of the tangent cone ``T_C(S0)``
+      (``r -> 0``; zero noise: :func:`interpolation_small_noise`) to ``delta(C) = N/2 =
+      d^2/4`` (``r -> infinity``: noise-dominated labels, or ``S0 = 0`` at any noise):
+      ``alpha_interp = 1/(4 m_eff)``.
+    - ``penalty="nuclear"`` with a factorised width ``kappa < 1``: the rank ``<= kappa d``
+      PSD matrices form a manifold of dimension ``d^2 (kappa - kappa^2/2)``, so the
+      dimension count (not a theorem) predicts ``alpha_interp = min(1/4, kappa -
+      kappa^2/2) / m_eff`` for noise-dominated labels.
 
-    Noise placement: with ``noise_on="outputs"`` on a softmax task the labels leave
-    the range of ``g`` (a ``K - 1`` dimensional manifold of row-stochastic matrices,
-    bounded readouts), so the training loss stays positive at every ``alpha``: the
-    function returns ``0.0``.
+    With ``noise_on="outputs"`` on a softmax task the labels leave the range of ``g``:
+    the training loss stays positive at every ``alpha`` and this returns ``0.0``.
 
     Args:
       task: the task (gives ``m_eff`` and the noise placement).
@@ -129,10 +127,8 @@ def interpolation_small_noise(task: Task, target) -> float:
     With ``||e|| -> 0`` the comparison of :func:`interpolation` is decided at
     ``r -> 0``, where ``(C - S0)/r`` becomes the tangent cone ``T_C(S0)``:
     ``alpha = tangent_cone_dimension(kappa0) / m_eff`` (``0.4375`` for the linear
-    ``T = 1`` task and ``kappa0 = 1/2``). For ``0 < Delta < infinity`` the threshold lies
-    between :func:`interpolation` and this value and decreases with ``Delta``
-    (:func:`interpolation_se`). It exceeds :func:`perfect_recovery`, since the
-    descent cone of the trace at ``S0`` is contained in ``T_C(S0)``.
+    ``T = 1`` task and ``kappa0 = 1/2``), an upper bound on :func:`interpolation_se`. It
+    exceeds :func:`perfect_recovery`: the trace's descent cone at ``S0`` lies in ``T_C(S0)``.
     """
     task = _check_task(task)
     _check_psd_target(target)
@@ -144,12 +140,10 @@ def interpolation_small_noise(task: Task, target) -> float:
 class InterpolationThreshold(NamedTuple):
     """Result of :func:`interpolation_se_bracket`.
 
-    ``lo < alpha_interp <= hi``: at ``lo`` the ``lam = 0`` state evolution has no
-    fixed point (its ``v`` runs away: the data are interpolated), at ``hi`` it has one,
-    ``fixed_point`` (an :class:`attnlib.se.SEResult`: its ``train_loss > 0`` is the
-    ``lam -> 0+`` train loss there, ``v`` its finite variance; None where that one solve
-    failed or was cut short, with a ``RuntimeWarning``). ``alpha = (lo + hi) / 2``;
-    ``n_solves`` probes were used (the two ends included).
+    ``lo < alpha_interp <= hi``: at ``lo`` the ``lam = 0`` state evolution's ``v`` runs
+    away, at ``hi`` it has the fixed point ``fixed_point`` (an :class:`attnlib.se.SEResult`,
+    ``train_loss > 0``; None, with a ``RuntimeWarning``, where that solve failed or was cut
+    short). ``alpha = (lo + hi) / 2``; ``n_solves`` probes, the two ends included.
     """
 
     alpha: float
@@ -160,16 +154,12 @@ class InterpolationThreshold(NamedTuple):
 
 
 def _lam0_fixed_point(task, target, alpha, init, se_kwargs, *, rate=True):
-    """The ``lam = 0`` state-evolution fixed point at ``alpha`` and its warm start (``init``:
-    a warm start, or None), or ``None`` if there is none. With ``rate``, ``None`` at once
-    where ``v`` runs away at a rate above 1 (no solve).
-
-    ``None`` too when the solver stops short of a fixed point (not ``converged`` and a
-    relative residual above ``1e-5``: below the threshold ``v`` runs off, so its
-    :class:`attnlib.se.SEConvergenceWarning` is swallowed; other warnings pass on), or at a
-    point with ``v >= 1e8`` or a train loss that is not positive.
+    """``(SEResult, WarmStart)`` of the ``lam = 0`` fixed point at ``alpha`` (from ``init``),
+    or ``None``: where ``v`` runs away at a rate above 1 (with ``rate``, no solve), where the
+    solve stops short (residual above ``_RESIDUAL_OK``; its ``SEConvergenceWarning`` is
+    swallowed, other warnings pass on), or ``v >= _V_MAX``, or a train loss ``<= 0``.
     """
-    if rate and interpolates(task, target, alpha, se_kwargs):  # v runs away: no solve
+    if rate and _interpolates(task, target, alpha, se_kwargs):  # v runs away: no solve
         return None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -227,14 +217,13 @@ def _stop_warning(why, lo, hi, xtol) -> None:
 
 
 def _bisect(task, target, bracket, xtol, se_kwargs, *, budget):
-    """Halve ``bracket = (lo, hi)`` (:func:`attnlib.follow.bisect`) until ``hi - lo <= xtol``
-    or the budget is spent (or an interrupt: the bracket of the finished probes is kept).
-    Each probe is the rate at which the ``lam = 0`` state evolution's ``v`` runs away
-    (> 1: ``lo``, else ``hi``; :func:`attnlib.thresholds._escape.interpolates`), not a
-    solve; the fixed point at the final ``hi`` is solved once at the end."""
+    """Halve ``bracket`` (:func:`attnlib.follow.bisect`) until ``hi - lo <= xtol``, the budget
+    is spent or an interrupt comes (the finished probes' bracket is kept). Each probe is the
+    runaway rate of ``v`` (:func:`_interpolates`); the fixed point
+    at the final ``hi`` is solved once at the end."""
 
     def probe(alpha, _at_hi):  # a fixed point (not a runaway) moves hi
-        return None if interpolates(task, target, alpha, se_kwargs) else True
+        return None if _interpolates(task, target, alpha, se_kwargs) else True
 
     def after(n, alpha, r, lo, hi):
         msg = "interpolation_se: probe %d at alpha %.5g: %s; bracket [%.5g, %.5g], %.0f s"
@@ -278,8 +267,8 @@ def _ends(task, target, se_kwargs, budget):
     lo = interpolation(task)
     hi = 1.02 * interpolation_small_noise(task, target)
     try:
-        top = not interpolates(task, target, hi, se_kwargs)
-        bottom = top and not interpolates(task, target, lo, se_kwargs)
+        top = not _interpolates(task, target, hi, se_kwargs)
+        bottom = top and not _interpolates(task, target, lo, se_kwargs)
     except (KeyboardInterrupt, _limits.TimeUp) as err:
         _stop_warning(budget.why(err) + " before a bracket was found (NaN)", lo, hi, 0.0)
         return InterpolationThreshold(math.nan, lo, hi, None, 0)
@@ -317,21 +306,19 @@ def interpolation_se_bracket(
     r"""Interpolation threshold at the task's noise: the bracket ``lo < alpha_interp <= hi``.
 
     Bisection (module docstring) from ``[1/(4 m_eff), 1.02 tangent_cone_dimension(kappa0) /
-    m_eff]`` until ``hi - lo <= xtol`` (absolute, in ``alpha``). A fixed point at the lower
-    end, contrary to the bound, gives ``[1/(4 m_eff)] * 2`` and a ``RuntimeWarning``; none at
-    the upper end gives ``alpha`` NaN, the two bounds as bracket and an
-    :class:`attnlib.se.SEConvergenceWarning`. Each probe (about ``2 + log2(width / xtol)``)
-    is the runaway rate of :func:`attnlib.se.runaway.growth_rate` at the QMC points ``n_qmc,
-    n_rep, seed`` of ``se_kwargs`` (else the solves' defaults); then one
-    :func:`attnlib.se.solve` at ``hi`` (``se_kwargs`` passed on; at most 120 s) gives
-    ``fixed_point``. The QMC error of the threshold is the rate's standard error (logged)
-    over ``|d rate / d alpha|``. Nuclear + PSD penalty, noise on the logits or the target.
+    m_eff]`` until ``hi - lo <= xtol`` (absolute). A fixed point at the lower end gives
+    ``lo = hi = 1/(4 m_eff)`` and a ``RuntimeWarning``; none at the upper end gives ``alpha``
+    NaN, the two bounds and an :class:`attnlib.se.SEConvergenceWarning`. Each probe (about
+    ``2 + log2(width / xtol)``) is the runaway rate :func:`attnlib.se.runaway.growth_rate`
+    at the QMC points of ``se_kwargs``; then one :func:`attnlib.se.solve` at ``hi``
+    (``se_kwargs`` passed on; at most ``_FINAL_SOLVE_S``) gives ``fixed_point``. The QMC
+    error of the threshold is the rate's standard error (logged) over ``|d rate / d
+    alpha|``. Nuclear + PSD penalty, noise on the logits or the target.
 
-    ``time_limit`` (seconds of wall clock; a probe stops between two SE maps) and
-    ``max_solves`` (probes, the two ends included) stop the bisection early with a
-    ``RuntimeWarning`` and the bracket of the finished probes; so does a
-    ``KeyboardInterrupt``. Before the two ends are probed the result is NaN. Probes are
-    logged at INFO level on the logger ``attnlib.thresholds``.
+    ``time_limit`` (seconds; a probe stops between two SE maps), ``max_solves`` (probes,
+    the two ends included) and a ``KeyboardInterrupt`` stop early with a
+    ``RuntimeWarning`` and the finished probes' bracket (NaN before both ends are probed).
+    Probes are logged at INFO on the logger ``attnlib.thresholds``.
     """
     task = _check_task(task)
     _check_psd_target(target)
@@ -360,9 +347,7 @@ def interpolation_se(
 
     The midpoint of :func:`interpolation_se_bracket` (accurate to ``xtol / 2``), between
     :func:`interpolation` (``Delta -> infinity``) and :func:`interpolation_small_noise`
-    (``Delta -> 0``); e.g. about ``0.324`` for the linear ``T = 1`` task with
-    ``Wishart(0.5)`` and ``Delta = 0.25``. ``time_limit``, interrupts and the progress lines
-    as in the bracket.
+    (``Delta -> 0``).
     """
     return interpolation_se_bracket(
         task, target, xtol=xtol, time_limit=time_limit, **se_kwargs

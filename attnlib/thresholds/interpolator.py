@@ -1,98 +1,65 @@
 r"""The ridgeless limit ``lam -> 0+`` of the nuclear + PSD ERM on both sides of
-``alpha_interp``, and the height of the interpolation peak.
+``alpha_interp`` (:func:`attnlib.thresholds.interpolation_formula`), and the height of
+the interpolation peak: state-evolution results (:class:`attnlib.se.SEResult`,
+:class:`attnlib.se.LearningCurve`) where :func:`attnlib.se.solve` has no fixed point.
 
-Three functions: :func:`ridgeless_limit` (one ``alpha``), :func:`ridgeless_curve` (a curve)
-and :func:`ridgeless_peak` (the limit at ``alpha_interp`` itself). They live in
-:mod:`attnlib.se` because they return state-evolution results (:class:`SEResult`,
-:class:`LearningCurve`) at ``lam -> 0+``, the limit the solver :func:`attnlib.se.solve`
-cannot take where it has no fixed point. The threshold ``alpha_interp`` is the closed
-form :func:`attnlib.thresholds.interpolation_formula`.
+Above ``alpha_interp`` the ERM at ``lam = 0`` has a unique minimiser: the limit is
+:func:`attnlib.se.solve` at ``lam = 0``. Below it the noisy labels are fitted exactly:
+``sum_mu loss / lam + d Tr S`` turns the loss into the constraint "fit every label", and
+the ERM tends to the minimum-trace PSD interpolator, whose state evolution is the
+``lam -> 0`` limit of the ``lam > 0`` one (notation of :mod:`attnlib.se`):
 
-Above ``alpha_interp`` the ERM at ``lam = 0`` has a unique minimiser, a finite fixed
-point of the state evolution: the ``lam -> 0+`` limit is :func:`attnlib.se.solve` at
-``lam = 0``. Below ``alpha_interp`` the noisy labels are fitted exactly. Divided by
-``lam``, the objective ``sum_mu loss / lam + d Tr S`` turns the loss into the
-constraint "fit every label" as ``lam -> 0+``, so the ERM tends to the minimum-trace
-(minimum nuclear norm) PSD interpolator. Its state evolution is the ``lam -> 0``
-limit of the ``lam > 0`` one, taken as follows (notation of :mod:`attnlib.se`).
-
-Scaling. The train loss vanishes and the prox variance diverges as ``v = v1 / lam``.
-In the whitened pairs ``u_ab = h_ab / sigma_ab`` (``V_ab = sigma_ab^2 v``) the prox
-fits the labels as ``v -> infinity``: ``P (h*_w - y_w) = O(1/v)``, with ``y`` the
-noisy logits (the noisy labels of the linear task). ``P`` projects onto the
-``m_eff`` directions the labels fix: the identity (linear task), or the complement of
-the lost shift direction ``(1 / sigma_ab)`` (softmax seq2seq). Along the lost
-direction the loss is flat and ``h* = omega``. Hence ``g_w = P (y_w - omega_w) / v +
+Scaling. The train loss vanishes and ``v = v1 / lam`` diverges. In the whitened pairs
+``u_ab = h_ab / sigma_ab`` the prox fits the labels: ``P (h*_w - y_w) = O(1/v)``, ``y``
+the noisy logits and ``P`` the projector on the ``m_eff`` directions the labels fix (the
+identity for the linear task; for softmax seq2seq the complement of the lost shift
+``(1 / sigma_ab)``, along which ``h* = omega``). Hence ``g_w = P (y_w - omega_w) / v +
 O(v^-2)`` and, per sequence,
 
-    a_hat = alpha tr(P) / v = alpha m_eff / v,     m_hat = alpha m_eff / v,
-    q_hat = alpha E|P (y_w - omega_w)|^2 / (2 v^2) = alpha m_eff E / (2 v^2),
+    a_hat = m_hat = alpha m_eff / v,     q_hat = alpha m_eff E / (2 v^2),
+    E = Q0 - 2 m + q + Delta_e / 2 = mse + Delta_e / 2,
 
-(``m_hat``: ``y`` moves with ``h0`` at unit slope), where
-
-    E = Q0 - 2 m + q + Delta_e / 2 = mse + Delta_e / 2.
-
-The whitened pairs of ``h0 - omega`` are independent with variance ``Q0 - 2 m + q``.
-``Delta_e / 2 = tr(P N) / m_eff`` is the label noise per fixed direction
-(:func:`attnlib.thresholds.equivalent_noise`). The input side's parameters then have
-finite limits: ``c = m_hat / a_hat -> 1``, ``Delta_eff = q_hat / m_hat^2 = E / (2
-alpha m_eff)`` and ``tau = lam / a_hat = v1 / (alpha m_eff)``. The threshold stays
-finite: at ``lam = 0`` exactly ``tau`` would be 0. The input side's ``v = div /
-m_hat``, with ``div = int rho_R f h_R``, reads ``v1 / lam = div v1 / (lam alpha
-m_eff)``: ``v1`` cancels and ``div = alpha m_eff``. The limit state evolution is two
-equations in ``(Delta, tau)``:
+with ``Delta_e / 2 = tr(P N) / m_eff`` the label noise per fixed direction
+(:func:`attnlib.thresholds.equivalent_noise`). The input side's parameters have finite
+limits, ``c -> 1``, ``Delta_eff = E / (2 alpha m_eff)``, ``tau = v1 / (alpha m_eff)``, and
+``v = div / m_hat`` gives ``div = int rho_R f h_R = alpha m_eff``. The limit state
+evolution is two equations in ``(Delta, tau)``:
 
     Delta = (mse(Delta, tau) + Delta_e / 2) / (2 alpha m_eff),
     div(Delta, tau) = alpha m_eff,
 
-with ``m, q, div`` the integrals of the soft threshold ``f(x) = (x - tau)_+`` against
-``rho_R``, the law of ``S0 + sqrt(Delta) W_goe`` (:mod:`attnlib.se.input`), and ``mse
-= Q0 - 2 m + q``. Noise-free labels (``Delta_e = 0``) give the perfect-recovery
-equation of :mod:`attnlib.thresholds.recovery_se`. The output side enters only
-through ``m_eff`` and ``Delta_e``: the ridgeless curve of softmax seq2seq is that of
-the linear task at ``alpha m_eff`` with the same ``Delta_e``. Only the test error,
-a function of ``(Q0, m, q)``, differs.
+with ``m, q, div`` the integrals of ``f(x) = (x - tau)_+`` against ``rho_R``, the law of
+``S0 + sqrt(Delta) W_goe`` (:mod:`attnlib.se.input`). ``Delta_e = 0`` gives the
+perfect-recovery equation of :mod:`attnlib.thresholds.recovery_se`. The output side
+enters only through ``m_eff`` and ``Delta_e``: softmax seq2seq's curve is the linear
+task's at ``alpha m_eff``, only the test error differs.
 
-Solving them. ``div = (1/2) E[(f(x) - f(y)) / (x - y)]`` over independent ``x, y ~
-rho_R`` decreases in ``tau``. So for each ``Delta`` with ``div(Delta, 0) >= alpha
-m_eff`` the second equation has one root ``tau(Delta) >= 0`` (Brent). The first
-equation is then one equation in ``log Delta``, bracketed between a small ``Delta``
-(where its left side is larger) and ``D_max``, where ``tau(D_max) = 0``; Brent
-solves it. Below ``alpha_interp`` the two ends have opposite signs. At ``alpha =
-alpha_interp``, ``D_max = dbar`` and ``tau = 0``: the closed form of
-:mod:`attnlib.thresholds.ridgeless`.
+Solving them. ``div`` decreases in ``tau``, so for each ``Delta`` with ``div(Delta, 0) >=
+alpha m_eff`` the second equation has one root ``tau(Delta) >= 0`` (Brent). The first is
+then one equation in ``log Delta``, bracketed between a small ``Delta`` and ``D_max``
+(``tau(D_max) = 0``) below ``alpha_interp``. At ``alpha_interp``, ``D_max = dbar`` and
+``tau = 0``: the closed form of :mod:`attnlib.thresholds.ridgeless`.
 
-The peak. At ``alpha_interp`` (``tau = 0``, ``Delta = dbar``; ``J`` and ``J'`` as in
-:mod:`attnlib.thresholds.ridgeless`):
+The peak. At ``alpha_interp`` (``J``, ``J'`` of :mod:`attnlib.thresholds.ridgeless`):
+``m = J(dbar) - dbar J'(dbar) = Q0 + Delta_e / 2``, ``q = J(dbar)``, ``mse = dbar
+J'(dbar) - Delta_e / 2``. ``dbar`` is finite for every PSD target and ``0 < Delta_e <
+infinity`` (``J - delta J' = Tr(R_+ S0) / d`` grows without bound), so the peak of the
+nuclear + PSD ERM is finite; the Frobenius (ridge) ERM's ``J - delta J' = Q0`` never
+reaches ``Q0 + Delta_e / 2`` and its peak diverges. The ``lam = 0`` fixed point above the
+threshold tends to the same ``(m, q)``: the curve is continuous there.
 
-    m = J(dbar) - dbar J'(dbar) = Q0 + Delta_e / 2,   q = J(dbar),
-    mse = dbar J'(dbar) - Delta_e / 2.
+Result fields below ``alpha_interp`` are the limits ``lam -> 0+``: ``lam = 0``, ``v =
+inf``, ``m_hat = q_hat = a_hat = 0``, ``c = 1``, ``Delta_eff``, ``tau`` (``lim lam v =
+alpha m_eff tau``), ``train_loss = objective = 0``, ``trace`` the minimal ``Tr S / d``,
+``rank_fraction`` the mass of ``rho_R`` above ``tau``, ``replicon`` NaN (the limit problem
+is convex), ``integration_error`` the test error's QMC error (0 for the linear task),
+``residual`` the first equation's relative residual, ``n_iter`` the number of spectral
+integrals.
 
-These are finite wherever ``dbar`` is. ``dbar`` is finite for every PSD target and
-noise ``0 < Delta_e < infinity``, because ``J - delta J' = Tr(R_+ S0) / d`` grows
-without bound in ``delta``. So the ridgeless peak of the nuclear + PSD ERM is finite.
-Its height is the test error at these overlaps. The Frobenius (ridge) ERM is
-different: its ``J - delta J' = Q0`` never reaches ``Q0 + Delta_e / 2``, and its
-peak diverges. The
-``lam = 0`` fixed point above the threshold tends to the same ``(m, q)`` as ``v ->
-infinity`` (:mod:`attnlib.thresholds.ridgeless`), so the curve is continuous there.
-
-Result fields on the interpolating side (``alpha < alpha_interp``) are the limits
-``lam -> 0+``: ``lam = 0``, ``v = inf``, ``m_hat = q_hat = a_hat = 0`` (they vanish
-like ``lam``, ``lam`` and ``lam^2``), ``c = 1``, ``Delta_eff``, ``tau`` (finite; ``lim
-lam v = alpha m_eff tau``), ``train_loss = 0`` (it vanishes like ``lam^2``),
-``objective = 0``, ``trace`` the minimal ``Tr S / d``, ``rank_fraction`` the mass of
-``rho_R`` above ``tau``. ``replicon`` is NaN (not computed): the limit problem
-minimises a linear function on an affine slice of the PSD cone, a convex problem,
-the softmax one included (fitting softmax labels fixes the logits up to the lost
-shift). ``integration_error`` is the QMC error of the test error alone, 0 for the
-linear task. ``residual`` is the first equation's relative residual, ``n_iter`` the
-number of spectral integrals.
-
-Where it applies: the tasks of :func:`attnlib.thresholds.interpolation_formula`
-(linear, and softmax seq2seq with noise on the pairs), noisy labels, PSD targets,
-nuclear + PSD penalty. Seq2seq with noise on the outputs never interpolates, so
-every ``alpha`` is on the ``lam = 0`` side.
+Applies to the tasks of :func:`attnlib.thresholds.interpolation_formula` (linear, softmax
+seq2seq with noise on the pairs), noisy labels, PSD targets, nuclear + PSD penalty.
+Seq2seq with noise on the outputs never interpolates: every ``alpha`` is on the ``lam =
+0`` side.
 """
 
 from __future__ import annotations
@@ -256,22 +223,17 @@ def ridgeless_limit(
 ) -> SEResult:
     r"""The ``lam -> 0+`` limit of the nuclear + PSD state evolution at ``alpha``.
 
-    Below :func:`attnlib.thresholds.interpolation_formula`'s ``alpha_interp``: the
-    minimum-trace PSD interpolator of the noisy labels, from the limit equations of the
-    module docstring (train loss 0, finite threshold ``tau``, ``v = inf``). At and
-    above it: :func:`attnlib.se.solve` at ``lam = 0``, whose minimiser is unique there
-    (at ``alpha_interp`` itself its ``v`` is infinite and that solve fails: the value
-    there is :func:`ridgeless_peak`).
-    ``settings`` and the shorthand keywords (``n_qmc=``, ``time_limit=``, ``on_fail=``,
-    ...) as in :func:`attnlib.se.solve`. On the interpolating side ``n_qmc, n_rep,
-    seed`` set the QMC points of the test error (softmax) and ``time_limit`` bounds
-    the root search.
+    Below ``alpha_interp``: the minimum-trace PSD interpolator of the noisy labels (the
+    limit equations of the module docstring). At and above it: :func:`attnlib.se.solve`
+    at ``lam = 0`` (at ``alpha_interp`` itself that solve fails: see
+    :func:`ridgeless_peak`). ``settings`` and the shorthand keywords as in
+    :func:`attnlib.se.solve`; below the threshold ``n_qmc, n_rep, seed`` set the test
+    error's QMC points (softmax) and ``time_limit`` bounds the root search.
 
-    Failure policy: where the limit equations have no bracketed root, or fail, or run
-    past ``time_limit``, the result is NaN with ``converged=False`` and an
-    :class:`attnlib.se.SEConvergenceWarning` (``on_fail="raise"``: ``RuntimeError``).
-    Cost: about a hundred spectral integrals, 1-2 s on one core. ``ValueError`` for a task,
-    a target or noise-free labels the closed-form threshold does not cover.
+    Failure policy (no bracketed root, a failure, ``time_limit``): NaN, ``converged=False``
+    and an :class:`attnlib.se.SEConvergenceWarning` (``on_fail="raise"``: ``RuntimeError``).
+    About a hundred spectral integrals. ``ValueError`` for a task, a target or noise-free
+    labels the closed-form threshold does not cover.
     """
     th, alpha = _check(task, target, alpha)
     s = resolve(settings, **shorthands)
@@ -279,15 +241,13 @@ def ridgeless_limit(
 
 
 def ridgeless_peak(task, target, *, n_qmc: int = 2**16, n_rep: int = 8, seed: int = 0) -> SEResult:
-    r"""The ridgeless curve at ``alpha_interp`` itself: the height of the interpolation
-    peak (module docstring), the common limit of :func:`ridgeless_limit` as ``alpha ->
-    alpha_interp`` from both sides.
+    r"""The height of the interpolation peak: :func:`ridgeless_limit`'s common limit at
+    ``alpha -> alpha_interp`` from both sides.
 
-    From the closed form of :func:`attnlib.thresholds.interpolation_formula`: ``tau =
-    0``, ``Delta_eff = dbar``, ``m = Q0 + Delta_e / 2``, ``q = J(dbar)``; the test
-    errors from these overlaps (QMC with ``n_qmc`` points in ``n_rep`` scramblings for
-    softmax, whose relative standard error is ``integration_error``; closed form for
-    the linear task). Fields as in :func:`ridgeless_limit` below the threshold.
+    Module docstring: ``tau = 0``, ``Delta_eff = dbar``, ``m = Q0 + Delta_e / 2``, ``q =
+    J(dbar)``. Test errors from these overlaps
+    (softmax: QMC, ``n_qmc`` points in ``n_rep`` scramblings, relative standard error
+    ``integration_error``). Fields as in :func:`ridgeless_limit` below the threshold.
     """
     th, _ = _check(task, target, 1.0)
     n_qmc, n_rep, seed = _checks.qmc_sizes(n_qmc, n_rep, seed)
@@ -310,11 +270,9 @@ def ridgeless_curve(
     r""":func:`ridgeless_limit` along ``alphas``: a :class:`LearningCurve` on both sides of
     ``alpha_interp`` (in the given order).
 
-    Below the threshold each point is solved on its own. The points above it are
-    solved at ``lam = 0`` in decreasing ``alpha`` (:func:`attnlib.se.learning_curve`),
-    each warm-started from the one above, since ``v`` grows towards the threshold.
-    ``time_limit=`` holds for the whole curve; points left unfinished are NaN with
-    ``converged=False``.
+    Below the threshold each point is solved on its own; above it at ``lam = 0`` in
+    decreasing ``alpha`` (:func:`attnlib.se.learning_curve`, warm-started). ``time_limit=``
+    holds for the whole curve; unfinished points are NaN with ``converged=False``.
     """
     alphas = np.asarray(_checks.finite_array("alphas", alphas), dtype=float).reshape(-1)
     if alphas.size == 0 or not np.all(alphas > 0):

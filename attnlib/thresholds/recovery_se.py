@@ -104,23 +104,16 @@ def perfect_recovery_se(
     .. math:: \delta_{SE} = \frac12 \min_{t \ge 0} \lim_{\Delta \to 0}
               \frac{\mathrm{mse}(\Delta, t\sqrt{\Delta})}{\Delta},
 
-    ``mse`` the large-``d`` error of the spectral soft threshold applied to
-    ``R = S0 + sqrt(Delta) W_goe`` (:func:`recovery_mse_ratio`, built on
-    :func:`attnlib.rmt.deformed_spectrum`; no use of the closed formula of
-    :func:`statistical_dimension`). ``kappa0`` never enters explicitly, so this
-    works for power-law and explicit spectra as well.
+    ``mse`` the large-``d`` error of the spectral soft threshold applied to ``R = S0 +
+    sqrt(Delta) W_goe`` (:func:`recovery_mse_ratio`; not the closed form
+    :func:`statistical_dimension`), for any target spectrum (module docstring: why).
 
-    Why this is the state-evolution threshold: see the module docstring.
-
-    Numerics: for each of the three geometrically spaced ``deltas`` the minimum
-    over ``t`` of ``mse / Delta`` (:func:`recovery_mse_ratio`, Stein form) is found
-    by a grid and bounded Brent search; the minima are extrapolated to
-    ``Delta = 0`` by fitting ``a + b Delta^p`` through the three values (``p`` from
-    their ratio; measured ``p = 1/2`` for Wishart ``kappa0 < 1``, ``p ~ 2/3`` for
-    ``kappa0 = 1`` whose spectrum has a hard edge at ``0``). If the three values
-    do not follow a power law the smallest-``Delta`` value is returned.
-    Minimising before extrapolating is legitimate: the minimum over ``t`` of a
-    family converging uniformly on compacts converges to the minimum of the limit.
+    Numerics: for each of the three ``deltas`` the minimum over ``t`` of ``mse / Delta``
+    (Stein form) by a grid and bounded Brent search; the minima extrapolated to ``Delta =
+    0`` by ``a + b Delta^p`` through the three values (``p`` from their ratio: ``1/2`` for
+    Wishart ``kappa0 < 1``, ``~ 2/3`` at ``kappa0 = 1``, a hard edge at 0), or the
+    smallest-``Delta`` value where they follow no power law. (The minimum over ``t`` of a
+    family converging uniformly on compacts converges to the minimum of the limit.)
 
     Args:
       task: the task (gives ``m_eff``).

@@ -14,14 +14,11 @@ at ``c = 1, tau = 0``). Then
 
     alpha_interp = J'(dbar) / (2 m_eff),   where   J(dbar) - dbar J'(dbar) = Q0 + Delta_e / 2.
 
-Derivation (the state evolution at ``lam = 0`` as ``v -> infinity``, the threshold's
-side where the fixed point exists): the prox fits the labels, so ``a_hat = alpha m_eff /
-v``, ``q_hat = alpha m_eff E / (2 v^2)`` with ``E = Q0 + Delta_e/2 - 2 m + q`` per whitened
-constraint, ``m_hat = a_hat``; hence ``c = 1``, ``tau = 0``, ``Delta_eff = E / (2 alpha
-m_eff)``, and the input side's ``v = div / m_hat`` closes only if ``alpha m_eff = div``;
-with ``q = J``, ``m = J - 2 Delta_eff div`` this is the pair above, ``dbar =
-Delta_eff``. The left-hand side ``J - delta J'`` is the overlap ``m(delta) = Tr(R_+
-S0)/d``, increasing from ``Q0`` at ``delta = 0``.
+Derivation: the limit equations of :mod:`attnlib.thresholds.interpolator` at ``tau =
+0`` (the state evolution at ``lam = 0`` as ``v -> infinity``); with ``q = J``, ``m = J -
+2 Delta_eff div`` they are the pair above, ``dbar = Delta_eff``. The left-hand side ``J -
+delta J'`` is the overlap ``m(delta) = Tr(R_+ S0)/d``, increasing from ``Q0`` at ``delta
+= 0``.
 
 ``Delta_e`` is the noise per constraint, in the whitened pairs ``u_ab / sigma_ab`` of
 the noisy logits: ``Delta_e / 2 = tr(P N) / m_eff`` with ``N = diag(Delta_ab /

@@ -43,7 +43,6 @@ def train_direct(
     S_init=None,
     keep_path: bool | None = None,
     time_limit: float | None = None,
-    steps: int | None = None,
 ) -> TrainResult:
     r"""Train a symmetric ``S`` element-wise with the Frobenius penalty (no PSD constraint).
 
@@ -60,11 +59,10 @@ def train_direct(
       max_iter, learning_rate, decay, tol, chunk, dtype, keep_path, time_limit:
         shorthands for the fields of ``settings`` (``None``: from ``settings``).
       S_init: initial symmetric ``(d, d)`` matrix (default zero).
-      steps: the deprecated name of ``max_iter`` (a ``DeprecationWarning``).
     """
     given = dict(max_iter=max_iter, learning_rate=learning_rate, decay=decay, tol=tol, chunk=chunk)
-    given.update(dtype=dtype, keep_path=keep_path, time_limit=time_limit, steps=steps)
-    s = resolve("train_direct", settings, given, _DEFAULTS)
+    given.update(dtype=dtype, keep_path=keep_path, time_limit=time_limit)
+    s = resolve(settings, given, _DEFAULTS)
     lam = _checks.nonnegative("lam", lam)
     _checks.choice("method", method, ("adam", "gd"))
     make_config(task, "direct", "sgd", s._replace(learning_rate=1.0))  # checks the options

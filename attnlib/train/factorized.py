@@ -65,7 +65,6 @@ def train_factorized(
     init_scale: float = 1.0,
     keep_path: bool | None = None,
     time_limit: float | None = None,
-    steps: int | None = None,
 ) -> TrainResult:
     r"""Full-batch Adam on the tied factor ``W`` (``d x p``), ``S = W W^T / sqrt(p d)``.
 
@@ -83,14 +82,13 @@ def train_factorized(
       max_iter, learning_rate, decay, tol, chunk, dtype, keep_path, time_limit:
         shorthands for the fields of ``settings`` (``None``: from ``settings``).
       W_init: initial ``(d, p)`` factor; default i.i.d. ``N(0, init_scale^2)``.
-      steps: the deprecated name of ``max_iter`` (a ``DeprecationWarning``).
 
     Returns:
       :class:`TrainResult` with ``W`` set; ``S`` is computed in float64.
     """
     given = dict(max_iter=max_iter, learning_rate=learning_rate, decay=decay, tol=tol, chunk=chunk)
-    given.update(dtype=dtype, keep_path=keep_path, time_limit=time_limit, steps=steps)
-    s = resolve("train_factorized", settings, given, _DEFAULTS)
+    given.update(dtype=dtype, keep_path=keep_path, time_limit=time_limit)
+    s = resolve(settings, given, _DEFAULTS)
     p = _checks.integer("p", p, 1)
     X, Y, d = _checks.dataset(task, data)
     lam_W = _weight_decay(lam_W, lam, p, d)

@@ -149,12 +149,9 @@ def train_convex(
     tasks ``L`` is not convex in ``S``; the solver then returns a stationary point
     reached monotonically from ``S_init``.
 
-    Convergence is measured by the relative gradient mapping
-    ``||S - prox(S - grad L(S)/L)||_F / max(||S||_F, ||grad||_F / L)``,
-    checked every ``chunk`` iterations; ``tol = 1e-9`` gives ``S`` to about
-    ``cond * 1e-9`` relative accuracy. An iteration is a few passes over the data,
-    ``O(alpha T^2 d^4)``: 200 iterations of seq2seq ``T = 2`` take seconds at ``d = 60``,
-    tens of seconds at ``d = 100``.
+    Convergence: the relative gradient mapping (:attr:`TrainResult.residual`) every
+    ``chunk`` iterations; ``tol = 1e-9`` gives ``S`` to about ``cond * 1e-9`` relative
+    accuracy. An iteration is a few passes over the data, ``O(alpha T^2 d^4)``.
 
     Args:
       task, data: the task and the training set (computed in float64).
@@ -164,12 +161,11 @@ def train_convex(
       max_iter, tol, chunk, time_limit: shorthands for those fields (``None``: from settings).
       S_init: starting symmetric matrix (default zero).
 
-    Returns a :class:`TrainResult`; not converged, the last iterate, ``converged=False``
-    and a ``RuntimeWarning`` with the residual; a breakdown (non-finite gradient mapping
-    or ``S``) the same, ``S`` and ``train_loss`` NaN where ``S`` is not finite (as GAMP).
+    Returns a :class:`TrainResult` (failure policy: its ``converged``; a non-finite
+    gradient mapping is a breakdown).
     """
     given = dict(max_iter=max_iter, tol=tol, chunk=chunk, time_limit=time_limit)
-    s = resolve("train_convex", settings, given, dict(max_iter=20000, chunk=50))
+    s = resolve(settings, given, dict(max_iter=20000, chunk=50))
     lam = _checks.nonnegative("lam", lam)
     check_penalty(penalty)
     max_iter = _checks.integer("max_iter", s.max_iter, 1)

@@ -1,10 +1,5 @@
-"""The ERM objective on a data set: pre-activations, data term, penalty, curvature.
-
-Conventions (the book's "Notation and conventions" page, ``book/notation.md``):
-the data term is ``L(S) = sum_mu loss(Y_mu, h_mu(S))`` (a sum over sequences); the
-nuclear objective adds ``d lam Tr S``, the Frobenius one ``d (lam/2) ||S||_F^2``; the
-factorised student ``S = W W^T / sqrt(p d)`` adds ``lam_W ||W||_F^2``.
-"""
+"""The ERM objective on a data set (conventions: :mod:`attnlib.train`): pre-activations,
+data term, penalty, curvature."""
 
 from __future__ import annotations
 

@@ -26,8 +26,7 @@ class TrainResult(NamedTuple):
       converged: whether the stopping criterion (``residual < tol``) was met. Not met,
         ``S`` is the last iterate (a ``RuntimeWarning`` gives the residual); after a
         breakdown (``S`` not finite) ``S``, ``W`` and ``train_loss`` are NaN.
-      n_iter: number of optimisation steps taken (the iterations of
-        every solver's result; book/data tables store it as ``n_steps``).
+      n_iter: number of optimisation steps taken.
       residual: the quantity compared with ``tol``. For the first-order solvers
         (:func:`train_factorized`, :func:`train_direct`) it is the relative
         change of the objective per step over the last chunk of steps; for

@@ -6,8 +6,7 @@ their keywords of the same names (``max_iter=``, ``tol=``, ...) are shorthands: 
 (their default) means "from ``settings``", any other value replaces that field. A field
 left ``None`` takes the solver's own default (below). The iteration budget is
 ``max_iter`` everywhere (as in :class:`attnlib.se.SESettings` and
-:class:`attnlib.gamp.GAMPSettings`); ``steps=``, its old name in the first-order
-solvers, is accepted for one release with a ``DeprecationWarning``.
+:class:`attnlib.gamp.GAMPSettings`).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from attnlib import _checks, _deprecation
+from attnlib import _checks
 
 __all__ = ["TrainSettings", "resolve"]
 
@@ -49,16 +48,10 @@ class TrainSettings(NamedTuple):
     time_limit: float | None = None
 
 
-def resolve(solver: str, settings, given: dict, defaults: dict) -> TrainSettings:
+def resolve(settings, given: dict, defaults: dict) -> TrainSettings:
     """``settings`` (default ``TrainSettings()``) with the shorthand keywords ``given``
-    that are not ``None`` in place of its fields (``given["steps"]``: the deprecated name
-    of ``max_iter``, a ``DeprecationWarning``), then the fields still ``None`` from the
+    that are not ``None`` in place of its fields, then the fields still ``None`` from the
     solver's ``defaults``. The fields are validated by the solver."""
-    given = dict(given)
-    steps = given.pop("steps", None)
-    given["max_iter"] = _deprecation.renamed_keyword(
-        solver, "max_iter", given.get("max_iter"), "steps", steps, stacklevel=5
-    )
     s = _checks.settings(TrainSettings, settings, given)
     s = s._replace(**{k: v for k, v in defaults.items() if getattr(s, k) is None})
     _checks.integer("max_iter", s.max_iter, 1)
