@@ -36,6 +36,7 @@ The linear task is Gaussian and uses closed forms (its channel's
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from typing import NamedTuple
@@ -61,6 +62,9 @@ __all__ = [
     "pairs",
     "cold_prox",
     "lower_minima",
+    "PATHWISE",
+    "pathwise_m_hat",
+    "stein_m_hat",
 ]
 
 
@@ -163,8 +167,24 @@ def _solve_prox(channel, Y, omega, V, starts, prox, *, mode):
 
 
 # The pathwise form where the channel allows it (False: the Stein form everywhere, the
-# state evolution of attnlib before 0.x; tests/test_se_m_hat.py compares the two).
+# state evolution before this form existed; tests/test_se_m_hat.py compares the two).
 PATHWISE = True
+
+
+@contextlib.contextmanager
+def stein_m_hat():
+    """Inside the block, ``m_hat`` takes the Stein form for every channel (``PATHWISE``
+    off): the state evolution before the pathwise form, to reproduce records made with
+    it. The form is read when a program is traced, so JAX's in-memory caches are emptied
+    on entry and on exit. Not thread-safe: it sets a module flag."""
+    global PATHWISE
+    old, PATHWISE = PATHWISE, False
+    jax.clear_caches()
+    try:
+        yield
+    finally:
+        PATHWISE = old
+        jax.clear_caches()
 
 
 def pathwise_m_hat(channel) -> bool:

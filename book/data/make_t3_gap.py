@@ -55,6 +55,7 @@ from data import _common as C
 
 import attnlib
 from attnlib import se, sweep, targets, tasks, train
+from attnlib.se import output as se_output
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -96,11 +97,15 @@ def target() -> targets.Target:
 
 def se_point(*, n_qmc: int, seed: int) -> dict:
     """The state evolution with ``n_qmc`` QMC points of scrambling ``seed`` (cold start),
-    without the Newton correction (``refine=1``, the default when this study was made:
-    it measures the plain solve's convergence in ``n_qmc``; :mod:`data.make_se_default`
-    has the corrected default at this point)."""
+    as it was when this study was made: without the Newton correction (``refine=1``) and
+    with the Stein form of ``m_hat`` (:func:`attnlib.se.output.stein_m_hat`). It
+    measures that plain solve's convergence in ``n_qmc``; :mod:`data.make_se_default` has
+    the default solve at this point."""
     c0 = time.process_time()
-    r, notes = C.quiet(se.solve, task(), target(), ALPHA, LAM, n_qmc=n_qmc, seed=seed, refine=1)
+    with se_output.stein_m_hat():
+        r, notes = C.quiet(
+            se.solve, task(), target(), ALPHA, LAM, n_qmc=n_qmc, seed=seed, refine=1
+        )
     if notes:
         C.log(f"    [SE] n_qmc={n_qmc}, seed={seed}: {notes}")
     row = {f: float(getattr(r, f)) for f in SE_FIELDS}
