@@ -62,6 +62,7 @@ import numpy as np
 
 import attnlib
 from attnlib import se, tasks
+from attnlib.se import output as se_output
 from attnlib.targets import Wishart
 
 attnlib.configure_jax()
@@ -71,12 +72,14 @@ N_REF, REF_SEEDS = 2**17, 4
 POINTS = {
     # name: (task, target, alpha, lam)
     "s2s_T2_a1_l1e-2": (tasks.Seq2Seq(T=2), Wishart(0.5), 1.0, 1e-2),
+    "s2s_T2_a2_l0.1": (tasks.Seq2Seq(T=2), Wishart(0.5), 2.0, 0.1),
     "s2s_T2_n0.1_a0.3_l1e-3": (tasks.Seq2Seq(T=2, noise=0.1), Wishart(0.5), 0.3, 1e-3),
     "s2l_T2_a1_l1e-3": (tasks.Seq2Lab(T=2), Wishart(0.5), 1.0, 1e-3),
     "s2s_T3_n0.1_a0.3_l1e-2": (tasks.Seq2Seq(T=3, noise=0.1), Wishart(0.3), 0.3, 1e-2),
     "s2l_T3_a1_l1e-3": (tasks.Seq2Lab(T=3), Wishart(0.4), 1.0, 1e-3),
 }
 CONFIGS = {
+    "default": dict(),
     "old": dict(refine=1),
     "x4": dict(refine=4),
     "x8": dict(refine=8),
@@ -94,10 +97,16 @@ def _load():
     return {}
 
 
+def _key(name):
+    """A reference's key: the point and the form of ``m_hat`` its solves used (the stored
+    references without a suffix are of the Stein form, from before the pathwise one)."""
+    return name if not se_output.PATHWISE else f"{name}|pathwise"
+
+
 def reference(name, refs):
     """The stored or computed reference ``{metric: (value, error), x: (m, q, v)}``."""
-    if name in refs:
-        return refs[name]
+    if _key(name) in refs:
+        return refs[_key(name)]
     task, target, alpha, lam = POINTS[name]
     t0 = time.process_time()
     first = se.solve(task, target, alpha, lam, settings=_settings(dict(refine=1)))
@@ -110,9 +119,9 @@ def reference(name, refs):
         ref[f] = [float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v)))]
     ref["reported"] = float(np.mean([r.integration_error for r in rs]))
     ref["cpu_s"] = time.process_time() - t0
-    refs[name] = ref
+    refs[_key(name)] = ref
     stored = _load()  # another run may have added references meanwhile
-    stored[name] = ref
+    stored[_key(name)] = ref
     with open(REF_FILE, "w") as f:
         json.dump(stored, f, indent=1)
     return ref

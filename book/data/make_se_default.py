@@ -21,11 +21,10 @@ Parts (one file, ``se_default.json``, a key per part):
   ``integration_error``, and the new stored values: per curve and field the relative
   change ``new / old - 1`` and that change over the old reported error (the old error
   bar). Points past a script's time limit (NaN in either) are left out.
-  The stored ``moved`` part was computed before ``se.output`` took ``m_hat`` in its
-  pathwise form (merge a57ae94, from branch s5-bias): the reruns then reproduced the old
-  stored numbers exactly, and the regenerated ``paper_figures_theory.npz`` was computed
-  with that code too; rerun now, ``refine=1`` no longer reproduces them (the ``m_hat``
-  change moves them as well).
+  The old curves are solved as they were: ``refine=1``, ``OLD_N_QMC`` points and the
+  Stein form of ``m_hat`` (:func:`attnlib.se.output.stein_m_hat`), so that they
+  reproduce the stored numbers of before; the new ones are the default solve (the
+  Newton correction and the pathwise ``m_hat``).
 - ``check`` (after ``moved``): for the ``CHECK_TOP`` numbers that moved most over their
   old error bar and the ``CHECK_TOP`` that moved most relative to their value (one per
   curve each), plain solves at ``CHECK_N`` points with two
@@ -50,6 +49,7 @@ from data import make_t3_gap as G
 
 import attnlib
 from attnlib import se, sweep
+from attnlib.se import output as se_output
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -94,10 +94,12 @@ REGENERATED = {
 
 
 def old_curve(*, file: str, curve: str) -> dict:
-    """One regenerated curve solved with ``refine=1``: its fields and reported errors."""
+    """One regenerated curve solved as before (``refine=1``, the Stein form of ``m_hat``):
+    its fields and reported errors."""
     script, _, fields, _ = REGENERATED[file]
     task, target, alphas, lam, kw = _paper_curve(script, curve)
-    lc, _ = C.quiet(se.learning_curve, task, target, list(alphas), lam, settings=OLD, **kw)
+    with se_output.stein_m_hat():
+        lc, _ = C.quiet(se.learning_curve, task, target, list(alphas), lam, settings=OLD, **kw)
     out = {f: np.asarray(getattr(lc, f), float).tolist() for f in fields}
     out["integration_error"] = np.asarray(lc.integration_error, float).tolist()
     return out
