@@ -88,9 +88,9 @@ def _paper_curve(script: str, curve: str):
 REGENERATED = {
     "paper_figures_theory.npz": ("figures", "{curve}.{field}",
                                  ("test_error", "test_error_noisy"), tuple(F.CURVES)),
+    "paper_variants_se.npz": ("variants", "se.{curve}.{field}",
+                              ("mse", "train_loss", "test_error_noisy"), (*V.VARIANTS, "lam1e-2")),
 }  # fmt: skip
-# not yet: "paper_variants_se.npz": ("variants", "se.{curve}.{field}", ("mse", "train_loss",
-# "test_error_noisy"), (*V.VARIANTS, "lam1e-2")) (its regeneration at 8192 points is pending)
 
 
 def old_curve(*, file: str, curve: str) -> dict:
