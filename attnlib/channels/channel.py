@@ -77,6 +77,9 @@ class Channel:
     argument of compiled code, one compilation per task)."""
 
     task: _tasks.Task
+    # the state evolution's m_hat in its Stein form even where the derivative through the
+    # labels exists (attnlib.se.output): the fallback where that form finds no fixed point
+    stein_form: bool = False
 
     def __post_init__(self):
         if not isinstance(self.task, _tasks.Task):

@@ -11,6 +11,7 @@ shorthands for single fields (``None``: from ``settings``). Nothing passed in is
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -23,7 +24,7 @@ from attnlib.gamp import SpectralProx
 from attnlib.se import engine, optimal, point, replicon, robust, several
 from attnlib.se.continuation import continuation, unfinished_result
 from attnlib.se.lam0 import _interpolation_bound, check_lam0  # noqa: F401  (tests read it)
-from attnlib.se.output import check_task, qmc_points
+from attnlib.se.output import check_task, pathwise_m_hat, qmc_points
 from attnlib.se.results import (
     PENALTIES,
     LearningCurve,
@@ -185,6 +186,8 @@ def _solve(task, target, point_, init, s: SESettings):
     start = _start(init, pb)
     loop = engine.loop_settings(s)
     found = robust.find(pb, lam, start, loop)
+    if found.attempt is None and found.zero is None and pathwise_m_hat(pb.channel):
+        pb, found = _stein_fallback(pb, lam, start, loop, found)
     extra = dict(converged=True, residual=found.residual, n_iter=found.n_iter)
     if found.zero is not None:  # the zero phase: S_hat = 0 exactly
         return point.result(pb, lam, np.zeros(3), extra, found.zero), None
@@ -194,6 +197,21 @@ def _solve(task, target, point_, init, s: SESettings):
     r, w = several.lowest(pb, lam, found.attempt, extra, loop, on_fail=s.on_fail)
     replicon.warn_if_unstable(r, stacklevel=4)
     return r, w
+
+
+def _stein_fallback(pb, lam, start, loop, failed):
+    """Where the map with the pathwise ``m_hat`` has no fixed point within reach (a prox
+    that jumps between minima makes that map rough at the QMC points: seq2seq beta 2,
+    noise 0.25 on the target, alpha 0.4, lam 0.01 stalled at a residual 5e-5), the same
+    search with its Stein form (:mod:`attnlib.se.output`): ``(problem, Found)``."""
+    log.info(
+        "no fixed point with the pathwise m_hat (best residual %.1e): the Stein form",
+        failed.residual,
+    )
+    pb = pb._replace(channel=dataclasses.replace(pb.channel, stein_form=True))
+    found = robust.find(pb, lam, start, loop)
+    residual = found.residual if found.attempt is not None else min(found.residual, failed.residual)
+    return pb, found._replace(n_iter=failed.n_iter + found.n_iter, residual=residual)
 
 
 def _solve_to_rtol(task, target, point_, init, s: SESettings):

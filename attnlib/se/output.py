@@ -191,8 +191,9 @@ def pathwise_m_hat(channel) -> bool:
     """Whether ``m_hat`` takes its pathwise form (module docstring): ``PATHWISE`` is on,
     the channel's prox is the Newton one (a smooth loss, like the pointwise ``a_hat`` of
     :meth:`~attnlib.channels.Channel.a_hat_terms`) and its labels are differentiable in
-    ``h0``; else (hardmax: a piecewise-constant loss) the Stein form."""
-    return PATHWISE and not (channel.exact_prox or channel.scale_free)
+    ``h0``; else (hardmax: a piecewise-constant loss, or a channel with ``stein_form``)
+    the Stein form."""
+    return PATHWISE and not (channel.stein_form or channel.exact_prox or channel.scale_free)
 
 
 def _m_hat_terms(channel, p: Pairs, out, zf):

@@ -131,7 +131,7 @@ def attempt(pb: Problem, x0, prox0, settings: engine.LoopSettings, history=None)
     while True:
         _limits.check()  # the caller's time limit, between two runs of the solver
         fp, saw_zero = engine.solve_fixed_point(
-            pb.task, pb.denoiser, pb.memory, pb.data, settings, (y, prox, history), mode=mode
+            pb.channel, pb.denoiser, pb.memory, pb.data, settings, (y, prox, history), mode=mode
         )
         history = fp.history
         n_iter += int(fp.n_iter)
@@ -171,7 +171,7 @@ def _cold_output(pb: Problem, x):
     z, xj = pb.data.z, jnp.asarray(x, dtype=jnp.float64)
     prox = np.zeros((z.shape[0] * z.shape[1], pb.task.n_pairs))
     Q0 = float(pb.data.Q0)
-    return summarize(output_chunks(pb.task, z, pb.data.alpha, Q0, xj, prox, mode="cold").means)
+    return summarize(output_chunks(pb.channel, z, pb.data.alpha, Q0, xj, prox, mode="cold").means)
 
 
 def origin(pb: Problem, lam):

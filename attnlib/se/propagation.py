@@ -107,7 +107,7 @@ def _output_jacobian(pb, x, prox, steps):
 
     def out(xi):
         xj = jnp.asarray(xi, dtype=jnp.float64)
-        res = output_arrays(pb.task, z, pb.data.alpha, pb.data.Q0, xj, p, mode="warm")
+        res = output_arrays(pb.channel, z, pb.data.alpha, pb.data.Q0, xj, p, mode="warm")
         return np.asarray(res.means)
 
     base = out(x)

@@ -96,7 +96,7 @@ def _fine_at(pb, x, z_new, prox_new, mode):
     ``z_new`` ``(R, M, dim)`` at ``x``, ``(pieces, R, 4)``, and the prox points there."""
     xj, R = jnp.asarray(x, dtype=jnp.float64), z_new.shape[0]
     outs = [
-        output_arrays(pb.task, z_new[:, sl], pb.data.alpha, pb.data.Q0, xj,
+        output_arrays(pb.channel, z_new[:, sl], pb.data.alpha, pb.data.Q0, xj,
                       _rows(prox_new, R, sl), mode=mode)
         for sl in qmc.chunks(z_new.shape[1])
     ]  # fmt: skip
