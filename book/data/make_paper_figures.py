@@ -71,7 +71,7 @@ FIELDS = ("test_error_noisy", "e0", "test_error", "replicon")
 FULL = dict(
     alpha=(0.05, 0.08, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5,
            2.0, 3.0),
-    n_qmc=8192, time_limit=300.0,  # 2048 before the Newton correction became the default:
+    n_qmc=8192, time_limit=900.0,  # 2048 before the Newton correction became the default:
     # corrected from 2048 points it missed beta = 2 at alpha >= 1.5 by half (make_se_default)
     d=50, reps=3, sim_lam=(1e-2, 1e-1), sim_alpha=(0.1, 0.25, 0.5, 1.0, 2.0), n_test=20000,
 )  # fmt: skip
