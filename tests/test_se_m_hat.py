@@ -12,27 +12,15 @@ the default solve's mse wrong by up to 20 %.
 
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from attnlib import channels, qmc, se, tasks
 from attnlib.channels.prox import target_derivative
-from attnlib.se import output as se_output
 from attnlib.targets import Wishart
 
 TASK, TARGET, ALPHA, LAM = tasks.Seq2Seq(T=2), Wishart(0.5), 2.0, 0.1
-
-
-@pytest.fixture(autouse=True)
-def _pathwise(monkeypatch):
-    """The pathwise form on (``se.output.PATHWISE``, the default): it is read when a
-    program is traced, so JAX's in-memory caches are cleared before and after."""
-    monkeypatch.setattr(se_output, "PATHWISE", True)
-    jax.clear_caches()
-    yield
-    jax.clear_caches()
 
 
 # the fixed point of the default solve there (seeds 0-3 agree to 2e-4 relative in m)
