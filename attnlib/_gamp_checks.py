@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlib import _checks, _deprecation, channels
+from attnlib import _checks, channels
 from attnlib.tasks import Hardmax
 
 __all__ = ["boolean", "erm_task", "pair", "posterior_task", "resolve", "run_arguments"]
@@ -25,10 +25,10 @@ def erm_task(task) -> None:
         channels.hardmax.regions(task.T)  # a ValueError naming T beyond it
 
 
-def pair(pair, old):
+def pair(pair):
     """:func:`attnlib.gamp.run`'s ``(channel, denoiser)`` (the first two entries of ``pair``)."""
     ok = isinstance(pair, tuple) and len(pair) >= 2 and isinstance(pair[0], channels.Channel)
-    if old or not ok:  # ``old``: positional arguments after lam
+    if not ok:
         raise ValueError(f"pair must be (channel, denoiser), a Channel first, got {pair!r}")
     return pair[0], pair[1]
 
@@ -69,8 +69,8 @@ def resolve(cls, settings, default, given: dict):
 
 def run_arguments(output, denoiser, data, start, extra):
     """Check :func:`attnlib.gamp.run`'s output step (its channel), ``denoiser``, ``data``,
-    ``start`` and ``extra = (lam, Q0, weights)``; returns the last three, checked (``Q0``: a ray
-    denoiser's target's where not given)."""
+    ``start`` and ``extra = (lam, weights)``: ``(lam, Q0, weights)``, checked (``Q0``: a ray
+    denoiser's target's, else ``None``)."""
     task = output.channel.task
     (posterior_task if output.posterior else erm_task)(task)
     maps = "a callable (B, a_hat, lam) -> (S, v) with a jittable attribute (SpectralProx, RIE)"
@@ -87,13 +87,11 @@ def run_arguments(output, denoiser, data, start, extra):
     g = getattr(start, "g", None)
     if g is not None:
         _checks.finite_array("start.g", g, **per_pair, max_abs=_checks.MAX_ABS)
-    lam, Q0, weights = extra
+    lam, weights = extra
     lam = _checks.in_interval("lam", lam, 0.0, _checks.MAX_ABS, low_open=False)
-    if Q0 is not None:  # deprecated; stacklevel 4: the caller of gamp.run
-        _deprecation.warn("gamp.run(..., Q0=)", "a ray denoiser (SpectralProx)", stacklevel=4)
-    elif getattr(denoiser, "ray", False):  # renormalised to the target's Q0
+    Q0 = None
+    if getattr(denoiser, "ray", False):  # renormalised to the target's Q0
         Q0 = denoiser.target.Q0
-    if Q0 is not None:
         Q0 = _checks.in_interval("Q0", Q0, 1.0 / _checks.MAX_ABS, _checks.MAX_ABS, low_open=False)
     if weights is not None:
         w = _checks.finite_array("weights", weights, **per_pair, max_abs=_checks.MAX_ABS)
