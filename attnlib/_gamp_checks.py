@@ -9,14 +9,7 @@ import numpy as np
 from attnlib import _checks, channels
 from attnlib.tasks import Hardmax
 
-__all__ = ["boolean", "erm_task", "pair", "posterior_task", "resolve", "run_arguments"]
-
-
-def boolean(name: str, value) -> bool:
-    """``value`` as a bool (a ``ValueError`` naming ``name`` if it is not one)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be a bool, got {value!r}")
-    return bool(value)
+__all__ = ["erm_task", "pair", "posterior_task", "resolve", "run_arguments"]
 
 
 def erm_task(task) -> None:
@@ -48,17 +41,19 @@ def _fields(settings):
     damping = _checks.in_interval(
         "damping", settings.damping, 0.0, 1.0, low_open=False, high_open=True
     )
-    max_iter = _checks.integer("max_iter", settings.max_iter, 1)
-    tol = _checks.positive("tol", settings.tol)
     n_newton = settings.n_newton
-    n_newton = None if n_newton is None else _checks.integer("n_newton", n_newton, 1)
-    warm, posterior = boolean("warm", settings.warm), boolean("posterior", settings.posterior)
     if settings.observe is not None and not callable(settings.observe):
         raise ValueError(f"observe must be None or a callable of S, got {settings.observe!r}")
     if not isinstance(settings.name, str):
         raise ValueError(f"name must be a str, got {settings.name!r}")
-    more = dict(n_newton=n_newton, warm=warm, posterior=posterior)
-    return settings._replace(damping=damping, max_iter=max_iter, tol=tol, **more)
+    return settings._replace(
+        damping=damping,
+        max_iter=_checks.integer("max_iter", settings.max_iter, 1),
+        tol=_checks.positive("tol", settings.tol),
+        n_newton=None if n_newton is None else _checks.integer("n_newton", n_newton, 1),
+        warm=_checks.boolean("warm", settings.warm),
+        posterior=_checks.boolean("posterior", settings.posterior),
+    )
 
 
 def resolve(cls, settings, default, given: dict):

@@ -46,8 +46,7 @@ def _check_inputs(task, data, target):
     task.check_bayes_model("gamp_rie")
     if not _channels.for_task(task).exact_posterior_output:
         raise ValueError(f"task must be {accepted}, got {task!r}")
-    if not hasattr(target, "measure") or not hasattr(target, "Q0"):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    _checks.target(target)
     X, _, _ = _checks.dataset(task, data)
     return np.asarray(X, dtype=float)
 

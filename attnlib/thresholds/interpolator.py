@@ -193,8 +193,7 @@ def _check(task, target, alpha):
     """The threshold (``ValueError`` from the closed form for tasks, targets and noise
     it does not cover) and the checked ``alpha``."""
     alpha = _checks.alpha(alpha)
-    if not hasattr(target, "measure") or not hasattr(target, "Q0"):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    _checks.target(target)
     return _threshold(task, target), alpha
 
 
