@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlib import _checks
+from attnlib import _checks, _gamp_checks
 from attnlib import channels as _channels
 from attnlib import gamp as _gamp
 from attnlib import tasks as _tasks
@@ -38,14 +38,8 @@ __all__ = ["gamp_rie"]
 
 
 def _check_inputs(task, data, target):
-    accepted = (
-        "a Task with a Gaussian channel (is_gaussian) or T = 2 hardmax without noise or "
-        "with noise_on='logits'"
-    )
-    _channels.require_task(task, accepted=accepted)
+    _gamp_checks.posterior_task(task)  # a channel with an exact posterior
     task.check_bayes_model("gamp_rie")
-    if not _channels.for_task(task).exact_posterior_output:
-        raise ValueError(f"task must be {accepted}, got {task!r}")
     _checks.target(target)
     X, _, _ = _checks.dataset(task, data)
     return np.asarray(X, dtype=float)
