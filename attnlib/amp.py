@@ -67,10 +67,7 @@ def _initial_matrix(d, S_init, v_init):
     v_init = _checks.positive("v_init", v_init)
     if S_init is None:
         return np.zeros((d, d)), v_init
-    S = np.asarray(S_init, dtype=np.float64)
-    if S.shape != (d, d):
-        raise ValueError(f"S_init must have shape ({d}, {d}), got {S.shape}")
-    _checks.finite_array("S_init", S)
+    S = np.asarray(_checks.square_matrix("S_init", S_init, d), dtype=np.float64)
     return 0.5 * (S + S.T), v_init
 
 
