@@ -62,9 +62,9 @@ def resolve(cls, settings, default, given: dict):
     return _fields(_checks.settings(cls, settings, given, default))
 
 
-def run_arguments(output, denoiser, data, start, extra):
+def run_arguments(output, denoiser, data, start, lam, weights):
     """Check :func:`attnlib.gamp.run`'s output step (its channel), ``denoiser``, ``data``,
-    ``start`` and ``extra = (lam, weights)``: ``(lam, Q0, weights)``, checked (``Q0``: a ray
+    ``start``, ``lam`` and ``weights``: ``(lam, Q0, weights)``, checked (``Q0``: a ray
     denoiser's target's, else ``None``)."""
     task = output.channel.task
     (posterior_task if output.posterior else erm_task)(task)
@@ -82,7 +82,6 @@ def run_arguments(output, denoiser, data, start, extra):
     g = getattr(start, "g", None)
     if g is not None:
         _checks.finite_array("start.g", g, **per_pair, max_abs=_checks.MAX_ABS)
-    lam, weights = extra
     lam = _checks.in_interval("lam", lam, 0.0, _checks.MAX_ABS, low_open=False)
     Q0 = None
     if getattr(denoiser, "ray", False):  # renormalised to the target's Q0

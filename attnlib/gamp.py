@@ -411,7 +411,7 @@ def run(
     settings = resolve_settings(settings)
     channel, denoiser = _args.pair(pair)
     output = _Output(channel, settings.n_newton, settings.warm, settings.posterior)
-    lam, Q0, weights = _args.run_arguments(output, denoiser, data, start, (lam, weights))
+    lam, Q0, weights = _args.run_arguments(output, denoiser, data, start, lam, weights)
     ops, xp = _operands(output, denoiser, data, lam, Q0, weights)
     n, _, d = ops.X.shape
     g0 = np.zeros((n, output.channel.task.n_pairs)) if start.g is None else start.g
