@@ -87,6 +87,13 @@ def integer(name: str, value, minimum: int = 1) -> int:
     return int(value)
 
 
+def boolean(name: str, value) -> bool:
+    """``value`` as a bool (a ``ValueError`` naming ``name`` if it is not one)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a bool, got {_fmt(value)}")
+    return bool(value)
+
+
 def choice(name: str, value, options) -> str:
     """Return ``value`` if it is one of ``options``."""
     if not isinstance(value, Hashable) or value not in options:

@@ -1,16 +1,15 @@
 """Deprecated spellings, kept for one release (internal).
 
-A renamed function, keyword, field or policy keeps working for one release: it does
-what the new spelling does and raises a :class:`DeprecationWarning` that names the new
-spelling. The book's notebooks use the new spellings, so no warning shows in their
-outputs.
+A renamed keyword, field or policy keeps working for one release: it does what the new
+spelling does and raises a :class:`DeprecationWarning` that names the new spelling. The
+book's notebooks use the new spellings, so no warning shows in their outputs.
 """
 
 from __future__ import annotations
 
 import warnings
 
-__all__ = ["warn", "renamed_field"]
+__all__ = ["warn"]
 
 
 def warn(old: str, new: str, *, stacklevel: int = 3) -> None:
@@ -21,14 +20,3 @@ def warn(old: str, new: str, *, stacklevel: int = 3) -> None:
         DeprecationWarning,
         stacklevel=stacklevel,
     )
-
-
-def renamed_field(owner: str, old: str, new: str, note: str = "") -> property:
-    """The read-only attribute ``old`` of the class ``owner``: the field ``new``, with a
-    :class:`DeprecationWarning` naming ``owner.new`` (and ``note`` after it)."""
-
-    def get(self):
-        warn(f"{owner}.{old}", f"{owner}.{new}{note}")
-        return getattr(self, new)
-
-    return property(get, doc=f"Deprecated name of :attr:`{new}` (a ``DeprecationWarning``).")

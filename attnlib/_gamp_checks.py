@@ -6,17 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlib import _checks, _deprecation, channels
+from attnlib import _checks, channels
 from attnlib.tasks import Hardmax
 
-__all__ = ["boolean", "erm_task", "pair", "posterior_task", "resolve", "run_arguments"]
-
-
-def boolean(name: str, value) -> bool:
-    """``value`` as a bool (a ``ValueError`` naming ``name`` if it is not one)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be a bool, got {value!r}")
-    return bool(value)
+__all__ = ["erm_task", "pair", "posterior_task", "resolve", "run_arguments"]
 
 
 def erm_task(task) -> None:
@@ -25,10 +18,10 @@ def erm_task(task) -> None:
         channels.hardmax.regions(task.T)  # a ValueError naming T beyond it
 
 
-def pair(pair, old):
+def pair(pair):
     """:func:`attnlib.gamp.run`'s ``(channel, denoiser)`` (the first two entries of ``pair``)."""
     ok = isinstance(pair, tuple) and len(pair) >= 2 and isinstance(pair[0], channels.Channel)
-    if old or not ok:  # ``old``: positional arguments after lam
+    if not ok:
         raise ValueError(f"pair must be (channel, denoiser), a Channel first, got {pair!r}")
     return pair[0], pair[1]
 
@@ -48,17 +41,19 @@ def _fields(settings):
     damping = _checks.in_interval(
         "damping", settings.damping, 0.0, 1.0, low_open=False, high_open=True
     )
-    max_iter = _checks.integer("max_iter", settings.max_iter, 1)
-    tol = _checks.positive("tol", settings.tol)
     n_newton = settings.n_newton
-    n_newton = None if n_newton is None else _checks.integer("n_newton", n_newton, 1)
-    warm, posterior = boolean("warm", settings.warm), boolean("posterior", settings.posterior)
     if settings.observe is not None and not callable(settings.observe):
         raise ValueError(f"observe must be None or a callable of S, got {settings.observe!r}")
     if not isinstance(settings.name, str):
         raise ValueError(f"name must be a str, got {settings.name!r}")
-    more = dict(n_newton=n_newton, warm=warm, posterior=posterior)
-    return settings._replace(damping=damping, max_iter=max_iter, tol=tol, **more)
+    return settings._replace(
+        damping=damping,
+        max_iter=_checks.integer("max_iter", settings.max_iter, 1),
+        tol=_checks.positive("tol", settings.tol),
+        n_newton=None if n_newton is None else _checks.integer("n_newton", n_newton, 1),
+        warm=_checks.boolean("warm", settings.warm),
+        posterior=_checks.boolean("posterior", settings.posterior),
+    )
 
 
 def resolve(cls, settings, default, given: dict):
@@ -67,10 +62,10 @@ def resolve(cls, settings, default, given: dict):
     return _fields(_checks.settings(cls, settings, given, default))
 
 
-def run_arguments(output, denoiser, data, start, extra):
+def run_arguments(output, denoiser, data, start, lam, weights):
     """Check :func:`attnlib.gamp.run`'s output step (its channel), ``denoiser``, ``data``,
-    ``start`` and ``extra = (lam, Q0, weights)``; returns the last three, checked (``Q0``: a ray
-    denoiser's target's where not given)."""
+    ``start``, ``lam`` and ``weights``: ``(lam, Q0, weights)``, checked (``Q0``: a ray
+    denoiser's target's, else ``None``)."""
     task = output.channel.task
     (posterior_task if output.posterior else erm_task)(task)
     maps = "a callable (B, a_hat, lam) -> (S, v) with a jittable attribute (SpectralProx, RIE)"
@@ -87,13 +82,10 @@ def run_arguments(output, denoiser, data, start, extra):
     g = getattr(start, "g", None)
     if g is not None:
         _checks.finite_array("start.g", g, **per_pair, max_abs=_checks.MAX_ABS)
-    lam, Q0, weights = extra
     lam = _checks.in_interval("lam", lam, 0.0, _checks.MAX_ABS, low_open=False)
-    if Q0 is not None:  # deprecated; stacklevel 4: the caller of gamp.run
-        _deprecation.warn("gamp.run(..., Q0=)", "a ray denoiser (SpectralProx)", stacklevel=4)
-    elif getattr(denoiser, "ray", False):  # renormalised to the target's Q0
+    Q0 = None
+    if getattr(denoiser, "ray", False):  # renormalised to the target's Q0
         Q0 = denoiser.target.Q0
-    if Q0 is not None:
         Q0 = _checks.in_interval("Q0", Q0, 1.0 / _checks.MAX_ABS, _checks.MAX_ABS, low_open=False)
     if weights is not None:
         w = _checks.finite_array("weights", weights, **per_pair, max_abs=_checks.MAX_ABS)

@@ -116,9 +116,11 @@ class Teacher:
 
 class TeacherBeta(Teacher):
     """The teacher inverse temperature ``beta0`` of the softmax tasks (a mixin): the task
-    defines ``_output_at(beta, h)``, its output at inverse temperature ``beta``."""
+    defines ``_output_at(beta, h)``, its output at inverse temperature ``beta``; its
+    ``__post_init__`` checks ``beta`` and ``beta0`` after the task's."""
 
-    def _check_betas(self):
+    def __post_init__(self):
+        super().__post_init__()
         _checks.positive("beta", self.beta)
         if self.beta0 is not None:
             _checks.positive("beta0", self.beta0)

@@ -54,7 +54,7 @@ __all__ = ["PENALTIES", "gamp", "robust_gamp"]
 _log = logging.getLogger(__name__)
 
 
-def _check_gamp_args(task, data, lam, penalty):
+def _check_gamp_args(task, lam, penalty):
     if channels.for_task(task).scale_free:  # the scale contracts to 0: see attnlib.hardmax
         raise ValueError(f"task {task!r}: piecewise-constant loss; use attnlib.hardmax.gamp")
     check_penalty(penalty)
@@ -67,10 +67,7 @@ def _initial_matrix(d, S_init, v_init):
     v_init = _checks.positive("v_init", v_init)
     if S_init is None:
         return np.zeros((d, d)), v_init
-    S = np.asarray(S_init, dtype=np.float64)
-    if S.shape != (d, d):
-        raise ValueError(f"S_init must have shape ({d}, {d}), got {S.shape}")
-    _checks.finite_array("S_init", S)
+    S = np.asarray(_checks.square_matrix("S_init", S_init, d), dtype=np.float64)
     return 0.5 * (S + S.T), v_init
 
 
@@ -112,7 +109,7 @@ def gamp(
       converged; if the iteration produces NaN or a non-positive ``a_hat`` it stops, warns
       and returns NaN for ``S``, ``v`` and ``a_hat`` (``status = "breakdown"``).
     """
-    lam = _check_gamp_args(task, data, lam, penalty)
+    lam = _check_gamp_args(task, lam, penalty)
     given = dict(damping=damping, max_iter=max_iter, tol=tol, n_newton=n_newton)
     settings = _gamp.resolve_settings(settings, **given)
     X, Y, d = _checks.dataset(task, data)

@@ -53,19 +53,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnlib import _checks, _deprecation, channels, iterate
+from attnlib import _checks, channels, iterate
 from attnlib import _gamp_checks as _args
 from attnlib.rmt import spectral_divergence
 from attnlib.spectral_map import SpectralMap, check_penalty
-from attnlib.tasks import Hardmax, pair_indices, pair_variances, preactivations, to_pairs
+from attnlib.tasks import pair_indices, pair_variances, preactivations, to_pairs
 
 __all__ = [
-    "ERMOutput",
     "GAMPResult",
     "GAMPSettings",
     "GAMPTrajectory",
-    "PosteriorOutput",
-    "ProjectionOutput",
     "SpectralProx",
     "Start",
     "data_gradient_sum",
@@ -243,30 +240,6 @@ class _Output(NamedTuple):
         return tuple(self._replace(n_newton=b) for b in budgets)
 
 
-def ERMOutput(task, n_newton=4, robust=False, warm=True) -> _Output:  # noqa: N802
-    """Deprecated, for one release: :func:`run` takes ``(channel, denoiser)``, the step in
-    ``GAMPSettings(n_newton=, warm=)`` (``robust``: ``n_newton=None``)."""
-    _deprecation.warn("gamp.ERMOutput", "gamp.run((channel, denoiser), ...) (GAMPSettings)")
-    s = _args.resolve(GAMPSettings, None, None, dict(n_newton=n_newton, warm=warm))
-    channel = task if isinstance(task, channels.Channel) else channels.for_task(task)
-    _args.erm_task(channel.task)
-    return _Output(channel, None if _args.boolean("robust", robust) else s.n_newton, s.warm)
-
-
-def ProjectionOutput(task) -> _Output:  # noqa: N802 (the deprecated class name)
-    """Deprecated, for one release: :func:`run` with ``channels.for_task(task).at_zero_scale()``."""
-    _deprecation.warn("gamp.ProjectionOutput(task)", "gamp.run((zero-scale channel, ...), ...)")
-    _args.erm_task(channels.require_task(task, Hardmax))
-    return _Output(channels.for_task(task).at_zero_scale())
-
-
-def PosteriorOutput(task) -> _Output:  # noqa: N802 (the deprecated class name)
-    """Deprecated, for one release: ``GAMPSettings(posterior=True)`` of :func:`run`."""
-    _deprecation.warn("gamp.PosteriorOutput", "gamp.run(..., GAMPSettings(posterior=True))")
-    _args.posterior_task(task)
-    return _Output(channels.for_task(task), None, True, True)
-
-
 @dataclasses.dataclass(frozen=True)
 class SpectralProx:
     """The ERM denoiser of GAMP and the state evolution: the penalty's spectral prox at
@@ -416,8 +389,8 @@ _STATUS = {iterate.CONVERGED: "converged", iterate.MAX_ITER: "max_iter"}
 
 
 def run(
-    pair, data, start: Start, lam: float = 0.0, *old, settings: GAMPSettings | None = None,
-    Q0: float | None = None, weights=None,
+    pair, data, start: Start, lam: float = 0.0, *, settings: GAMPSettings | None = None,
+    weights=None,
 ) -> GAMPResult:  # fmt: skip
     """GAMP on ``data`` (``X`` ``(n, T, d)``, ``Y``) with a channel and a denoiser.
 
@@ -426,12 +399,9 @@ def run(
         (:class:`attnlib.se.point.Problem`): the output side, an
         :class:`attnlib.channels.Channel` (its step as ``settings`` says), and the input
         side ``(B, a_hat, lam) -> (S_hat, v)``, :class:`SpectralProx` or
-        :class:`attnlib.denoisers.rie.RIE`. Deprecated, for one release: ``run(output,
-        denoiser, data, start, lam)`` with an output step of :func:`ERMOutput`.
+        :class:`attnlib.denoisers.rie.RIE` (a ray one renormalises to its target's ``Q0``).
       data: the data set; start: :class:`Start`; lam: the penalty (the denoiser's operand).
       settings: :class:`GAMPSettings` (default ``GAMPSettings()``).
-      Q0: deprecated: renormalise ``Tr S_hat^2 / d`` to ``Q0`` after each step; use a ray
-        denoiser, ``SpectralProx(target=target, ray=True)`` (to the target's ``Q0``).
       weights: optional ``(n, K)`` per-sequence factors ``r`` of the variances, ``V =
         sigma^2 v r`` and ``a_hat = alpha sum sigma^2 mean(-r dg)`` (``None``: ``r = 1``).
 
@@ -439,13 +409,9 @@ def run(
       :class:`GAMPResult`; warns (``RuntimeWarning``) when it did not converge or broke down.
     """
     settings = resolve_settings(settings)
-    if isinstance(pair, _Output):  # the old form run(output, denoiser, data, start, lam)
-        _deprecation.warn("gamp.run(output, denoiser, ...)", "gamp.run((channel, denoiser), ...)")
-        output, denoiser, data, start, lam = pair, data, start, lam, (old[0] if old else 0.0)
-    else:
-        channel, denoiser = _args.pair(pair, old)
-        output = _Output(channel, settings.n_newton, settings.warm, settings.posterior)
-    lam, Q0, weights = _args.run_arguments(output, denoiser, data, start, (lam, Q0, weights))
+    channel, denoiser = _args.pair(pair)
+    output = _Output(channel, settings.n_newton, settings.warm, settings.posterior)
+    lam, Q0, weights = _args.run_arguments(output, denoiser, data, start, lam, weights)
     ops, xp = _operands(output, denoiser, data, lam, Q0, weights)
     n, _, d = ops.X.shape
     g0 = np.zeros((n, output.channel.task.n_pairs)) if start.g is None else start.g

@@ -94,8 +94,7 @@ def normals(
     _checks.choice("stream", stream, tuple(STREAMS))
     if n % n_rep:
         raise ValueError(f"n must be a multiple of n_rep = {n_rep}, got n={n}")
-    if not isinstance(balanced, bool):
-        raise ValueError(f"balanced must be a bool, got {balanced!r}")
+    balanced = _checks.boolean("balanced", balanced)
     per = n // n_rep
     if balanced and (per < 2 or per & (per - 1)):
         raise ValueError(f"n / n_rep must be a power of 2 >= 2, got n={n}, n_rep={n_rep}")

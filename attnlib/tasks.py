@@ -297,10 +297,6 @@ class Seq2Seq(TeacherBeta, Task):
     name = "seq2seq"
     _min_T = 2
 
-    def __post_init__(self):
-        super().__post_init__()
-        self._check_betas()
-
     @property
     def m_eff(self) -> int:
         return self.n_pairs - 1
@@ -334,7 +330,6 @@ class Seq2Lab(TeacherBeta, Task):
 
     def __post_init__(self):
         super().__post_init__()
-        self._check_betas()
         if not callable(self.readout):
             raise ValueError(f"readout must be a callable, got {self.readout!r}")
 

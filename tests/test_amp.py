@@ -284,11 +284,12 @@ def test_the_three_gamps_take_one_settings_type():
     with pytest.raises(TypeError):  # settings are keyword-only
         amp.gamp(lin, ldata, LAM, "nuclear", settings)
     lin_ch, den, start = channels.for_task(lin), gamp.SpectralProx(), gamp.Start(np.eye(12), 1.0)
+    with pytest.raises(TypeError):  # a 5th positional
+        gamp.run((lin_ch, den), ldata, start, LAM, 2.0)
     bad_bayes = tasks.Seq2Seq(T=2, noise=0.1, noise_on="outputs")
     bayes_gs = gamp.GAMPSettings(posterior=True)
     for make, name in (
         (lambda: gamp.run(("linear", den), ldata, start), "pair"),
-        (lambda: gamp.run((lin_ch, den), ldata, start, LAM, 2.0), "pair"),  # a 5th positional
         (lambda: gamp.run((lin_ch, gamp.SpectralProx(kappa=0.5)), ldata, start), "kappa"),
         (lambda: gamp.resolve_settings(n_newton=0), "n_newton"),
         (lambda: gamp.resolve_settings(warm="yes"), "warm"),

@@ -1055,10 +1055,6 @@ def _later_specs(add, c):
             posterior="bool",
         ),  # fmt: skip
     )
-    add(gamp.ERMOutput, dict(task=lin), dict(task="task", n_newton="int", robust="bool",
-                                             warm="bool"))  # fmt: skip  # deprecated
-    add(gamp.ProjectionOutput, dict(task=hm), dict(task="task"))  # deprecated
-    add(gamp.PosteriorOutput, dict(task=lin), dict(task="task"))  # deprecated
     add(gamp.SpectralProx, dict(), dict(penalty="penalty"))
     add(gamp.sequence_weights, dict(X=c["data"].X), dict(X="sequences"))
     add(
@@ -1079,7 +1075,6 @@ def _later_specs(add, c):
             start="task",
             lam="nonneg",
             settings="task",
-            Q0="pos",
             weights="matrix",
         ),  # fmt: skip
         n=16,

@@ -70,90 +70,22 @@ def test_gamp_starts_are_spelled_s_init():
 def test_projection_output_is_the_zero_scale_channel_output():
     """GAMP's output step is a channel's method: the hardmax projection is
     ``Channel.gamp_output`` of the zero-scale channel (the channel of the hardmax state
-    evolution). The deprecated ``gamp.ProjectionOutput(task)`` returns that step, with a
-    warning, for one release; its output equals the channel's projection computed by hand
+    evolution); its output equals the channel's projection computed by hand
     (``channels.hardmax.projection``) on random inputs."""
     import numpy as np
 
-    from attnlib import channels, gamp
+    from attnlib import channels
 
     task = tasks.Hardmax(T=2)
-    with pytest.warns(DeprecationWarning, match="zero-scale channel"):
-        old = gamp.ProjectionOutput(task)
     zero_scale = channels.for_task(task).at_zero_scale()
-    assert old.channel == zero_scale and zero_scale.gamp_budgets(4) == (None,)
+    assert zero_scale.gamp_budgets(4) == (None,)
     rng = np.random.default_rng(0)
     omega = rng.normal(size=(50, 3))
     Y, _ = zero_scale.labels(rng.normal(size=(50, 3)), np.zeros((50, 0)))
     V = np.array([2.0, 1.0, 2.0]) * 0.3
     ref = channels.hardmax.projection(task, Y, omega, np.broadcast_to(V, omega.shape))
-    for out, ok in (old(Y, omega, V, None), zero_scale.gamp_output(Y, omega, V, None)):
-        assert bool(ok) and np.array_equal(out.g, ref.g) and np.array_equal(out.dg, ref.dg)
-
-
-def _gamp_case(task, d=8, n=128):
-    import jax
-    import numpy as np
-
-    from attnlib import gamp
-
-    key = jax.random.PRNGKey(1)
-    data = tasks.make_dataset(key, task, np.asarray(TARGET.sample(key, d)), n)
-    return data, gamp.Start(np.eye(d), 0.3), gamp.GAMPSettings(damping=0.5, max_iter=30, tol=1e-12)
-
-
-def test_gamp_run_q0_is_a_ray_denoiser():
-    """``gamp.run``'s renormalisation ``Tr S^2 / d = Q0`` is the ray denoiser's
-    (``SpectralProx(target=..., ray=True)``); the deprecated ``Q0=`` keyword
-    gives the same iterates for one release, with a warning naming the ray denoiser.
-    Hardmax at ``d = 8``, 128 sequences, 30 iterations at damping 0.5 (no breakdown)."""
-    import numpy as np
-
-    from attnlib import channels, gamp
-
-    task = tasks.Hardmax(T=2)
-    data, start, gs = _gamp_case(task)
-    zc = channels.for_task(task).at_zero_scale()
-    ray = gamp.SpectralProx(target=TARGET, ray=True)
-    new, caught = _quiet(gamp.run, (zc, ray), data, start, 1.0, settings=gs)
-    assert _deprecations(caught) == []
-    with pytest.warns(DeprecationWarning, match="ray denoiser") as rec:
-        old = gamp.run((zc, gamp.SpectralProx()), data, start, 1.0, settings=gs, Q0=TARGET.Q0)
-    assert rec[0].filename == __file__  # attributed to the caller of gamp.run
-    assert np.array_equal(old.S, new.S) and np.array_equal(old.history, new.history)
-    assert new.status != "breakdown" and np.isfinite(new.S).all()
-
-
-@pytest.mark.parametrize("kind", ["erm", "multi-start", "posterior"])
-def test_gamp_run_takes_the_channel_and_denoiser_pair(kind):
-    """``gamp.run((channel, denoiser), data, start, lam, settings=...)``, the output step
-    in the settings (``n_newton``, ``warm``, ``posterior``), is the old
-    ``gamp.run(output, denoiser, data, start, lam)`` with ``gamp.ERMOutput(task, n_newton,
-    robust, warm)`` or ``gamp.PosteriorOutput(task)``: the same iterates bit for bit, and
-    the old spellings warn for one release. Seq2seq ``T = 2`` at ``d = 8`` (ERM, 30
-    damped iterations) and the linear task (GAMP-RIE)."""
-    import numpy as np
-
-    from attnlib import channels, gamp
-    from attnlib.denoisers.rie import RIE
-
-    task = tasks.Linear(T=1, noise=0.1) if kind == "posterior" else tasks.Seq2Seq(T=2, noise=0.1)
-    data, start, gs = _gamp_case(task)
-    den = RIE(TARGET) if kind == "posterior" else gamp.SpectralProx()
-    step = {"erm": dict(n_newton=2), "multi-start": dict(n_newton=None, warm=False)}
-    gs = gs._replace(**step.get(kind, dict(posterior=True)))
-    new, caught = _quiet(gamp.run, (channels.for_task(task), den), data, start, 0.1, settings=gs)
-    assert _deprecations(caught) == []
-    with pytest.warns(DeprecationWarning, match="gamp.ERMOutput|gamp.PosteriorOutput"):
-        if kind == "posterior":
-            out = gamp.PosteriorOutput(task)
-        else:
-            out = gamp.ERMOutput(task, gs.n_newton or 4, robust=gs.n_newton is None, warm=gs.warm)
-    # the old form: the step is the output's (the settings' n_newton is not read)
-    old, caught = _quiet(gamp.run, out, den, data, start, 0.1, settings=gs._replace(n_newton=7))
-    assert any("gamp.run(output, denoiser" in str(w.message) for w in _deprecations(caught))
-    assert np.array_equal(old.S, new.S) and np.array_equal(old.history, new.history)
-    assert np.isfinite(new.S).all() and new.n_iter == 30
+    out, ok = zero_scale.gamp_output(Y, omega, V, None)
+    assert bool(ok) and np.array_equal(out.g, ref.g) and np.array_equal(out.dg, ref.dg)
 
 
 def test_overlap_density_takes_theta_for_the_target_eigenvalue():

@@ -69,7 +69,7 @@ def test_lam0_branch_skipped_where_lam0_is_refused(monkeypatch):
     monkeypatch.setattr(point, "attempt", no_attempt)
     bound = 0.25 / TASK.m_eff
     pb = drivers._problem(TASK, TARGET, 0.5 * bound, 1e-4, "nuclear", ((64, 4, 0), 5))
-    assert several._from_lam0(pb, 1e-4, _settings()) is None
+    assert several._from_lam0(pb, _settings()) is None
 
 
 def test_decide_rule():
@@ -102,7 +102,7 @@ def _two_starts(monkeypatch, lam):
     assert a.converged and b.converged and several.distinct(a.x, b.x, 1.5)
     monkeypatch.setattr(several, "needs_search", lambda pb, a: True)
     monkeypatch.setattr(several, "_walk", lambda pb, lam, s: None)
-    monkeypatch.setattr(several, "_from_lam0", lambda pb, lam, s: b)
+    monkeypatch.setattr(several, "_from_lam0", lambda pb, s: b)
     monkeypatch.setattr(several, "_from_neighbour", lambda pb, lam, s: ([], 0))
     return pb, a, b
 

@@ -2,33 +2,27 @@ r"""GAMP-RIE: Bayes-optimal message passing on a finite data set (arXiv:2408.037
 
 Conventions (see the book's "Notation and conventions" page, ``book/notation.md``):
 ``h_ab(S) = <S, Z_ab>_F`` for the ``K`` pairs of each sequence, ``sigma_ab^2 = 1 + delta_ab``,
-``alpha = n / d^2``. A configuration of the one GAMP loop (:func:`attnlib.gamp.run`): the
-matrix GAMP of the ERM with the two proximal maps replaced by Bayes-optimal ones:
-
-1. output step: ``V_ab = sigma_ab^2 v``, ``omega = h(S_hat) - V g_old`` (Onsager term),
-   ``g = d/d omega log Z_out`` and ``dg = diag dg/domega`` of the task's channel
-   (:meth:`attnlib.channels.Channel.posterior_output`);
-2. ``a_hat = alpha sum_ab sigma_ab^2 mean_mu(-dg_ab)`` and ``Delta_eff = 1 / (2 a_hat)``;
-3. ``B = S_hat + (1 / (d a_hat)) sum_mu sum_ab g_ab Z_ab`` (:func:`attnlib.gamp.data_gradient_sum`),
-   which behaves like ``S0 + sqrt(Delta_eff) W_goe``;
-4. ``S_hat = F(B)`` with the RIE ``f(x) = x - 2 Delta_eff h_R(x)`` of the prior's limiting
-   ``rho_R`` (:class:`attnlib.denoisers.rie.RIE`, which applies
-   :func:`~attnlib.denoisers.rie.rie_denoise`);
-5. ``v = 2 Delta_eff div F(B) / d^2`` (``= mmse_den(Delta_eff)`` in the limit).
-
-``S_hat``, ``v`` and ``g`` are damped (``new = damping old + (1 - damping) update``).
-Start: the prior mean ``S_hat = (Tr S0 / d) I`` with ``v`` the prior variance (no
-information). Implemented channels: the Gaussian ones (linear; seq2seq without noise or
-with noise on the logits) and ``T = 2`` hardmax
-(:func:`attnlib.channels.posterior_hardmax_exact.output`). Each iteration costs one
-``(d, nT) @ (nT, d)`` product and one ``d x d`` eigendecomposition.
+``alpha = n / d^2``. A configuration of the one GAMP loop (:func:`attnlib.gamp.run`, its
+steps 1-4 in the module docstring there): the matrix GAMP of the ERM with the two
+proximal maps replaced by Bayes-optimal ones. The output step's ``g = d/d omega log
+Z_out`` and ``dg = diag dg/domega`` are the task channel's posterior
+(:meth:`attnlib.channels.Channel.posterior_output`); ``B`` behaves like ``S0 +
+sqrt(Delta_eff) W_goe`` with ``Delta_eff = 1 / (2 a_hat)``; the denoiser is the RIE
+``f(x) = x - 2 Delta_eff h_R(x)`` of the prior's limiting ``rho_R``
+(:class:`attnlib.denoisers.rie.RIE`, which applies
+:func:`~attnlib.denoisers.rie.rie_denoise`), with ``v = 2 Delta_eff div F(B) / d^2``
+(``= mmse_den(Delta_eff)`` in the limit). Start: the prior mean ``S_hat = (Tr S0 / d) I``
+with ``v`` the prior variance (no information). Implemented channels: the Gaussian ones
+(linear; seq2seq without noise or with noise on the logits) and ``T = 2`` hardmax
+(:func:`attnlib.channels.posterior_hardmax_exact.output`). Each iteration costs one ``(d,
+nT) @ (nT, d)`` product and one ``d x d`` eigendecomposition.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from attnlib import _checks
+from attnlib import _checks, _gamp_checks
 from attnlib import channels as _channels
 from attnlib import gamp as _gamp
 from attnlib import tasks as _tasks
@@ -38,16 +32,9 @@ __all__ = ["gamp_rie"]
 
 
 def _check_inputs(task, data, target):
-    accepted = (
-        "a Task with a Gaussian channel (is_gaussian) or T = 2 hardmax without noise or "
-        "with noise_on='logits'"
-    )
-    _channels.require_task(task, accepted=accepted)
+    _gamp_checks.posterior_task(task)  # a channel with an exact posterior
     task.check_bayes_model("gamp_rie")
-    if not _channels.for_task(task).exact_posterior_output:
-        raise ValueError(f"task must be {accepted}, got {task!r}")
-    if not hasattr(target, "measure") or not hasattr(target, "Q0"):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    _checks.target(target)
     X, _, _ = _checks.dataset(task, data)
     return np.asarray(X, dtype=float)
 

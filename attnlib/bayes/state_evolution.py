@@ -138,8 +138,7 @@ class BayesSettings(NamedTuple):
 def _check(task, target):
     _channels.require_task(task)
     task.check_bayes_model("the Bayes-optimal state evolution")
-    if not hasattr(target, "measure") or not hasattr(target, "Q0"):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    _checks.target(target)
 
 
 def _info(channel, denoiser, mmse, cfg):
@@ -314,15 +313,13 @@ def _settings(settings, given: dict) -> BayesSettings:
     """``settings`` (default :class:`BayesSettings`) with the shorthand keywords ``given``
     that are not ``None`` in place of its fields, validated."""
     s = _checks.settings(BayesSettings, settings, given)
-    if not isinstance(s.check_unique, bool):
-        raise ValueError(f"check_unique must be a bool, got {s.check_unique!r}")
     return BayesSettings(
         xtol=_checks.positive("xtol", s.xtol),
         n_outer=_checks.integer("n_outer", s.n_outer, 2),
         n_inner=_checks.integer("n_inner", s.n_inner, 2),
         n_test=_checks.integer("n_test", s.n_test, 2),
         seed=_checks.integer("seed", s.seed, 0),
-        check_unique=s.check_unique,
+        check_unique=_checks.boolean("check_unique", s.check_unique),
         time_limit=_limits.time_limit(s.time_limit),
         rtol=None if s.rtol is None else _checks.positive("rtol", s.rtol),
         max_n_qmc=_max_n_qmc(s),

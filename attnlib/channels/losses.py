@@ -1,8 +1,6 @@
 """The per-sequence loss in pairs: value, exact gradient and Hessian, closed forms.
 
-A sequence has ``K = T (T + 1) / 2`` pre-activation pairs ``h_ab``, ``a <= b``, ordered
-as in :func:`attnlib.tasks.pair_indices`. The loss of a sequence is the task's square
-loss ``||Y - g(h)||^2`` summed over every output entry, seen as a function of the pairs.
+Conventions (the ``K`` pairs ``h_ab``, the loss as a function of them): :mod:`attnlib.channels`.
 """
 
 from __future__ import annotations

@@ -115,9 +115,7 @@ def rie_denoise(R, target, Delta: float) -> Denoised:
     finite differences of ``f`` between neighbouring eigenvalues (an ``O(1/d)``
     relative effect on the total).
     """
-    R = np.asarray(_checks.finite_array("R", R, ndim=2), dtype=float)
-    if R.shape[0] != R.shape[1]:
-        raise ValueError(f"R must be a square (d, d) matrix, got shape {R.shape}")
+    R = np.asarray(_checks.square_matrix("R", R), dtype=float)
     x, U = np.linalg.eigh(0.5 * (R + R.T))
     f = rie_function(target, Delta, x)
     fp = np.gradient(f, x) if x.size > 1 else np.ones_like(x)

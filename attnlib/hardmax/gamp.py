@@ -29,9 +29,8 @@ __all__ = ["gamp"]
 
 def _start(d, Q0, S_init, v_init):
     v = _checks.in_interval("v_init", v_init, 1e-100, 1e100, low_open=False)
-    S = np.eye(d) if S_init is None else np.asarray(S_init, dtype=np.float64)
-    if S.shape != (d, d) or not np.all(np.isfinite(S)):
-        raise ValueError(f"S_init must be a finite ({d}, {d}) matrix, got shape {S.shape}")
+    S = np.eye(d) if S_init is None else _checks.square_matrix("S_init", S_init, d)
+    S = np.asarray(S, dtype=np.float64)
     return _gamp.Start(0.5 * (S + S.T) / math.sqrt(np.sum(S**2) / (d * Q0)), v)
 
 

@@ -12,7 +12,6 @@ from attnlib import _checks, _limits, channels, se
 from attnlib.scaling.recovery import _modes_of, count_recovered, spectral_summary
 from attnlib.scaling.schedule import LamSchedule
 from attnlib.se.continuation import unfinished_result
-from attnlib.targets import Target
 
 __all__ = ["ExcessRiskCurve", "excess_risk_curve"]
 
@@ -80,8 +79,7 @@ def _options(target, level, starts, n, se_kwargs):
     """``(level, starts, init, time_limit)`` checked, and taken out of ``se_kwargs`` (the
     time limit holds for the whole curve)."""
     level = _checks.in_interval("level", level, 0.0, 1.0, high_open=True)
-    if not isinstance(target, Target):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {type(target)!r}")
+    _checks.target(target)
     if se_kwargs.pop("penalty", "nuclear") != "nuclear":
         raise ValueError("penalty: excess_risk_curve uses the nuclear penalty")
     time_limit = _limits.time_limit(se_kwargs.pop("time_limit", None))

@@ -89,7 +89,6 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -104,7 +103,6 @@ from attnlib.se.results import SEReplicaSymmetryWarning
 from attnlib.spectral_map import SpectralMap
 
 __all__ = [
-    "Replicon",
     "output_jacobians",
     "output_factor",
     "input_factor",
@@ -112,16 +110,6 @@ __all__ = [
     "replicon_at",
     "warn_if_unstable",
 ]
-
-
-class Replicon(NamedTuple):
-    """``replicon = out_factor * in_factor`` (module docstring) and the QMC standard
-    error of ``out_factor`` (the input side is a deterministic quadrature)."""
-
-    replicon: float
-    out_factor: float
-    in_factor: float
-    out_stderr: float
 
 
 def output_jacobians(task, Y, omega, V, h):

@@ -82,10 +82,11 @@ def needs_search(pb: point.Problem, a: point.Attempt) -> bool:
     return bool(a.checks > 0 or _small_lam(pb))
 
 
-def _from_lam0(pb, lam, settings):
+def _from_lam0(pb, settings):
     """The ``lam -> 0`` branch: the fixed point at ``lam = 0`` (one attempt of at most
     ``robust._PROBE`` maps from the default start; None where the theory refuses
-    ``lam = 0`` or it does not converge) continued to ``lam``: an Attempt or None."""
+    ``lam = 0`` or it does not converge) continued to the ``lam`` of ``pb``: an Attempt or
+    None."""
     alpha = float(pb.data.alpha)
     if _lam0_refusal(pb.task, pb.target, alpha, pb.penalty) is not None:
         return None
@@ -129,7 +130,7 @@ def _first_round(pb, lam, a, settings):
     Q0 = float(pb.data.Q0)
     candidates = [_walk(pb, lam, settings)]
     if _small_lam(pb):
-        candidates.append(_from_lam0(pb, lam, settings))
+        candidates.append(_from_lam0(pb, settings))
     for s in Q_SCALES if a.checks > 0 else ():
         x0 = np.asarray(a.x, dtype=float) * np.array([1.0, s, 1.0])
         if in_domain(x0, Q0):

@@ -18,7 +18,6 @@ from attnlib import _checks
 from attnlib.se.input import input_side
 from attnlib.se.output import output_side
 from attnlib.se.results import PENALTIES
-from attnlib.targets import Target
 
 __all__ = ["SETrajectory", "trajectory"]
 
@@ -51,8 +50,7 @@ def trajectory(
     """
     n_iter = _checks.integer("n_iter", n_iter, 1)
     q_floor = _checks.positive("q_floor", q_floor)
-    if not isinstance(target, Target):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    _checks.target(target)
     _checks.task(task)
     alpha, lam = _checks.alpha(alpha), _checks.nonnegative("lam", lam)
     _checks.choice("penalty", penalty, PENALTIES)

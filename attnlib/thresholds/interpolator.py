@@ -150,7 +150,7 @@ def _bracket(eq: _Eq, dbar):
     return lo, hi
 
 
-def _interpolating(task, target, alpha, th, qmc):
+def _interpolating(task, target, alpha, th):
     """``(Delta, tau, integrals, n, residual)`` of the limit equations at ``alpha <
     alpha_interp``, or None where they have no root."""
     eq = _Eq(target, alpha * task.m_eff, th.Delta_e, float(target.Q0), [0])
@@ -193,8 +193,7 @@ def _check(task, target, alpha):
     """The threshold (``ValueError`` from the closed form for tasks, targets and noise
     it does not cover) and the checked ``alpha``."""
     alpha = _checks.alpha(alpha)
-    if not hasattr(target, "measure") or not hasattr(target, "Q0"):
-        raise ValueError(f"target must be an attnlib.targets.Target, got {target!r}")
+    _checks.target(target)
     return _threshold(task, target), alpha
 
 
@@ -206,7 +205,7 @@ def _point(task, target, alpha, th, s: SESettings, init=None):
         return solve(task, target, alpha, 0.0, init=init, settings=s, return_warm=True)
     with _limits.limit(s.time_limit):
         try:
-            point = _interpolating(task, target, alpha, th, qmc)
+            point = _interpolating(task, target, alpha, th)
         except _limits.TimeUp:
             if s.time_limit is None:  # an enclosing call's limit: its to handle
                 raise

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from attnlib import _checks
+from attnlib import _checks, _limits
 from attnlib.train.objective import _direct_objective, _factorized_objective, _sym
 from attnlib.train.progress import Progress
 from attnlib.train.settings import TrainSettings
@@ -73,12 +73,8 @@ def make_config(task, kind: str, method: str, s: TrainSettings) -> OptaxConfig:
         tol=_checks.nonnegative("tol", s.tol),
         chunk=chunk,
         keep_path=bool(s.keep_path),
-        time_limit=_time_limit(s.time_limit),
+        time_limit=_limits.time_limit(s.time_limit),
     )
-
-
-def _time_limit(value):
-    return None if value is None else _checks.positive("time_limit", value)
 
 
 class _Static(NamedTuple):

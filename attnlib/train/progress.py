@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 
-from attnlib import _checks
+from attnlib import _limits
 
 __all__ = ["Progress"]
 
@@ -26,7 +26,7 @@ class Progress:
 
     def __init__(self, solver: str, total: int, time_limit: float | None):
         self.solver, self.total = solver, total
-        self.limit = None if time_limit is None else _checks.positive("time_limit", time_limit)
+        self.limit = _limits.time_limit(time_limit)
         self.start = self.last = time.perf_counter()
 
     def stop(self, done: int, residual: float) -> bool:
