@@ -14,6 +14,10 @@ number). References are stored in ``se_accuracy_reference.json`` beside this scr
 reused (delete it to recompute).
 
     python benchmarks/se_accuracy.py [POINT ...] [--configs NAME,...] [--seeds S] [--save]
+                                     [--stein]
+
+``--stein``: every solve, the references' too, with the Stein form of ``m_hat``
+(``SESettings(m_hat="stein")``; the form of the table below) instead of the default.
 
 Measured (one run each on a shared 2-core machine at load 10-15; CPU seconds are
 medians; "before" = the code before refine existed):
@@ -62,7 +66,6 @@ import numpy as np
 
 import attnlib
 from attnlib import se, tasks
-from attnlib.se import output as se_output
 from attnlib.targets import Wishart
 
 attnlib.configure_jax()
@@ -87,6 +90,7 @@ CONFIGS = {
     "x8s2": dict(refine=8, refine_steps=2),
 }
 METRICS = ("test_error", "mse")
+M_HAT = "derivative"  # the form of m_hat of every solve (--stein: "stein")
 REF_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "se_accuracy_reference.json")
 
 
@@ -100,7 +104,7 @@ def _load():
 def _key(name):
     """A reference's key: the point and the form of ``m_hat`` its solves used (the stored
     references without a suffix are of the Stein form, from before the pathwise one)."""
-    return name if not se_output.PATHWISE else f"{name}|pathwise"
+    return name if M_HAT == "stein" else f"{name}|pathwise"
 
 
 def reference(name, refs):
@@ -128,8 +132,10 @@ def reference(name, refs):
 
 
 def _settings(config):
-    """``SESettings`` of ``config``, without the fields this version lacks (so that
-    ``refine=1`` runs on the code before the field existed: the "before" numbers)."""
+    """``SESettings`` of ``config`` and ``M_HAT``, without the fields this version lacks
+    (so that ``refine=1`` runs on the code before the field existed: the "before"
+    numbers)."""
+    config = {**config, "m_hat": M_HAT}
     return se.SESettings(**{k: v for k, v in config.items() if k in se.SESettings._fields})
 
 
@@ -149,7 +155,11 @@ def run(name, ref, config, seeds):
 
 
 def main():
+    global M_HAT
     args = sys.argv[1:]
+    if "--stein" in args:
+        args.remove("--stein")
+        M_HAT = "stein"
     seeds = range(16)
     configs = list(CONFIGS)
     if "--seeds" in args:

@@ -4,8 +4,8 @@
     python benchmarks/se_bias.py seeds POINT [--stein] [--n-seeds S]
     python benchmarks/se_bias.py reference POINT   # plain solve at 2^16 points, seed 1000
 
-``--stein`` runs the output side with the Stein form of ``m_hat`` (the code before
-``se.output.pathwise_m_hat``). Measured on a shared 2-core machine (one run each).
+``--stein`` solves with the Stein form of ``m_hat`` (``SESettings(m_hat="stein")``, the
+code before the pathwise form). Measured on a shared 2-core machine (one run each).
 
 The symptom (Stein form, before): default solves (8192 points, 4 scramblings) at seeds
 0-3 gave mse 0.03499, 0.02940, 0.03417, 0.02451 with reported errors 2.0, 3.7, 4.4,
@@ -95,7 +95,7 @@ from attnlib.targets import Wishart
 
 attnlib.configure_jax()
 warnings.simplefilter("ignore")
-se_output.PATHWISE = True  # the pathwise form (the default; set here explicitly)
+M_HAT = "derivative"  # the form of m_hat of the solves (--stein: "stein")
 
 POINTS = {
     "s2s_T2_a2_l0.1": (tasks.Seq2Seq(T=2), Wishart(0.5), 2.0, 0.1),
@@ -137,7 +137,7 @@ def _per_point(task, Q0, alpha, x):
 
 def diagnose(name="s2s_T2_a2_l0.1", R=64, n=2048):
     task, target, alpha, lam = POINTS[name]
-    r = se.solve(task, target, alpha, lam)
+    r = se.solve(task, target, alpha, lam, m_hat=M_HAT)
     Q0 = float(target.Q0)
     x = jnp.asarray([r.m, r.q, r.v])
     print(f"{name}: mse {r.mse:.5f} (reported {r.integration_error:.2%}), "
@@ -169,7 +169,7 @@ def seeds(name, n_seeds=8):
     rows = []
     for seed in range(n_seeds):
         t = time.perf_counter()
-        r = se.solve(task, target, alpha, lam, seed=seed, init=init)
+        r = se.solve(task, target, alpha, lam, seed=seed, init=init, m_hat=M_HAT)
         init = init or r
         rows.append((r.mse, r.test_error, r.integration_error))
         el = time.perf_counter() - t
@@ -185,7 +185,7 @@ def seeds(name, n_seeds=8):
 def reference(name):
     task, target, alpha, lam = POINTS[name]
     t = time.perf_counter()
-    r = se.solve(task, target, alpha, lam, n_qmc=2**16, seed=1000)
+    r = se.solve(task, target, alpha, lam, n_qmc=2**16, seed=1000, m_hat=M_HAT)
     print(f"{name} reference (2^16 points, seed 1000): mse {r.mse:.6f} test {r.test_error:.6f}"
           f" reported {r.integration_error:.3%} ({time.perf_counter() - t:.0f} s)")  # fmt: skip
 
@@ -193,7 +193,7 @@ def reference(name):
 if __name__ == "__main__":
     args = sys.argv[1:]
     if "--stein" in args:  # the Stein form of m_hat everywhere (the code before)
-        se_output.pathwise_m_hat = lambda channel: False
+        M_HAT = "stein"
         args.remove("--stein")
     n_seeds = 8
     if "--n-seeds" in args:

@@ -128,6 +128,7 @@ BAD = {
     "target": ["wishart", None, 3.0, object()],
     "callable": [None, 3, "f"],
     "penalty": ["lasso", None, 3, ["nuclear"]],
+    "m_hat": ["pathwise", "Stein", "", None, 3, ["stein"]],
     "bool": ["yes", None],
     "dtype": ["float", "int32", None, np.complex128],
 }
@@ -581,8 +582,10 @@ def _specs():
     add(
         se.solve,
         dict(task=lin, target=tg, alpha=1.0, lam=0.3),
-        dict(task="task", target="target", alpha="pos", lam="pos", penalty="penalty"),
-        n=10,
+        dict(
+            task="task", target="target", alpha="pos", lam="pos", penalty="penalty", m_hat="m_hat"
+        ),
+        n=12,
     )
     # the ridgeless limit: v = inf on the interpolating side is the documented limit (the
     # prox variance diverges like 1/lam), the one field exempted from the finiteness check
@@ -700,7 +703,7 @@ def _specs():
     add(
         se.output_side,
         dict(task=lin, alpha=1.0, Q0=1.0, m=0.5, q=0.4, v=0.5, n_qmc=256),
-        dict(task="task", alpha="pos", Q0="pos", m="real", q="pos", v="pos"),
+        dict(task="task", alpha="pos", Q0="pos", m="real", q="pos", v="pos", m_hat="m_hat"),
     )
     add(
         se.input_side,
@@ -1235,3 +1238,20 @@ def test_bad_inputs(name):
         _finite(out, f"{name}({arg}={value!r})")
 
     check()
+
+
+def test_se_settings_m_hat_names_its_values():
+    """``SESettings(m_hat=...)`` outside ``("derivative", "stein")``: a ValueError naming
+    ``m_hat`` and both accepted values, from every entry that takes it (the settings,
+    their shorthand keyword, :func:`attnlib.se.output_side`), before any solve."""
+    lin, tg = tasks.Linear(T=1), targets.Wishart(0.5)
+    calls = (
+        lambda bad: se.solve(lin, tg, 1.0, 0.3, settings=se.SESettings(m_hat=bad)),
+        lambda bad: se.solve(lin, tg, 1.0, 0.3, m_hat=bad),
+        lambda bad: se.learning_curve(lin, tg, [1.0], 0.3, m_hat=bad),
+        lambda bad: se.output_side(lin, 1.0, 1.0, 0.5, 0.4, 0.5, n_qmc=256, m_hat=bad),
+    )
+    for call in calls:
+        for bad in ("pathwise", "Stein", 3, ["stein"]):
+            with pytest.raises(ValueError, match=r"m_hat must be one of \['derivative', 'stein'\]"):
+                call(bad)

@@ -455,34 +455,23 @@ def _ref_params():
     ]
 
 
-@pytest.fixture
-def stein_m_hat(monkeypatch):
-    """The output side with the Stein form of ``m_hat`` (the form the stored reference
-    was computed with; ``se.output.pathwise_m_hat`` picks the pathwise one since): the
-    choice is read when a program is traced, so JAX's in-memory caches are cleared
-    before and after (the persistent cache keys on the program itself)."""
-    monkeypatch.setattr(se_output, "pathwise_m_hat", lambda channel: False)
-    jax.clear_caches()
-    yield
-    jax.clear_caches()
-
-
 @pytest.mark.parametrize("row", _ref_params())
-def test_engine_matches_the_stored_reference(row, stein_m_hat):
+def test_engine_matches_the_stored_reference(row):
     """The rewritten engine computes what the old one did (tests/data/se_reference.json,
     made by tests/data/make_se_reference.py before the rewrite, polished to residual
     1e-10): relative 1e-6 where both converge, with an absolute floor 1e-8 (near perfect
     recovery mse = Q0 - 2 m + q cancels: at residual 1e-10 its error is a few 1e-10).
     Where the old engine did not converge the new one must either converge or
-    say so with NaN fields. With the Stein form of ``m_hat`` (fixture ``stein_m_hat``):
-    the pathwise form estimates the same integral with a smaller QMC error, so the
-    fixed points on the same points differ by that error (0.2 % in ``m`` at seq2seq
-    T = 2, alpha 0.2), which tests/test_se_m_hat.py measures against references."""
+    say so with NaN fields. With the Stein form of ``m_hat`` (``m_hat="stein"``, the
+    form the reference was computed with): the pathwise form estimates the same integral
+    with a smaller QMC error, so the fixed points on the same points differ by that error
+    (0.2 % in ``m`` at seq2seq T = 2, alpha 0.2), which tests/test_se_m_hat.py measures
+    against references."""
     task, target = REF_TASKS[row["task"]], Wishart(row["kappa0"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", se.SEConvergenceWarning)
         r = se.solve(task, target, row["alpha"], row["lam"], row["penalty"], tol=1e-10,
-                     settings=COARSE)  # fmt: skip
+                     settings=COARSE, m_hat="stein")  # fmt: skip
     if not r.converged:
         assert all(math.isnan(getattr(r, f)) for f in REF_FIELDS)
         assert not row["converged"], "the old engine converged here"
@@ -733,7 +722,7 @@ def test_one_settings_type_and_its_shorthands():
         params[f].kind is kw_only and params[f].default is None for f in se.SESettings._fields
     )
     bad = dict(tol=0.0, max_iter=0, damping=1.0, anderson=-1, n_qmc=3000, n_rep=0, seed=-1,
-               on_fail="ignore", rtol=-1.0, max_n_qmc=1)  # fmt: skip
+               on_fail="ignore", rtol=-1.0, max_n_qmc=1, m_hat="pathwise")  # fmt: skip
     for field, value in bad.items():
         with pytest.raises(ValueError, match=field):
             se.solve(task, TARGET, 0.3, 0.1, settings=se.SESettings(**{field: value}))

@@ -1,6 +1,6 @@
 """Where the state evolution with the pathwise ``m_hat`` finds no fixed point, ``se.solve``
 searches again with the Stein form (``Channel.stein_form``; :mod:`attnlib.se.output`),
-and its answer is the Stein-form solve's (``se.output.stein_m_hat``), computed
+and its answer is the Stein-form solve's (``SESettings(m_hat="stein")``), computed
 independently of the fallback."""
 
 import numpy as np
@@ -33,8 +33,7 @@ def test_failed_pathwise_search_is_retried_with_the_stein_form(monkeypatch):
     monkeypatch.setattr(drivers.robust, "find", real_find)
     assert r.converged
     assert [c.stein_form for c in channels_seen] == [False, True]
-    with se_output.stein_m_hat():
-        ref = se.solve(task, target, 0.5, 0.1, **kw)
+    ref = se.solve(task, target, 0.5, 0.1, m_hat="stein", **kw)
     assert r.n_iter == ref.n_iter + 7
     for f in FIELDS:
         assert getattr(r, f) == getattr(ref, f), f
@@ -53,6 +52,24 @@ def test_a_converged_search_keeps_the_pathwise_form(monkeypatch):
     assert r.converged and calls == [False]
 
 
+def test_stein_setting_reaches_the_channel_and_skips_the_fallback(monkeypatch):
+    """``m_hat="stein"``: the one search runs on a channel with ``stein_form`` (the form
+    the engine reads when it traces), and a failed search is not searched again."""
+    real_find, calls = robust.find, []
+
+    def find(pb, lam, start, settings):
+        calls.append(pb.channel.stein_form)
+        return real_find(pb, lam, start, settings)
+
+    monkeypatch.setattr(drivers.robust, "find", find)
+    r = se.solve(tasks.Seq2Seq(T=2), Wishart(0.5), 0.5, 0.1, n_qmc=2048, refine=1, m_hat="stein")
+    assert r.converged and calls == [True]
+    monkeypatch.setattr(drivers.robust, "find", lambda *a: robust.Found(None, None, 7, 1e-3))
+    with pytest.warns(se.SEConvergenceWarning):
+        r = se.solve(tasks.Seq2Seq(T=2), Wishart(0.5), 0.5, 0.1, n_qmc=2048, m_hat="stein")
+    assert not r.converged and r.n_iter == 7
+
+
 @pytest.mark.slow
 def test_paper_beta2_point_converges_through_the_fallback():
     """Seq2seq beta 2, noise 0.25 on the target, Wishart(1/2), lam 0.01, alpha 0.4 (a point
@@ -62,7 +79,6 @@ def test_paper_beta2_point_converges_through_the_fallback():
     task = tasks.Seq2Seq(T=2, noise=0.25, noise_on="target", beta=2.0)
     r = se.solve(task, Wishart(0.5), 0.4, 0.01)
     assert r.converged
-    with se_output.stein_m_hat():
-        ref = se.solve(task, Wishart(0.5), 0.4, 0.01)
+    ref = se.solve(task, Wishart(0.5), 0.4, 0.01, m_hat="stein")
     for f in FIELDS:
         assert np.isclose(getattr(r, f), getattr(ref, f), rtol=1e-12, atol=0), f

@@ -40,8 +40,8 @@ s = json.loads(sys.argv[1])
 task, target = tasks.Seq2Seq(T=s["T"], noise=s["noise"]), targets.Wishart(s["kappa0"])
 # the record was made before the Newton correction (SESettings.refine) and the pathwise
 # form of m_hat existed: refine=1 and the Stein form
-with se.output.stein_m_hat():
-    r = se.solve(task, target, s["alpha"], s["lam"], n_qmc=s["n_qmc"], seed=0, refine=1)
+r = se.solve(task, target, s["alpha"], s["lam"], n_qmc=s["n_qmc"], seed=0, refine=1,
+             m_hat="stein")
 fields = ("train_loss", "test_error", "mse", "objective")
 print(json.dumps({"converged": bool(r.converged), **{k: float(getattr(r, k)) for k in fields}}))
 """

@@ -78,7 +78,8 @@ class Channel:
 
     task: _tasks.Task
     # the state evolution's m_hat in its Stein form even where the derivative through the
-    # labels exists (attnlib.se.output): the fallback where that form finds no fixed point
+    # labels exists (attnlib.se.output): SESettings(m_hat="stein") sets it
+    # (attnlib.se.output.m_hat_channel), as does the fallback where that form finds no fixed point
     stein_form: bool = False
 
     def __post_init__(self):

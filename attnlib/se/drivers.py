@@ -11,7 +11,6 @@ shorthands for single fields (``None``: from ``settings``). Nothing passed in is
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import time
@@ -24,7 +23,7 @@ from attnlib.gamp import SpectralProx
 from attnlib.se import engine, optimal, point, replicon, robust, several
 from attnlib.se.continuation import continuation, unfinished_result
 from attnlib.se.lam0 import _interpolation_bound, check_lam0  # noqa: F401  (tests read it)
-from attnlib.se.output import check_task, pathwise_m_hat, qmc_points
+from attnlib.se.output import check_task, m_hat_channel, pathwise_m_hat, qmc_points
 from attnlib.se.results import (
     PENALTIES,
     LearningCurve,
@@ -45,7 +44,7 @@ log = logging.getLogger("attnlib.se")
 
 
 def _problem(task, target, alpha, lam, penalty, opts) -> point.Problem:
-    qmc, memory = opts
+    qmc, memory, m_hat = opts
     Q0 = float(target.Q0)
     data = engine.Data(
         z=qmc_points(task, *qmc),
@@ -53,7 +52,8 @@ def _problem(task, target, alpha, lam, penalty, opts) -> point.Problem:
         lam=np.float64(lam),
         Q0=np.float64(Q0),
     )
-    return point.Problem(channels.for_task(task), SpectralProx(penalty, target), data, qmc, memory)
+    channel = m_hat_channel(task, m_hat)
+    return point.Problem(channel, SpectralProx(penalty, target), data, qmc, memory)
 
 
 def _start(init, pb: point.Problem):
@@ -98,7 +98,8 @@ def solve(
     damping: float | None = None, anderson: int | None = None, n_qmc: int | None = None,
     n_rep: int | None = None, seed: int | None = None, on_fail: str | None = None,
     rtol: float | None = None, max_n_qmc: int | None = None, time_limit: float | None = None,
-    refine: int | None = None, refine_steps: int | None = None, return_warm: bool = False,
+    refine: int | None = None, refine_steps: int | None = None, m_hat: str | None = None,
+    return_warm: bool = False,
 ):  # fmt: skip
     r"""Solve the state evolution at ``(alpha, lam)``: the ERM's asymptotic metrics.
 
@@ -117,7 +118,7 @@ def solve(
         field of ``settings``); :class:`attnlib.se.SESettings` documents them and holds
         the defaults. With ``rtol``, ``n_qmc`` doubles (warm-started solves) until
         ``integration_error <= rtol`` or up to ``max_n_qmc`` (then a ``RuntimeWarning``
-        gives the accuracy reached). Also ``refine``, ``refine_steps`` (the same).
+        gives the accuracy reached). Also ``refine``, ``refine_steps``, ``m_hat``.
       time_limit: seconds (the shorthand of the field of ``settings``): past it the solve
         stops between two SE maps and returns NaN with ``converged=False`` and an
         :class:`SEConvergenceWarning` (the deprecated ``on_fail="raise"``: ``RuntimeError``).
@@ -147,7 +148,8 @@ def solve(
     """
     s = resolve(settings, tol=tol, max_iter=max_iter, damping=damping, anderson=anderson,
                 n_qmc=n_qmc, n_rep=n_rep, seed=seed, on_fail=on_fail, rtol=rtol, refine=refine,
-                max_n_qmc=max_n_qmc, time_limit=time_limit, refine_steps=refine_steps)  # fmt: skip
+                max_n_qmc=max_n_qmc, time_limit=time_limit, refine_steps=refine_steps,
+                m_hat=m_hat)  # fmt: skip
     r, w = _solve_within(task, target, (alpha, lam, penalty), init, s)
     return (r, w) if return_warm else r
 
@@ -181,7 +183,7 @@ def _solve(task, target, point_, init, s: SESettings):
     alpha, lam = float(alpha), float(lam)
     check_lam0(task, target, [alpha], lam, penalty)
     qmc = (int(s.n_qmc), int(s.n_rep), int(s.seed))
-    pb = _problem(task, target, alpha, lam, penalty, (qmc, int(s.anderson)))
+    pb = _problem(task, target, alpha, lam, penalty, (qmc, int(s.anderson), s.m_hat))
     pb = pb._replace(refine=(int(s.refine), int(s.refine_steps)))
     start = _start(init, pb)
     loop = engine.loop_settings(s)
@@ -208,7 +210,7 @@ def _stein_fallback(pb, lam, start, loop, failed):
         "no fixed point with the pathwise m_hat (best residual %.1e): the Stein form",
         failed.residual,
     )
-    pb = pb._replace(channel=dataclasses.replace(pb.channel, stein_form=True))
+    pb = pb._replace(channel=m_hat_channel(pb.channel, "stein"))
     found = robust.find(pb, lam, start, loop)
     residual = found.residual if found.attempt is not None else min(found.residual, failed.residual)
     return pb, found._replace(n_iter=failed.n_iter + found.n_iter, residual=residual)

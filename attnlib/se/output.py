@@ -16,11 +16,11 @@ as the mse ``Q0 - 2m + q`` (and with it ``csd``) gets small, where the fixed poi
 amplifies the error of ``m_hat`` most (``benchmarks/se_bias.py``: seq2seq T = 2,
 alpha 2, lam 0.1, mse 0.02 Q0, ``csd = 0.047``: the Stein form's relative error at
 8192 points was 0.39 %, which moved the mse by 14 %; the pathwise form's 0.027 %).
-With ``PATHWISE`` on (the default), the channels with a Newton prox (a
+By default (``SESettings(m_hat="derivative")``) the channels with a Newton prox (a
 smooth loss, labels differentiable in ``h0``) use the pathwise form, the implicit
 derivative of the prox (:func:`attnlib.channels.prox.target_derivative`), exact where
-``h*`` does not jump,
-as their pointwise ``a_hat``; the hardmax channels the Stein form
+``h*`` does not jump, as their pointwise ``a_hat``; the hardmax channels, and a channel
+with ``stein_form`` (``SESettings(m_hat="stein")``), the Stein form
 (:func:`pathwise_m_hat`). The channel gives ``a_hat`` in the form its ``g`` needs
 (:meth:`attnlib.channels.Channel.a_hat_terms`: the hardmax loss is piecewise constant,
 ``g`` jumps on surfaces of positive probability flux and ``a_hat`` takes its Stein form
@@ -36,7 +36,7 @@ The linear task is Gaussian and uses closed forms (its channel's
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import functools
 import math
 from typing import NamedTuple
@@ -50,6 +50,7 @@ from attnlib import qmc as _qmc
 from attnlib import tasks as _tasks
 from attnlib.channels.prox import target_derivative
 from attnlib.qmc import qmc_normals
+from attnlib.se.settings import M_HAT
 
 __all__ = [
     "OutputSide",
@@ -62,9 +63,8 @@ __all__ = [
     "pairs",
     "cold_prox",
     "lower_minima",
-    "PATHWISE",
     "pathwise_m_hat",
-    "stein_m_hat",
+    "m_hat_channel",
 ]
 
 
@@ -166,34 +166,25 @@ def _solve_prox(channel, Y, omega, V, starts, prox, *, mode):
     return h, jnp.where(better, p.objective, f_warm), jnp.sum(better)
 
 
-# The pathwise form where the channel allows it (False: the Stein form everywhere, the
-# state evolution before this form existed; tests/test_se_m_hat.py compares the two).
-PATHWISE = True
-
-
-@contextlib.contextmanager
-def stein_m_hat():
-    """Inside the block, ``m_hat`` takes the Stein form for every channel (``PATHWISE``
-    off): the state evolution before the pathwise form, to reproduce records made with
-    it. The form is read when a program is traced, so JAX's in-memory caches are emptied
-    on entry and on exit. Not thread-safe: it sets a module flag."""
-    global PATHWISE
-    old, PATHWISE = PATHWISE, False
-    jax.clear_caches()
-    try:
-        yield
-    finally:
-        PATHWISE = old
-        jax.clear_caches()
-
-
 def pathwise_m_hat(channel) -> bool:
-    """Whether ``m_hat`` takes its pathwise form (module docstring): ``PATHWISE`` is on,
-    the channel's prox is the Newton one (a smooth loss, like the pointwise ``a_hat`` of
-    :meth:`~attnlib.channels.Channel.a_hat_terms`) and its labels are differentiable in
-    ``h0``; else (hardmax: a piecewise-constant loss, or a channel with ``stein_form``)
-    the Stein form."""
-    return PATHWISE and not (channel.stein_form or channel.exact_prox or channel.scale_free)
+    """Whether ``m_hat`` takes its pathwise form (module docstring): the channel's prox is
+    the Newton one (a smooth loss, like the pointwise ``a_hat`` of
+    :meth:`~attnlib.channels.Channel.a_hat_terms`), its labels are differentiable in
+    ``h0`` and it does not ask for the Stein form (``stein_form``: ``SESettings(m_hat=
+    "stein")``, or the fallback of :func:`attnlib.se.solve`); else (hardmax: a
+    piecewise-constant loss) the Stein form."""
+    return not (channel.stein_form or channel.exact_prox or channel.scale_free)
+
+
+def m_hat_channel(task, m_hat: str = "derivative") -> channels.Channel:
+    """The output channel of ``task`` (a task, or a channel) with the form of ``m_hat``
+    named as in :class:`attnlib.se.SESettings`: ``"derivative"`` (the channel as it is)
+    or ``"stein"`` (``stein_form`` set: the Stein form everywhere). The channel of a
+    solve's problem; the compiled code reads the form from it (a static argument)."""
+    channel = _channel_of(task)
+    if _checks.choice("m_hat", m_hat, M_HAT) == "stein":
+        return dataclasses.replace(channel, stein_form=True)
+    return channel
 
 
 def _m_hat_terms(channel, p: Pairs, out, zf):
@@ -373,14 +364,17 @@ def check_overlaps(Q0, m, q):
 
 
 def output_side(
-    task, alpha, Q0, m, q, v, *, n_qmc: int = 8192, n_rep: int = 4, seed: int = 0
-) -> OutputSide:
+    task, alpha, Q0, m, q, v, *, n_qmc: int = 8192, n_rep: int = 4, seed: int = 0,
+    m_hat: str = "derivative",
+) -> OutputSide:  # fmt: skip
     """One evaluation of the output side at ``(m, q, v)`` (cold-started prox).
 
     ``task``: a task or a channel (e.g. ``channels.for_task(hardmax_task).at_zero_scale()``,
     the output side of :func:`attnlib.hardmax.solve`, ``a_hat`` from the exact derivative).
+    ``m_hat``: its form, as in :class:`attnlib.se.SESettings` (``"derivative"`` or
+    ``"stein"``; :func:`m_hat_channel`).
     """
-    task = _channel_of(task)
+    task = m_hat_channel(task, m_hat)
     alpha = _checks.alpha(alpha)
     Q0 = _checks.positive("Q0", Q0)
     check_overlaps(Q0, m, q)

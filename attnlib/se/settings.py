@@ -17,6 +17,7 @@ from attnlib import _checks, _deprecation
 __all__ = ["SESettings", "resolve"]
 
 ON_FAIL = ("warn", "raise")
+M_HAT = ("derivative", "stein")
 
 
 class SESettings(NamedTuple):
@@ -38,30 +39,25 @@ class SESettings(NamedTuple):
       rtol``, up to ``max_n_qmc``); ``None``: one solve at ``n_qmc``;
     - ``refine``, ``refine_steps``: the coarse-to-fine solve (:mod:`attnlib.se.refine`):
       the fixed point found on ``n_qmc`` points is corrected by ``refine_steps`` Newton
-      steps on ``refine * n_qmc`` points (the map's Jacobian of the error propagation),
-      and the metrics and ``integration_error`` are those of the corrected point on the
-      larger set; ``refine=1``: no correction (the solve before this field existed, and
-      the default before the book's theory data were regenerated). The default
-      ``refine=4``: one Newton step on ``4 * 8192`` points. Measured
-      (``benchmarks/se_accuracy.py``, 16 seeds against references at ``2^17`` points;
-      median / largest relative deviation of the mse, CPU time relative to
-      ``refine=1``): seq2seq T = 2, noise 0.1, alpha 0.3, lam 1e-3: 2.6 / 7.2 % at
-      ``refine=1``, 0.67 / 1.4 % at 4 (1.12x), 0.35 / 0.86 % at 8 (1.19x); seq2seq T = 3,
-      noise 0.1, Wishart(0.3), alpha 0.3, lam 0.01: 2.0 / 6.4 %, 0.87 / 2.2 % (1.7x),
-      0.28 / 1.4 % (2.6x). A warm point (``benchmarks/se_speed.py``'s, lam 0.1, alpha
-      0.3 from 0.32) costs 1.55 (T = 2) and 1.73 (T = 3) times the uncorrected one at
-      ``refine=4``, a 40-point learning curve 1.65 times: within the 2x of
-      issue 34, where ``refine=8`` (2.7x on a warm point) is not. With ``rtol``, each
-      doubling of ``n_qmc`` is corrected on ``refine`` times its points. The warm start
-      returned beside a result is the fixed point on the ``n_qmc`` points themselves
-      (before the correction), which is what the next solve on those points needs. The
-      step starts from the coarse fixed point: from few points where the mse is small it
-      can miss (seq2seq T = 2, beta 2, noise 0.25 on the target, lam 0.01, alpha 2: test
-      error 0.016 from 2048 points, reported error 196 %; 0.027 from 8192 and from plain
-      solves at 2^15 points); keep ``n_qmc`` at the default there, or ask ``rtol``.
-      :func:`attnlib.width.solve_constrained` does not correct its rank-constrained
-      point (its map's Jacobian is not the convex one's); the convex point it starts
-      from, and returns where the constraint is inactive, is corrected;
+      steps (the map's Jacobian of the error propagation) on ``refine * n_qmc`` points,
+      and the metrics and ``integration_error`` are those of the corrected point;
+      ``refine=1``: no correction. The default (one step on ``4 * 8192`` points) costs
+      about 1.6 times the CPU of ``refine=1``; over 16 seeds its mse deviates from a
+      ``2^17``-point reference by 0.096 % (median; largest 0.28 %) at seq2seq T = 2,
+      Wishart(0.5), alpha 2, lam 0.1, and 0.35 % (1.6 %) at a T = 3 point
+      (``benchmarks/se_accuracy.py``; the book's ``methods_finite_size`` page). With
+      ``rtol``, each doubling of ``n_qmc`` is corrected on ``refine`` times its points.
+      The warm start returned beside a result is the fixed point on the ``n_qmc`` points
+      themselves (before the correction). The step starts from the coarse fixed point,
+      so it does not repair one that is far off (few points where the mse is small: keep
+      the default ``n_qmc``, or ask ``rtol``). :func:`attnlib.width.solve_constrained`
+      does not correct its rank-constrained point; the convex point it starts from is
+      corrected;
+    - ``m_hat``: the form of the output side's ``m_hat`` (:mod:`attnlib.se.output`):
+      ``"derivative"`` (the default: the derivative of the prox through the labels, where
+      the loss is smooth; the Stein form elsewhere, and where no fixed point is found
+      with it) or ``"stein"`` (the Stein form everywhere: unbiased across jumps of the
+      prox, a larger QMC error where the mse is small);
     - ``time_limit``: seconds of wall clock for the whole call (``None``: no limit); past
       it the call returns what it has: an unfinished point is NaN with
       ``converged=False`` and an :class:`attnlib.se.SEConvergenceWarning` (a curve keeps
@@ -81,6 +77,7 @@ class SESettings(NamedTuple):
     time_limit: float | None = None
     refine: int = 4
     refine_steps: int = 1
+    m_hat: str = "derivative"
 
 
 def _check(s: SESettings) -> SESettings:
@@ -96,6 +93,7 @@ def _check(s: SESettings) -> SESettings:
         _checks.positive("time_limit", s.time_limit)
     _checks.integer("refine", s.refine, 1)
     _checks.integer("refine_steps", s.refine_steps, 1)
+    _checks.choice("m_hat", s.m_hat, M_HAT)
     if s.rtol is not None:
         _checks.positive("rtol", s.rtol)
         _checks.integer("max_n_qmc", max_n_qmc, n_qmc)

@@ -9,12 +9,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnlib import _checks, _doubling, _limits, channels, follow, se
+from attnlib import _checks, _doubling, _limits, follow, se
 from attnlib.gamp import SpectralProx
 from attnlib.se import engine as se_engine
 from attnlib.se import point, robust
 from attnlib.se.continuation import unfinished_result
-from attnlib.se.output import check_task, qmc_points
+from attnlib.se.output import check_task, m_hat_channel, qmc_points
 from attnlib.se.results import SEConvergenceWarning, SEResult
 from attnlib.se.settings import SESettings, resolve
 from attnlib.width.input import constrained_trace
@@ -66,7 +66,7 @@ def _problem(task, target, alpha, lam, *, kappa, s: SESettings) -> point.Problem
     z = qmc_points(task, *qmc)
     data = se_engine.Data(z, np.float64(alpha), np.float64(lam), np.float64(target.Q0))
     denoiser = SpectralProx("nuclear", target, float(kappa))
-    return point.Problem(channels.for_task(task), denoiser, data, qmc, int(s.anderson))
+    return point.Problem(m_hat_channel(task, s.m_hat), denoiser, data, qmc, int(s.anderson))
 
 
 def _attempt(pb, x0, prox, settings):

@@ -22,7 +22,7 @@ Parts (one file, ``se_default.json``, a key per part):
   change ``new / old - 1`` and that change over the old reported error (the old error
   bar). Points past a script's time limit (NaN in either) are left out.
   The old curves are solved as they were: ``refine=1``, ``OLD_N_QMC`` points and the
-  Stein form of ``m_hat`` (:func:`attnlib.se.output.stein_m_hat`), so that they
+  Stein form of ``m_hat`` (``OLD``: ``m_hat="stein"``), so that they
   reproduce the stored numbers of before; the new ones are the default solve (the
   Newton correction and the pathwise ``m_hat``).
 - ``check`` (after ``moved``): for the ``CHECK_TOP`` numbers that moved most over their
@@ -49,11 +49,11 @@ from data import make_t3_gap as G
 
 import attnlib
 from attnlib import se, sweep
-from attnlib.se import output as se_output
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
-OLD = se.SESettings(refine=1)  # the default before the Newton correction
+# the default before the Newton correction and the pathwise m_hat
+OLD = se.SESettings(refine=1, m_hat="stein")
 OLD_N_QMC = 2048  # the paper scripts' n_qmc before (8192 since: make_paper_figures.FULL)
 T3_FIELDS = ("train_loss", "test_error", "mse", "integration_error", "converged")
 FULL = {"seeds": 16}
@@ -98,8 +98,7 @@ def old_curve(*, file: str, curve: str) -> dict:
     its fields and reported errors."""
     script, _, fields, _ = REGENERATED[file]
     task, target, alphas, lam, kw = _paper_curve(script, curve)
-    with se_output.stein_m_hat():
-        lc, _ = C.quiet(se.learning_curve, task, target, list(alphas), lam, settings=OLD, **kw)
+    lc, _ = C.quiet(se.learning_curve, task, target, list(alphas), lam, settings=OLD, **kw)
     out = {f: np.asarray(getattr(lc, f), float).tolist() for f in fields}
     out["integration_error"] = np.asarray(lc.integration_error, float).tolist()
     return out
@@ -152,11 +151,10 @@ def check_point(*, file: str, curve: str, alpha: float, field: str) -> dict:
     script = REGENERATED[file][0]
     task, target, _, lam, kw = _paper_curve(script, curve)
     vals = []
-    with se_output.stein_m_hat():  # exact across jumps of the prox, unlike the derivative
-        for seed in CHECK_SEEDS:
-            r, _ = C.quiet(se.solve, task, target, alpha, lam, settings=OLD, n_qmc=CHECK_N,
-                           seed=seed)  # fmt: skip
-            vals.append(float(getattr(r, field)) if r.converged else float("nan"))
+    for seed in CHECK_SEEDS:  # OLD: the Stein form, exact across jumps of the prox
+        r, _ = C.quiet(se.solve, task, target, alpha, lam, settings=OLD, n_qmc=CHECK_N,
+                       seed=seed)  # fmt: skip
+        vals.append(float(getattr(r, field)) if r.converged else float("nan"))
     r, _ = C.quiet(se.solve, task, target, alpha, lam, n_qmc=OLD_N_QMC)  # corrected, cold
     coarse = {"coarse_corrected": float(getattr(r, field)),
               "coarse_corrected_error": float(r.integration_error)}  # fmt: skip

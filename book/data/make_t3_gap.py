@@ -55,7 +55,6 @@ from data import _common as C
 
 import attnlib
 from attnlib import se, sweep, targets, tasks, train
-from attnlib.se import output as se_output
 
 attnlib.configure_jax()  # float64 and JAX's compilation cache, before anything compiles
 
@@ -98,14 +97,13 @@ def target() -> targets.Target:
 def se_point(*, n_qmc: int, seed: int) -> dict:
     """The state evolution with ``n_qmc`` QMC points of scrambling ``seed`` (cold start),
     as it was when this study was made: without the Newton correction (``refine=1``) and
-    with the Stein form of ``m_hat`` (:func:`attnlib.se.output.stein_m_hat`). It
-    measures that plain solve's convergence in ``n_qmc``; :mod:`data.make_se_default` has
-    the default solve at this point."""
+    with the Stein form of ``m_hat`` (``m_hat="stein"``, :class:`attnlib.se.SESettings`).
+    It measures that plain solve's convergence in ``n_qmc``; :mod:`data.make_se_default`
+    has the default solve at this point."""
     c0 = time.process_time()
-    with se_output.stein_m_hat():
-        r, notes = C.quiet(
-            se.solve, task(), target(), ALPHA, LAM, n_qmc=n_qmc, seed=seed, refine=1
-        )
+    r, notes = C.quiet(
+        se.solve, task(), target(), ALPHA, LAM, n_qmc=n_qmc, seed=seed, refine=1, m_hat="stein"
+    )
     if notes:
         C.log(f"    [SE] n_qmc={n_qmc}, seed={seed}: {notes}")
     row = {f: float(getattr(r, f)) for f in SE_FIELDS}
