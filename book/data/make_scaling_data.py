@@ -25,12 +25,9 @@ arrays (the quick grid, in this process) without writing. Parts and files
 - ``lasso``  the LASSO solver (:func:`attnlib.scaling.lasso_solve`) on data at ``N = 2000``
   along ``delta`` (three seeds), to check the LASSO state evolution. -> ``scaling_lasso.npz``
 
-``softmax_se/integration_error`` is :attr:`attnlib.se.SEResult.integration_error`: since
-issue 26 the relative error of the SE's own metrics (train loss, test error, mse), their
-QMC error propagated through the fixed point (the curve's ``mse`` and ``excess`` are
-recomputed at that fixed point, Stein form). The committed file predates the change and
-holds the former quantity, the QMC error of the output-side integrals at the point:
-7.0e-4 at ``alpha = 1`` and 4.4e-4 at 100, where this script now stores 4.7e-3 and 1.7e-3.
+``softmax_se/integration_error`` is :attr:`attnlib.se.SEResult.integration_error`: the
+relative error of the SE's own metrics (train loss, test error, mse), their QMC error
+propagated through the fixed point.
 """
 
 from __future__ import annotations

@@ -237,7 +237,7 @@ def arrays_theory(cfg, run) -> dict:
     for f in THEORY_FIELDS:
         arr[f] = sweep.pivot(t, f, axes)
     arr["kappa_star"] = float(np.nanmax(sweep.pivot(t, "kappa_star", axes)))
-    conv = convex_se(ALPHA, LAM)
+    conv, _ = convex_se(ALPHA, LAM)
     arr["convex.test_error"], arr["convex.train_loss"] = conv.test_error, conv.train_loss
     arr["convex.mse"] = conv.mse
     return arr
