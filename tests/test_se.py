@@ -643,7 +643,7 @@ def test_attempt_fails_where_the_check_keeps_finding_lower_minima(monkeypatch):
 
     monkeypatch.setattr(engine, "solve_fixed_point", recording)
     monkeypatch.setattr(point, "_check_global", lambda pb, x, prox: (prox, 1))
-    pb = drivers._problem(task, TARGET, 0.3, 0.1, "nuclear", ((8192, 4, 0), 5, "derivative"))
+    pb = drivers._problem(task, TARGET, 0.3, 0.1, "nuclear", ((8192, 4, 0), 5))
     a = point.attempt(pb, (r.m, r.q, r.v), w.prox, engine.LoopSettings())
     assert not a.converged and a.sides is None and a.history is None
     assert modes == ["warm"] * point._MAX_CHECKS + ["multi"]

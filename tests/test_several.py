@@ -33,7 +33,7 @@ DATA = pathlib.Path(__file__).resolve().parents[1] / "book" / "data"
 
 def _linear_problem(lam):
     task, target = tasks.Linear(T=1, noise=0.25), targets.Wishart(0.5)
-    return drivers._problem(task, target, 0.6, lam, "nuclear", ((8192, 4, 0), 5, "derivative"))
+    return drivers._problem(task, target, 0.6, lam, "nuclear", ((8192, 4, 0), 5))
 
 
 def _settings():

@@ -43,8 +43,10 @@ __all__ = [
 log = logging.getLogger("attnlib.se")
 
 
-def _problem(task, target, alpha, lam, penalty, opts) -> point.Problem:
-    qmc, memory, m_hat = opts
+def _problem(task, target, alpha, lam, penalty, opts, *, m_hat="derivative") -> point.Problem:
+    """The problem at ``(alpha, lam)``: ``opts = ((n_qmc, n_rep, seed), anderson memory)``,
+    ``m_hat`` the form of the output side's ``m_hat`` (:class:`attnlib.se.SESettings`)."""
+    qmc, memory = opts
     Q0 = float(target.Q0)
     data = engine.Data(
         z=qmc_points(task, *qmc),
@@ -183,7 +185,7 @@ def _solve(task, target, point_, init, s: SESettings):
     alpha, lam = float(alpha), float(lam)
     check_lam0(task, target, [alpha], lam, penalty)
     qmc = (int(s.n_qmc), int(s.n_rep), int(s.seed))
-    pb = _problem(task, target, alpha, lam, penalty, (qmc, int(s.anderson), s.m_hat))
+    pb = _problem(task, target, alpha, lam, penalty, (qmc, int(s.anderson)), m_hat=s.m_hat)
     pb = pb._replace(refine=(int(s.refine), int(s.refine_steps)))
     start = _start(init, pb)
     loop = engine.loop_settings(s)
