@@ -157,6 +157,16 @@ def se_references(studies=tuple(STUDIES), runner=None) -> dict:
     }
 
 
+def per_d(runs: dict, study: str, lam: float, field: str) -> tuple[np.ndarray, list]:
+    """The runs of ``study`` at penalty ``lam`` (arrays keyed as :func:`run` returns them):
+    the sizes ``d`` (ascending, float) and, per size, the values of ``field`` over its
+    data sets."""
+    sel = np.isclose(runs[f"{study}.lam"], lam)
+    d_all, v_all = runs[f"{study}.d"][sel], runs[f"{study}.{field}"][sel]
+    ds = np.unique(d_all).astype(float)
+    return ds, [v_all[d_all == d] for d in ds]
+
+
 def main(argv=None) -> None:
     args = C.parser(__doc__, ["fs"]).parse_args(argv)
     name = "train_loss_fs_quick.npz" if args.quick else "train_loss_fs.npz"
