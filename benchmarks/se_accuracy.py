@@ -102,6 +102,9 @@ CONFIGS = {
     "x8": dict(refine=8),
     "x16": dict(refine=16),
     "x8s2": dict(refine=8, refine_steps=2),
+    "r8": dict(refine_rep=8),
+    "r16": dict(refine_rep=16),
+    "x8r32": dict(refine=8, refine_rep=32),
 }
 METRICS = ("test_error", "mse")
 M_HAT = "derivative"  # the form of m_hat of every solve (--stein: "stein")

@@ -1250,3 +1250,15 @@ def test_se_settings_m_hat_names_its_values():
         for bad in ("pathwise", "Stein", 3, ["stein"]):
             with pytest.raises(ValueError, match=r"m_hat must be one of \['derivative', 'stein'\]"):
                 call(bad)
+
+
+def test_se_settings_refine_rep_names_its_range():
+    """``SESettings(refine_rep=...)`` that is not a multiple of ``n_rep`` dividing
+    ``refine x n_rep`` (the fine stage's scramblings): a ValueError naming ``refine_rep``
+    and the range, before any solve."""
+    lin, tg = tasks.Linear(T=1), targets.Wishart(0.5)
+    for bad in (2, 6, 32, 0, -4, 4.5, "8"):
+        with pytest.raises(ValueError, match="refine_rep"):
+            se.solve(lin, tg, 1.0, 0.3, settings=se.SESettings(refine_rep=bad))
+    with pytest.raises(ValueError, match=r"multiple of n_rep = 4 that divides refine x n_rep = 8"):
+        se.solve(lin, tg, 1.0, 0.3, settings=se.SESettings(refine=2, refine_rep=16))

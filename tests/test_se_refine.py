@@ -79,28 +79,73 @@ def test_default_is_the_corrected_solve_and_rtol_composes_with_it(reference):
     assert _within(r, ref), (r.mse, ref.mse, r.integration_error, ref.integration_error)
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(
+def test_fine_points_extend_the_coarse_scramblings():
+    """The fine stage reuses the coarse solve's prox points: in any layout of
+    ``refine_rep`` scramblings, the first ``n_rep`` scramblings' first ``n_qmc / n_rep``
+    points are the coarse points themselves (scrambled Sobol sequences are nested), and
+    the added scramblings are others (independent scramblings)."""
+    from attnlib.se import drivers, refine
+
+    task, target, alpha, lam = POINT
+    pb = drivers._problem(task, target, alpha, lam, "nuclear", ((8192, 4, 3), 5))
+    coarse = np.asarray(pb.data.z)
+    for rep in (4, 8, 16):
+        z = refine.fine_points(pb, 4, rep)
+        assert z.shape == (rep, 4 * 8192 // rep, coarse.shape[2])
+        np.testing.assert_array_equal(z[:4, :2048], coarse)
+        if rep > 4:
+            assert not np.isclose(z[4:8, :2048], coarse).any()
+
+
+def test_more_fine_scramblings_stay_within_their_error_of_the_reference(reference):
+    """``refine_rep=16`` (the 4 x 8192 points of the correction in 16 scramblings of 2048,
+    the coarse 4 among them) at ``POINT``: the same map on the same number of points,
+    with an error estimate of 15 degrees of freedom instead of 3. Against the independent
+    2^17-point reference: within 3 combined errors; its reported error is within a
+    factor 3 of the default layout's (both estimate the error of 32768 points; measured
+    at other points: 1.3-2.5x, larger where long scrambled Sobol sets beat Monte Carlo);
+    ``refine_rep=4`` is the default itself."""
+    task, target, alpha, lam = POINT
+    coarse, warm, ref = reference
+    default = se.solve(task, target, alpha, lam, init=warm)
+    same = se.solve(task, target, alpha, lam, init=warm, settings=se.SESettings(refine_rep=4))
+    many = se.solve(task, target, alpha, lam, init=warm, settings=se.SESettings(refine_rep=16))
+    assert same == default
+    assert many.converged and many.mse != default.mse
+    assert _within(many, ref), (many.mse, ref.mse, many.integration_error, ref.integration_error)
+    assert default.integration_error / 3 < many.integration_error < 3 * default.integration_error
+
+
+_T3_XFAIL = pytest.mark.xfail(
     strict=False,
-    reason="before the pathwise m_hat (Stein form, refine=4): largest deviation 4.6x the "
-    "combined error, 2 of 16 seeds beyond 3x. With it (book/data/make_se_default.py, part "
-    "t3, against t3_gap.npz's reference): every seed within 2.4x, mse median deviation "
-    "0.45 %, largest 1.5 %; this test's own recipe was not rerun since",
+    reason="the default layout (4 scramblings, an error estimate of 3 degrees of freedom): "
+    "before the pathwise m_hat (Stein form, refine=4) largest deviation 4.6x the combined "
+    "error, 2 of 16 seeds beyond 3x; with it (benchmarks/se_accuracy.py) every seed within "
+    "2.66x, which 4 scramblings give only by chance (Student's t(3): 5.8 % of solves beyond 3)",
 )
-def test_every_refined_solve_is_within_3x_its_error_over_16_seeds():
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("refine_rep", [pytest.param(None, marks=_T3_XFAIL), 16])
+def test_every_refined_solve_is_within_3x_its_error_over_16_seeds(refine_rep):
     """Seq2seq T = 3, noise 0.1, Wishart(0.3), alpha 0.3, lam 0.01 (the issue's tail
     example) at ``refine=4``, 16 seeds: every single solve's deviation from the
     reference is within 3 times its reported error combined with the reference's. The
     reference: plain solves (no correction) at 2^17 points with the seeds 1000..1003,
-    averaged; its error is the standard deviation over them over 2."""
+    averaged; its error is the standard deviation over them over 2. With
+    ``refine_rep=16`` the error has 15 degrees of freedom (a deviation beyond 3 of it:
+    0.9 % of solves where it is exact; measured with ``benchmarks/se_accuracy.py``: the
+    largest 2.03x)."""
     task, target, alpha, lam = tasks.Seq2Seq(T=3, noise=0.1), Wishart(0.3), 0.3, 0.01
     first, warm = se.solve(task, target, alpha, lam, return_warm=True)
     plain = se.SESettings(n_qmc=2**17, refine=1)
     refs = [se.solve(task, target, alpha, lam, settings=plain._replace(seed=1000 + k),
                      init=(first.m, first.q, first.v)) for k in range(4)]  # fmt: skip
     assert all(r.converged for r in refs)
+    settings = se.SESettings(refine=4, refine_rep=refine_rep)
     for s in range(16):
-        r = se.solve(task, target, alpha, lam, seed=s, refine=4, init=(first.m, first.q, first.v))
+        r = se.solve(task, target, alpha, lam, init=(first.m, first.q, first.v),
+                     settings=settings._replace(seed=s))  # fmt: skip
         assert r.converged
         for f in METRICS:
             vals = np.array([getattr(b, f) for b in refs])

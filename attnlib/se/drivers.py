@@ -186,7 +186,7 @@ def _solve(task, target, point_, init, s: SESettings):
     check_lam0(task, target, [alpha], lam, penalty)
     qmc = (int(s.n_qmc), int(s.n_rep), int(s.seed))
     pb = _problem(task, target, alpha, lam, penalty, (qmc, int(s.anderson)), m_hat=s.m_hat)
-    pb = pb._replace(refine=(int(s.refine), int(s.refine_steps)))
+    pb = pb._replace(refine=(int(s.refine), int(s.refine_steps), s.refine_rep))
     start = _start(init, pb)
     loop = engine.loop_settings(s)
     found = robust.find(pb, lam, start, loop)

@@ -69,7 +69,7 @@ class Problem(NamedTuple):
     data: engine.Data
     qmc: tuple  # (n_qmc, n_rep, seed)
     memory: int
-    refine: tuple = (1, 1)  # (factor, steps) of the Newton corrections (attnlib.se.refine)
+    refine: tuple = (1, 1, None)  # (factor, steps, rep) of the Newton corrections (se.refine)
 
     task = property(lambda self: self.channel.task)
     target = property(lambda self: self.denoiser.target)
@@ -228,12 +228,13 @@ def objective_of(penalty, alpha, lam, train_loss, trace_q) -> float:
 
 def final(pb: Problem, lam, a: Attempt, extra: dict) -> SEResult:
     """:func:`result` at the converged attempt ``a``, after the Newton corrections on
-    ``pb.refine = (factor, steps)`` times more QMC points (:func:`attnlib.se.refine.refine`;
+    ``pb.refine = (factor, steps, rep)`` times more QMC points in ``rep`` scramblings
+    (:func:`attnlib.se.refine.refine`;
     ``factor = 1``: none) where the output side is a QMC average; where a correction
     leaves the domain, the uncorrected point."""
-    factor, steps = pb.refine
+    factor, steps, rep = pb.refine
     if factor > 1 and not pb.channel.closed_form_output and not pb.channel.scale_free:
-        fine = refine.refine(pb, lam, a.x, a.sides[2], factor, steps)
+        fine = refine.refine(pb, lam, a.x, a.sides[2], factor, steps, rep)
         if fine is not None:
             sides = sides_at(lam, fine.sides)
             r = result(fine.pb, lam, fine.x, extra, sides, jac=fine.jac, coarse=(pb, a.prox))

@@ -15,15 +15,18 @@ error of ``J`` times ``x* - x_N`` (second order in the QMC error where ``J`` is 
 With ``steps = 2`` the map is evaluated once more on the ``N`` points at ``x1``
 (warm-started prox) and the step repeated.
 
-The ``N`` points are scramblings of the same Sobol sequences as the ``n`` ones, so the
-``n`` points are their first ``n / R`` points per scrambling (scrambled Sobol sets are
-nested): their prox points and averages at ``x*`` are reused, and only the ``N - n``
-new points are solved (cold-started prox, the lower minimum of the two cold starts),
-on the pieces of :data:`attnlib.qmc.CHUNK` points that the ``n``-point solve compiled
-(no new program when ``n / R`` is a multiple of it, as at the default).
+The ``N`` points are ``R'`` scramblings (:func:`fine_points`; ``SESettings.refine_rep``,
+by default ``R'`` = the ``n`` points' ``R``) of the same Sobol sequences as the ``n``
+ones: the first ``R`` extend the ``n`` points' scramblings, so that those are their
+first ``n / R`` points (scrambled Sobol sets are nested), and the others are new ones of
+the same length. The prox points and averages at ``x*`` of the ``n`` points are reused,
+and only the ``N - n`` new points are solved (cold-started prox, the lower minimum of the
+two cold starts), on the pieces of :data:`attnlib.qmc.CHUNK` points of ``R`` scramblings
+that the ``n``-point solve compiled (no new program when ``n / R`` is a multiple of it,
+as at the default).
 
 The metrics are then those of ``x1`` with the output side's averages moved to ``x1``
-linearly (``C (x1 - x_base)``), and their error is the spread of the ``R`` scramblings'
+linearly (``C (x1 - x_base)``), and their error is the spread of the ``R'`` scramblings'
 means over the ``N`` points (:func:`_groups`) propagated through the same ``(I - J)^{-1}``
 (:func:`attnlib.se.propagation.metric_errors`), with the Newton step's own error in
 quadrature (:class:`Refined`).
@@ -46,7 +49,7 @@ from attnlib.se.engine import in_domain
 from attnlib.se.input import host_input, input_side
 from attnlib.se.output import _join, _rows, output_arrays, qmc_points, summarize
 
-__all__ = ["Refined", "refine"]
+__all__ = ["Refined", "fine_points", "refine"]
 
 log = logging.getLogger("attnlib.se")
 
@@ -111,24 +114,58 @@ def _groups(means_n, pieces, per: int, n_new: int) -> np.ndarray:
     return w * means_n + (1.0 - w) * np.average(pieces, axis=0)
 
 
-def refine(pb, lam, x, fixed, factor: int, steps: int = 1) -> Refined | None:
+def _new_sets(pb, x, z_new, prox_new, mode):
+    """Output means ``(R', 4)`` and prox points of the added scramblings ``z_new``
+    ``(R', P, dim)`` at ``x``, evaluated ``R`` scramblings at a time (the program of the
+    ``n``-point solve)."""
+    R, P = pb.qmc[1], z_new.shape[1]
+    if not len(z_new):
+        return np.zeros((0, 4)), np.zeros((0, pb.task.n_pairs))
+    outs = [_fine_at(pb, x, z_new[g : g + R], np.asarray(prox_new)[g * P : (g + R) * P], mode)
+            for g in range(0, len(z_new), R)]  # fmt: skip
+    return np.concatenate([o[0].mean(axis=0) for o in outs]), np.concatenate([o[1] for o in outs])
+
+
+def fine_points(pb, factor: int, rep: int) -> np.ndarray:
+    """The fine stage's points ``(rep, factor n / rep, dim)``: ``rep`` scramblings (a
+    multiple of ``pb``'s ``R`` that divides ``factor R``) of the output stream, of which
+    the first ``R`` extend ``pb``'s own (their first ``n / R`` points are ``pb``'s)."""
+    n, R, seed = pb.qmc
+    if rep % R or (factor * R) % rep:
+        raise ValueError(
+            f"refine_rep must be a multiple of n_rep = {R} that divides refine x n_rep = "
+            f"{factor * R}, got {rep}"
+        )
+    return np.asarray(qmc_points(pb.task, factor * n, rep, seed))
+
+
+def refine(pb, lam, x, fixed, factor: int, steps: int = 1, rep: int | None = None
+           ) -> Refined | None:  # fmt: skip
     """Newton corrections of the fixed point ``x`` of ``pb`` (a
-    :class:`attnlib.se.point.Problem`) on ``factor`` times its QMC points (module
+    :class:`attnlib.se.point.Problem`) on ``factor`` times its QMC points in ``rep``
+    scramblings (:func:`fine_points`; None: ``pb``'s ``R``, each extended) (module
     docstring); ``fixed = (prox, means, image)`` of the map's evaluation at ``x``.
     None where a step leaves the domain ``m^2 < q Q0``, ``q, v > 0`` or the input side
     is undefined (the caller keeps ``x``)."""
     n, R, seed = pb.qmc
     per, Q0 = n // R, float(pb.data.Q0)
-    z = qmc_points(pb.task, factor * n, R, seed)
-    z_new = np.asarray(z)[:, per:]  # the first per points of each scrambling: pb's own
+    rep = R if rep is None else rep
+    z = fine_points(pb, factor, rep)
+    P = z.shape[1]
+    z_ext, z_add = z[:R, per:], z[R:]  # pb's scramblings past their first per points; new ones
     prox_n, means_n = np.asarray(fixed[0]), np.asarray(fixed[1])
-    blank = np.zeros((R * z_new.shape[1], pb.task.n_pairs))
-    pieces, prox_new = _fine_at(pb, x, z_new, blank, "cold")
-    means = _groups(means_n, pieces, per, z_new.shape[1])
+    means, prox_ext = means_n, np.zeros((0, pb.task.n_pairs))
+    if P > per:
+        blank = np.zeros((R * (P - per), pb.task.n_pairs))
+        pieces, prox_ext = _fine_at(pb, x, z_ext, blank, "cold")
+        means = _groups(means_n, pieces, per, P - per)
+    added, prox_add = _new_sets(pb, x, z_add, np.zeros((len(z_add) * P, pb.task.n_pairs)), "cold")
+    means = np.concatenate([means, added])
     jac = propagation.jacobians(pb, lam, x, prox_n, _conj(means))
     C, G, dC = jac
     step = np.linalg.inv(np.eye(3) - G @ C[:3])
     base, x_new, short = np.asarray(x, dtype=float), None, 0.0
+    prox = np.concatenate([_join([prox_n, prox_ext], R) if P > per else prox_n, prox_add])
     for k in range(steps):
         image = _image(pb, lam, _conj(means))
         if not in_domain(image[:3], Q0):
@@ -137,16 +174,14 @@ def refine(pb, lam, x, fixed, factor: int, steps: int = 1) -> Refined | None:
         if x_new is None:
             log.debug("refine: step %d leaves the domain from x = %s", k, base)
             return None
-        if k + 1 < steps:
-            first, prox_n = _fine_at(pb, x_new, np.asarray(z)[:, :per], prox_n, "warm")
-            pieces, prox_new = _fine_at(pb, x_new, z_new, prox_new, "warm")
-            means, base = _groups(first.mean(axis=0), pieces, per, z_new.shape[1]), x_new
+        if k + 1 < steps:  # every fine point again, warm-started
+            means, prox = _new_sets(pb, x_new, z, prox, "warm")
+            base = x_new
     means = means + (C[[2, 1, 0, 3]] @ (x_new - base))[None, :]  # moved to x_new, linearly
     image = _image(pb, lam, _conj(means))
     if not in_domain(image[:3], Q0):
         return None
-    prox = _join([prox_n, prox_new], R)
-    fine = pb._replace(data=pb.data._replace(z=z), qmc=(factor * n, R, seed))
+    fine = pb._replace(data=pb.data._replace(z=jnp.asarray(z)), qmc=(factor * n, rep, seed))
     mse = abs(Q0 - 2.0 * x_new[0] + x_new[1])
     untaken = abs(-2.0 * short[0] + short[1]) / mse  # relative, in the mse
     # the Newton step's error from the QMC error of J: dx' = (I - J)^{-1} dJ dx

@@ -53,6 +53,17 @@ class SESettings(NamedTuple):
       the default ``n_qmc``, or ask ``rtol``). :func:`attnlib.width.solve_constrained`
       does not correct its rank-constrained point; the convex point it starts from is
       corrected;
+    - ``refine_rep``: the scramblings of the ``refine * n_qmc`` points (``None``: ``n_rep``,
+      each of the ``n_qmc`` points' scramblings extended; else a multiple of ``n_rep``
+      that divides ``refine * n_rep``: those extended and new ones of the same length).
+      More scramblings give ``integration_error`` more degrees of freedom (it is the
+      spread of their means), so that it covers single solves' tails, and cost nothing;
+      longer ones integrate better where quasi-Monte Carlo beats Monte Carlo. Measured
+      over 16 seeds (``benchmarks/se_accuracy.py``): at the T = 3 point ``refine_rep=16``
+      (16 scramblings of 2048) gives mse median deviation 0.29 % (largest 1.0 %) against
+      0.35 % (1.6 %), every seed within 2.0 times its reported error against 2.7; at
+      seq2seq T = 2, alpha 2, lam 0.1 it doubles the deviations (median 0.17 % against
+      0.096 %);
     - ``m_hat``: the form of the output side's ``m_hat`` (:mod:`attnlib.se.output`):
       ``"derivative"`` (the default: the derivative of the prox through the labels, where
       the loss is smooth; the Stein form elsewhere, and where no fixed point is found
@@ -78,6 +89,7 @@ class SESettings(NamedTuple):
     refine: int = 4
     refine_steps: int = 1
     m_hat: str = "derivative"
+    refine_rep: int | None = None
 
 
 def _check(s: SESettings) -> SESettings:
@@ -94,6 +106,13 @@ def _check(s: SESettings) -> SESettings:
     _checks.integer("refine", s.refine, 1)
     _checks.integer("refine_steps", s.refine_steps, 1)
     _checks.choice("m_hat", s.m_hat, M_HAT)
+    if s.refine_rep is not None:
+        rep = _checks.integer("refine_rep", s.refine_rep, s.n_rep)
+        if rep % s.n_rep or (s.refine * s.n_rep) % rep:
+            raise ValueError(
+                f"refine_rep must be a multiple of n_rep = {s.n_rep} that divides refine x "
+                f"n_rep = {s.refine * s.n_rep}, got {rep}"
+            )
     if s.rtol is not None:
         _checks.positive("rtol", s.rtol)
         _checks.integer("max_n_qmc", max_n_qmc, n_qmc)
