@@ -32,6 +32,23 @@ With 4 scramblings the reported error is a 3-degree-of-freedom estimate: even wh
 exact, a deviation beyond 3 of it has probability 5.8 % (Student's t), so one seed in 16
 beyond 3 is expected about once in two runs.
 
+The fine stage's scramblings (``SESettings.refine_rep``; configs ``r8``, ``r16``: the
+same 4 x 8192 points in 8 scramblings of 4096 or 16 of 2048, the coarse 4 extended or
+kept), same runs (mse median / max deviation; max |dev|/rep; CPU against the default):
+
+- s2s T3 n0.1 W0.3 a0.3 l1e-2: default 0.35 / 1.6 %, 2.66; r8 0.28 / 1.07 %, 2.28, 1.15x;
+  r16 0.29 / 1.0 %, 2.03, 1.13x (test error median 0.38, 0.47, 0.35 %).
+- s2s T2 W0.5 a2 l0.1: default 0.096 / 0.28 %, 3.26; r8 0.14 / 0.41 %, 2.21, 1.05x;
+  r16 0.17 / 0.42 %, 1.69, 1.12x.
+- s2l T2 W0.5 a1 l1e-2: default 0.12 / 0.24 %, 2.92; r8 0.11 / 0.25 %, 0.91, 1.08x;
+  r16 0.11 / 0.43 %, 1.41, 1.0x (test error median 0.145, 0.115, 0.19 %).
+
+Long scrambled Sobol sets integrate better in the 6 dimensions of T = 2 seq2seq (the
+deviations grow 1.5-1.8x when split), not in the 18 of T = 3; the reported error is
+larger with more scramblings and covers the tails (every seed within 2.3x at every
+point, 0.9 % of solves beyond 3x expected at 16 scramblings). The default keeps 4 long
+ones. ``se_error_budget.py`` splits the error by conjugate (at T = 3, q_hat's).
+
 Measured earlier with the Stein form of ``m_hat`` (one run each on a shared 2-core machine
 at load 10-15; CPU seconds are medians; "before" = the code before refine existed):
 
