@@ -1260,5 +1260,7 @@ def test_se_settings_refine_rep_names_its_range():
     for bad in (2, 6, 32, 0, -4, 4.5, "8"):
         with pytest.raises(ValueError, match="refine_rep"):
             se.solve(lin, tg, 1.0, 0.3, settings=se.SESettings(refine_rep=bad))
+        with pytest.raises(ValueError, match="refine_rep"):
+            se.solve(lin, tg, 1.0, 0.3, refine_rep=bad)
     with pytest.raises(ValueError, match=r"multiple of n_rep = 4 that divides refine x n_rep = 8"):
         se.solve(lin, tg, 1.0, 0.3, settings=se.SESettings(refine=2, refine_rep=16))

@@ -101,7 +101,7 @@ def solve(
     n_rep: int | None = None, seed: int | None = None, on_fail: str | None = None,
     rtol: float | None = None, max_n_qmc: int | None = None, time_limit: float | None = None,
     refine: int | None = None, refine_steps: int | None = None, m_hat: str | None = None,
-    return_warm: bool = False,
+    refine_rep: int | None = None, return_warm: bool = False,
 ):  # fmt: skip
     r"""Solve the state evolution at ``(alpha, lam)``: the ERM's asymptotic metrics.
 
@@ -120,7 +120,8 @@ def solve(
         field of ``settings``); :class:`attnlib.se.SESettings` documents them and holds
         the defaults. With ``rtol``, ``n_qmc`` doubles (warm-started solves) until
         ``integration_error <= rtol`` or up to ``max_n_qmc`` (then a ``RuntimeWarning``
-        gives the accuracy reached). Also ``refine``, ``refine_steps``, ``m_hat``.
+        gives the accuracy reached). Also ``refine``, ``refine_steps``, ``refine_rep``,
+        ``m_hat``.
       time_limit: seconds (the shorthand of the field of ``settings``): past it the solve
         stops between two SE maps and returns NaN with ``converged=False`` and an
         :class:`SEConvergenceWarning` (the deprecated ``on_fail="raise"``: ``RuntimeError``).
@@ -151,7 +152,7 @@ def solve(
     s = resolve(settings, tol=tol, max_iter=max_iter, damping=damping, anderson=anderson,
                 n_qmc=n_qmc, n_rep=n_rep, seed=seed, on_fail=on_fail, rtol=rtol, refine=refine,
                 max_n_qmc=max_n_qmc, time_limit=time_limit, refine_steps=refine_steps,
-                m_hat=m_hat)  # fmt: skip
+                m_hat=m_hat, refine_rep=refine_rep)  # fmt: skip
     r, w = _solve_within(task, target, (alpha, lam, penalty), init, s)
     return (r, w) if return_warm else r
 

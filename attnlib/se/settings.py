@@ -62,7 +62,7 @@ class SESettings(NamedTuple):
       over 16 seeds (``benchmarks/se_accuracy.py``): at the T = 3 point ``refine_rep=16``
       (16 scramblings of 2048) gives mse median deviation 0.29 % (largest 1.0 %) against
       0.35 % (1.6 %), every seed within 2.0 times its reported error against 2.7; at
-      seq2seq T = 2, alpha 2, lam 0.1 it doubles the deviations (median 0.17 % against
+      seq2seq T = 2, alpha 2, lam 0.1 it makes them 1.8 times larger (median 0.17 % against
       0.096 %);
     - ``m_hat``: the form of the output side's ``m_hat`` (:mod:`attnlib.se.output`):
       ``"derivative"`` (the default: the derivative of the prox through the labels, where
