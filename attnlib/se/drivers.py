@@ -43,9 +43,12 @@ __all__ = [
 log = logging.getLogger("attnlib.se")
 
 
-def _problem(task, target, alpha, lam, penalty, opts, *, m_hat="derivative") -> point.Problem:
+def _problem(task, target, alpha, lam, penalty, opts, *, m_hat="derivative",
+             kappa=1.0) -> point.Problem:  # fmt: skip
     """The problem at ``(alpha, lam)``: ``opts = ((n_qmc, n_rep, seed), anderson memory)``,
-    ``m_hat`` the form of the output side's ``m_hat`` (:class:`attnlib.se.SESettings`)."""
+    ``m_hat`` the form of the output side's ``m_hat`` (:class:`attnlib.se.SESettings`),
+    ``kappa`` the student's width (``< 1``: the nuclear map cut where its rank binds,
+    :class:`attnlib.gamp.SpectralProx`; :mod:`attnlib.width`)."""
     qmc, memory = opts
     Q0 = float(target.Q0)
     data = engine.Data(
@@ -55,7 +58,7 @@ def _problem(task, target, alpha, lam, penalty, opts, *, m_hat="derivative") -> 
         Q0=np.float64(Q0),
     )
     channel = m_hat_channel(task, m_hat)
-    return point.Problem(channel, SpectralProx(penalty, target), data, qmc, memory)
+    return point.Problem(channel, SpectralProx(penalty, target, float(kappa)), data, qmc, memory)
 
 
 def _start(init, pb: point.Problem):

@@ -10,11 +10,10 @@ from typing import NamedTuple
 import numpy as np
 
 from attnlib import _checks, _doubling, _limits, follow, se
-from attnlib.gamp import SpectralProx
+from attnlib.se import drivers, point, robust
 from attnlib.se import engine as se_engine
-from attnlib.se import point, robust
 from attnlib.se.continuation import unfinished_result
-from attnlib.se.output import check_task, m_hat_channel, qmc_points
+from attnlib.se.output import check_task
 from attnlib.se.results import SEConvergenceWarning, SEResult
 from attnlib.se.settings import SESettings, resolve
 from attnlib.width.input import constrained_trace
@@ -61,12 +60,9 @@ class WidthResult(NamedTuple):
 def _problem(task, target, alpha, lam, *, kappa, s: SESettings) -> point.Problem:
     """The state-evolution problem at ``(alpha, lam, kappa)`` with the QMC points and
     Anderson memory of ``s``: the convex one with the nuclear map cut at ``x_kappa``
-    (the denoiser's ``kappa``, :class:`attnlib.gamp.SpectralProx`)."""
-    qmc = (int(s.n_qmc), int(s.n_rep), int(s.seed))
-    z = qmc_points(task, *qmc)
-    data = se_engine.Data(z, np.float64(alpha), np.float64(lam), np.float64(target.Q0))
-    denoiser = SpectralProx("nuclear", target, float(kappa))
-    return point.Problem(m_hat_channel(task, s.m_hat), denoiser, data, qmc, int(s.anderson))
+    (:func:`attnlib.se.drivers._problem`)."""
+    opts = ((int(s.n_qmc), int(s.n_rep), int(s.seed)), int(s.anderson))
+    return drivers._problem(task, target, alpha, lam, "nuclear", opts, m_hat=s.m_hat, kappa=kappa)
 
 
 def _attempt(pb, x0, prox, settings):
