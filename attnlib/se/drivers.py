@@ -123,8 +123,7 @@ def solve(
         field of ``settings``); :class:`attnlib.se.SESettings` documents them and holds
         the defaults. With ``rtol``, ``n_qmc`` doubles (warm-started solves) until
         ``integration_error <= rtol`` or up to ``max_n_qmc`` (then a ``RuntimeWarning``
-        gives the accuracy reached). Also ``refine``, ``refine_steps``, ``refine_rep``,
-        ``m_hat``.
+        gives the accuracy reached). Also ``refine``, ``refine_steps``, ``refine_rep``, ``m_hat``.
       time_limit: seconds (the shorthand of the field of ``settings``): past it the solve
         stops between two SE maps and returns NaN with ``converged=False`` and an
         :class:`SEConvergenceWarning` (the deprecated ``on_fail="raise"``: ``RuntimeError``).

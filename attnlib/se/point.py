@@ -234,7 +234,7 @@ def final(pb: Problem, lam, a: Attempt, extra: dict) -> SEResult:
     leaves the domain, the uncorrected point."""
     factor, steps, rep = pb.refine
     if factor > 1 and not pb.channel.closed_form_output and not pb.channel.scale_free:
-        fine = refine.refine(pb, lam, a.x, a.sides[2], factor, steps, rep)
+        fine = refine.refine(pb, lam, a.x, a.sides[2], factor, steps, rep=rep)
         if fine is not None:
             sides = sides_at(lam, fine.sides)
             r = result(fine.pb, lam, fine.x, extra, sides, jac=fine.jac, coarse=(pb, a.prox))

@@ -139,7 +139,7 @@ def fine_points(pb, factor: int, rep: int) -> np.ndarray:
     return np.asarray(qmc_points(pb.task, factor * n, rep, seed))
 
 
-def refine(pb, lam, x, fixed, factor: int, steps: int = 1, rep: int | None = None
+def refine(pb, lam, x, fixed, factor: int, steps: int = 1, *, rep: int | None = None
            ) -> Refined | None:  # fmt: skip
     """Newton corrections of the fixed point ``x`` of ``pb`` (a
     :class:`attnlib.se.point.Problem`) on ``factor`` times its QMC points in ``rep``
