@@ -15,7 +15,7 @@ after a least-squares fit by Hermite polynomials of the QMC normals of degree 1 
 (a regression control variate: its expectation is known, so only the residual's
 variance would remain), and the share of the variance in the largest 1 % of points.
 
-    python benchmarks/se_error_budget.py [POINT ...]
+    python benchmarks/se_error_budget.py [POINT ...] [--taylor]
 
 Measured (seeds 0 and 1, 16 scramblings of 2048; mse relative spread per scrambling):
 
@@ -29,6 +29,17 @@ Measured (seeds 0 and 1, 16 scramblings of 2048; mse relative spread per scrambl
 
 So a polynomial control variate of low degree gains at most about 1.4x in standard
 error at T = 3, short of the 3.5x that 1e-3 would need there.
+
+A conditional one does not either (``--taylor``): with ``zeta`` the label-side normals
+(the teacher's part independent of ``omega`` and the label noise) and ``F`` q_hat's
+integrand, ``b . zeta + (zeta' H zeta - tr H) / 2`` with ``b``, ``H`` the gradient and
+Hessian of ``F`` in ``zeta`` at ``zeta = 0`` (forward-mode through the prox) has
+expectation 0 given ``omega``. Measured on 1024 points: at T = 3 ``F`` at ``zeta = 0``
+is 0.3 % of its mean (q_hat comes from the label side), the linear term removes nothing
+and the quadratic one leaves 27 % of the variance (1.9x in standard error); at T = 2
+(``F`` at ``zeta = 0``: 66 % of its mean) they leave 46 % and 22 %. Its cost, a second
+prox solve and 12 x 13 / 2 second derivatives a point at T = 3, is far above the 1.25x
+that the budget leaves.
 """
 
 import json
@@ -36,11 +47,12 @@ import os
 import sys
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 import attnlib
-from attnlib.se import drivers, propagation
+from attnlib.se import drivers, output, propagation
 from attnlib.se.output import output_arrays
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -94,6 +106,39 @@ def control_variates(name, x, n=8192):
     return D, left, top, f.std(axis=0) / np.abs(f.mean(axis=0))
 
 
+def conditional_taylor(name, x, n=1024):
+    """Variance of q_hat's integrand left by the conditional Taylor control variates in the
+    label-side normals ``zeta`` (module docstring): ``(F(zeta=0) mean / F mean, linear,
+    linear + quadratic)`` on ``n`` points of one scrambled Sobol set."""
+    task, target, alpha, lam = POINTS[name]
+    pb = drivers._problem(task, target, alpha, lam, "nuclear", ((n, 1, 0), 5))
+    ch, Q0, K = pb.channel, float(pb.data.Q0), task.n_pairs
+    s2 = output._sigmas(ch.task)[0]
+    xj = jnp.asarray(x)
+
+    def q_hat_terms(zf):
+        p = output.pairs(ch, zf, Q0, xj)
+        starts = jnp.stack([p.omega, p.lab], axis=1)
+        h = output._solve_prox(ch, p.Y, p.omega, p.V, starts, None, mode="cold")[0]
+        return 0.5 * alpha * jnp.sum(s2 * ch.finish(p.Y, p.omega, p.V, h)[0].g ** 2, axis=-1)
+
+    z = jnp.asarray(np.asarray(pb.data.z)[0])
+    side = [i for i in range(z.shape[1]) if not K <= i < 2 * K]  # u1 and the noise: zeta
+    z0 = z.at[:, jnp.array(side)].set(0.0)
+    unit = [jnp.zeros_like(z).at[:, i].set(1.0) for i in side]
+    d1 = lambda t: lambda zz: jax.jvp(q_hat_terms, (zz,), (t,))[1]  # noqa: E731
+    b = np.stack([np.asarray(d1(t)(z0)) for t in unit], axis=1)
+    H = np.empty((n, len(side), len(side)))
+    for a, ta in enumerate(unit):
+        for c in range(a, len(side)):
+            H[:, a, c] = H[:, c, a] = np.asarray(jax.jvp(d1(ta), (z0,), (unit[c],))[1])
+    f, zeta = np.asarray(q_hat_terms(z)), np.asarray(z)[:, side]
+    lin = np.sum(b * zeta, axis=1)
+    quad = 0.5 * (np.einsum("ni,nij,nj->n", zeta, H, zeta) - np.trace(H, axis1=1, axis2=2))
+    at_zero = float(np.mean(q_hat_terms(z0)) / f.mean())
+    return at_zero, float(np.var(f - lin) / np.var(f)), float(np.var(f - lin - quad) / np.var(f))
+
+
 def _fmt(values, digits=4) -> str:
     return ", ".join(f"{c} {v:.{digits}g}" for c, v in zip(CONJ, values, strict=True))
 
@@ -101,7 +146,8 @@ def _fmt(values, digits=4) -> str:
 def main():
     with open(REF_FILE) as fh:
         refs = json.load(fh)
-    names = sys.argv[1:] or ["s2s_T3_n0.1_a0.3_l1e-2", "s2s_T2_a2_l0.1"]
+    args = [a for a in sys.argv[1:] if a != "--taylor"]
+    names = args or ["s2s_T3_n0.1_a0.3_l1e-2", "s2s_T2_a2_l0.1"]
     for name in names:
         x = np.array(refs[f"{name}|pathwise"]["x"])
         print(f"\n{name}")
@@ -114,6 +160,11 @@ def main():
         print(f"    variance left by Hermite fits of degree 1: {_fmt(left[0], 3)}")
         print(f"    variance left by Hermite fits of degree 2: {_fmt(left[1], 3)}")
         print(f"    variance in the top 1 % of points: {_fmt(top, 3)}")
+        if "--taylor" in sys.argv:
+            at_zero, lin, quad = conditional_taylor(name, x)
+            print(f"  q_hat at zeta = 0: {at_zero:.3g} of its mean")
+            print(f"    variance left by conditional Taylor terms: linear {lin:.3f}, "
+                  f"+ quadratic {quad:.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":
