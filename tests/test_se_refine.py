@@ -90,7 +90,7 @@ def test_fine_points_extend_the_coarse_scramblings():
     pb = drivers._problem(task, target, alpha, lam, "nuclear", ((8192, 4, 3), 5))
     coarse = np.asarray(pb.data.z)
     for rep in (4, 8, 16):
-        z = refine.fine_points(pb, 4, rep)
+        z = refine._fine_points(pb, 4, rep)
         assert z.shape == (rep, 4 * 8192 // rep, coarse.shape[2])
         np.testing.assert_array_equal(z[:4, :2048], coarse)
         if rep > 4:

@@ -15,7 +15,7 @@ error of ``J`` times ``x* - x_N`` (second order in the QMC error where ``J`` is 
 With ``steps = 2`` the map is evaluated once more on the ``N`` points at ``x1``
 (warm-started prox) and the step repeated.
 
-The ``N`` points are ``R'`` scramblings (:func:`fine_points`; ``SESettings.refine_rep``,
+The ``N`` points are ``R'`` scramblings (:func:`_fine_points`; ``SESettings.refine_rep``,
 by default ``R'`` = the ``n`` points' ``R``) of the same Sobol sequences as the ``n``
 ones: the first ``R`` extend the ``n`` points' scramblings, so that those are their
 first ``n / R`` points (scrambled Sobol sets are nested), and the others are new ones of
@@ -49,7 +49,7 @@ from attnlib.se.engine import in_domain
 from attnlib.se.input import host_input, input_side
 from attnlib.se.output import _join, _rows, output_arrays, qmc_points, summarize
 
-__all__ = ["Refined", "fine_points", "refine"]
+__all__ = ["Refined", "refine"]
 
 log = logging.getLogger("attnlib.se")
 
@@ -126,16 +126,12 @@ def _new_sets(pb, x, z_new, prox_new, mode):
     return np.concatenate([o[0].mean(axis=0) for o in outs]), np.concatenate([o[1] for o in outs])
 
 
-def fine_points(pb, factor: int, rep: int) -> np.ndarray:
+def _fine_points(pb, factor: int, rep: int) -> np.ndarray:
     """The fine stage's points ``(rep, factor n / rep, dim)``: ``rep`` scramblings (a
-    multiple of ``pb``'s ``R`` that divides ``factor R``) of the output stream, of which
-    the first ``R`` extend ``pb``'s own (their first ``n / R`` points are ``pb``'s)."""
-    n, R, seed = pb.qmc
-    if rep % R or (factor * R) % rep:
-        raise ValueError(
-            f"refine_rep must be a multiple of n_rep = {R} that divides refine x n_rep = "
-            f"{factor * R}, got {rep}"
-        )
+    multiple of ``pb``'s ``R`` that divides ``factor R``, as :class:`attnlib.se.SESettings`
+    checks) of the output stream, of which the first ``R`` extend ``pb``'s own (their
+    first ``n / R`` points are ``pb``'s)."""
+    n, _, seed = pb.qmc
     return np.asarray(qmc_points(pb.task, factor * n, rep, seed))
 
 
@@ -143,29 +139,28 @@ def refine(pb, lam, x, fixed, factor: int, steps: int = 1, *, rep: int | None = 
            ) -> Refined | None:  # fmt: skip
     """Newton corrections of the fixed point ``x`` of ``pb`` (a
     :class:`attnlib.se.point.Problem`) on ``factor`` times its QMC points in ``rep``
-    scramblings (:func:`fine_points`; None: ``pb``'s ``R``, each extended) (module
+    scramblings (:func:`_fine_points`; None: ``pb``'s ``R``, each extended) (module
     docstring); ``fixed = (prox, means, image)`` of the map's evaluation at ``x``.
     None where a step leaves the domain ``m^2 < q Q0``, ``q, v > 0`` or the input side
     is undefined (the caller keeps ``x``)."""
     n, R, seed = pb.qmc
     per, Q0 = n // R, float(pb.data.Q0)
     rep = R if rep is None else rep
-    z = fine_points(pb, factor, rep)
+    z = _fine_points(pb, factor, rep)
     P = z.shape[1]
     z_ext, z_add = z[:R, per:], z[R:]  # pb's scramblings past their first per points; new ones
     prox_n, means_n = np.asarray(fixed[0]), np.asarray(fixed[1])
-    means, prox_ext = means_n, np.zeros((0, pb.task.n_pairs))
+    means, prox = means_n, prox_n  # of pb's R scramblings, extended below to P points each
     if P > per:
         blank = np.zeros((R * (P - per), pb.task.n_pairs))
         pieces, prox_ext = _fine_at(pb, x, z_ext, blank, "cold")
-        means = _groups(means_n, pieces, per, P - per)
+        means, prox = _groups(means_n, pieces, per, P - per), _join([prox_n, prox_ext], R)
     added, prox_add = _new_sets(pb, x, z_add, np.zeros((len(z_add) * P, pb.task.n_pairs)), "cold")
-    means = np.concatenate([means, added])
+    means, prox = np.concatenate([means, added]), np.concatenate([prox, prox_add])
     jac = propagation.jacobians(pb, lam, x, prox_n, _conj(means))
     C, G, dC = jac
     step = np.linalg.inv(np.eye(3) - G @ C[:3])
     base, x_new, short = np.asarray(x, dtype=float), None, 0.0
-    prox = np.concatenate([_join([prox_n, prox_ext], R) if P > per else prox_n, prox_add])
     for k in range(steps):
         image = _image(pb, lam, _conj(means))
         if not in_domain(image[:3], Q0):
