@@ -52,7 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import attnlib
-from attnlib.se import drivers, output, propagation
+from attnlib.se import drivers, propagation
 from attnlib.se.output import output_arrays
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -112,15 +112,12 @@ def conditional_taylor(name, x, n=1024):
     linear + quadratic)`` on ``n`` points of one scrambled Sobol set."""
     task, target, alpha, lam = POINTS[name]
     pb = drivers._problem(task, target, alpha, lam, "nuclear", ((n, 1, 0), 5))
-    ch, Q0, K = pb.channel, float(pb.data.Q0), task.n_pairs
-    s2 = output._sigmas(ch.task)[0]
-    xj = jnp.asarray(x)
+    K, xj, blank = task.n_pairs, jnp.asarray(x), jnp.zeros((n, task.n_pairs))
 
-    def q_hat_terms(zf):
-        p = output.pairs(ch, zf, Q0, xj)
-        starts = jnp.stack([p.omega, p.lab], axis=1)
-        h = output._solve_prox(ch, p.Y, p.omega, p.V, starts, None, mode="cold")[0]
-        return 0.5 * alpha * jnp.sum(s2 * ch.finish(p.Y, p.omega, p.V, h)[0].g ** 2, axis=-1)
+    def q_hat_terms(zf):  # the output side's q_hat column at each point (one per "scrambling")
+        o = output_arrays(pb.channel, zf[:, None, :], pb.data.alpha, pb.data.Q0, xj, blank,
+                          mode="cold")  # fmt: skip
+        return o.means[:, 1]
 
     z = jnp.asarray(np.asarray(pb.data.z)[0])
     side = [i for i in range(z.shape[1]) if not K <= i < 2 * K]  # u1 and the noise: zeta
